@@ -1,0 +1,29 @@
+//! mrtr-gateway: a stateless reverse proxy that lets MCP servers written before the 2026-07-28
+//! revision serve 2026-07-28 clients unchanged.
+//!
+//! # Layout
+//! - [`protocol`]: JSON-RPC envelopes, method names, `_meta` keys, versions (shared vocabulary).
+//! - [`mrtr`]: the sealed replay core — state codec, key ring, journal, replay decisions and
+//!   translation of embedded requests. Pure functions, no I/O, no clock of its own.
+//! - [`capabilities`]: 2026-07-28 client capabilities ↔ legacy `initialize` capabilities, and the
+//!   capability each legacy server request needs.
+//! - [`upstream`]: the legacy Streamable HTTP client — sessions, SSE, the session pool.
+//! - [`bridge`]: drives one front request against a leased upstream session and turns server
+//!   requests into `input_required` rounds.
+//! - [`front`]: the 2026-07-28 Streamable HTTP surface (validation, dispatch, responses).
+//! - [`demo`]: a real legacy Streamable HTTP server used as the embedded default and in tests.
+//! - [`config`]: TOML + environment + CLI, validated into typed settings.
+//! - [`metrics`], [`admin`]: Prometheus metrics and the admin listener.
+//! - [`error`]: the front-facing error model (JSON-RPC code, HTTP status, metric label).
+
+pub mod admin;
+pub mod bridge;
+pub mod capabilities;
+pub mod config;
+pub mod demo;
+pub mod error;
+pub mod front;
+pub mod metrics;
+pub mod mrtr;
+pub mod protocol;
+pub mod upstream;

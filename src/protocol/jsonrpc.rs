@@ -1,0 +1,322 @@
+//! JSON-RPC 2.0 envelopes as both sides of the gateway see them.
+//!
+//! Parsing classifies one message into a request, a notification or a response. Results stay
+//! as raw JSON text (`Box<RawValue>`) so that a large upstream result is relayed without being
+//! parsed into a tree and serialised again; the front only splices fields into it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// Errors from parsing a JSON-RPC message.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvelopeError {
+    #[error("not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("`jsonrpc` must be \"2.0\"")]
+    Version,
+    #[error("request `id` must be a string or an integer, not {0}")]
+    BadId(&'static str),
+    #[error("message is neither a request, a notification nor a response")]
+    Shape,
+    #[error("a result must be a JSON object")]
+    ResultNotObject,
+}
+
+/// A JSON-RPC request id: a string or an integer (`0` included; `null` is not an id).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    Number(i64),
+    String(String),
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Number(n) => write!(f, "{n}"),
+            Self::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// A request: it expects a response with the same id.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub id: RequestId,
+    pub method: String,
+    pub params: Option<Value>,
+}
+
+/// A notification: no id, no response.
+#[derive(Debug, Clone)]
+pub struct Notification {
+    pub method: String,
+    pub params: Option<Value>,
+}
+
+/// The two outcomes a response carries.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The raw text of the `result` object.
+    Result(Box<RawValue>),
+    Error(ErrorObject),
+}
+
+/// A response; `id` is `None` only for errors answering an unparseable request.
+#[derive(Debug)]
+pub struct Response {
+    pub id: Option<RequestId>,
+    pub outcome: Outcome,
+}
+
+/// One classified JSON-RPC message.
+#[derive(Debug)]
+pub enum Envelope {
+    Request(Request),
+    Notification(Notification),
+    Response(Response),
+}
+
+#[derive(Deserialize)]
+struct Wire {
+    jsonrpc: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    method: Option<String>,
+    params: Option<Value>,
+    result: Option<Box<RawValue>>,
+    error: Option<ErrorObject>,
+}
+
+/// Distinguishes `"id": null` (Some(Null)) from an absent id (None).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+// === impl Envelope ===
+
+impl Envelope {
+    /// Parses one JSON-RPC message from bytes.
+    pub fn parse(bytes: &[u8]) -> Result<Self, EnvelopeError> {
+        let wire: Wire = serde_json::from_slice(bytes)?;
+        if wire.jsonrpc.as_deref() != Some("2.0") {
+            return Err(EnvelopeError::Version);
+        }
+        match (wire.method, wire.result, wire.error) {
+            (Some(method), None, None) => Self::call(wire.id, method, wire.params),
+            (None, Some(result), None) => Self::result(wire.id, result),
+            (None, None, Some(error)) => Ok(Self::Response(Response {
+                id: parse_id(wire.id).ok().flatten(),
+                outcome: Outcome::Error(error),
+            })),
+            _ => Err(EnvelopeError::Shape),
+        }
+    }
+
+    fn call(
+        id: Option<Value>,
+        method: String,
+        params: Option<Value>,
+    ) -> Result<Self, EnvelopeError> {
+        Ok(match parse_id(id)? {
+            Some(id) => Self::Request(Request { id, method, params }),
+            None => Self::Notification(Notification { method, params }),
+        })
+    }
+
+    fn result(id: Option<Value>, result: Box<RawValue>) -> Result<Self, EnvelopeError> {
+        if !result.get().trim_start().starts_with('{') {
+            return Err(EnvelopeError::ResultNotObject);
+        }
+        let id = parse_id(id)?.ok_or(EnvelopeError::Shape)?;
+        Ok(Self::Response(Response {
+            id: Some(id),
+            outcome: Outcome::Result(result),
+        }))
+    }
+}
+
+fn parse_id(id: Option<Value>) -> Result<Option<RequestId>, EnvelopeError> {
+    match id {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(RequestId::String(s))),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(|n| Some(RequestId::Number(n)))
+            .ok_or(EnvelopeError::BadId("a non-integer number")),
+        Some(Value::Null) => Err(EnvelopeError::BadId("null")),
+        Some(_) => Err(EnvelopeError::BadId("a structured value")),
+    }
+}
+
+/// Serialises a request with the given id, method and params.
+pub fn request_bytes(id: &RequestId, method: &str, params: Option<&Value>) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        jsonrpc: &'static str,
+        id: &'a RequestId,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<&'a Value>,
+    }
+    to_vec(&Out {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+}
+
+/// Serialises a notification.
+pub fn notification_bytes(method: &str, params: Option<&Value>) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<&'a Value>,
+    }
+    to_vec(&Out {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+}
+
+/// Serialises a success response whose result is already JSON text.
+pub fn result_bytes(id: &RequestId, result: &RawValue) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        jsonrpc: &'static str,
+        id: &'a RequestId,
+        result: &'a RawValue,
+    }
+    to_vec(&Out {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+}
+
+/// Serialises an error response (`id: null` when the request id is unknown).
+pub fn error_bytes(id: Option<&RequestId>, error: &ErrorObject) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        jsonrpc: &'static str,
+        id: Option<&'a RequestId>,
+        error: &'a ErrorObject,
+    }
+    to_vec(&Out {
+        jsonrpc: "2.0",
+        id,
+        error,
+    })
+}
+
+fn to_vec<T: Serialize>(value: &T) -> Vec<u8> {
+    // Serialising these plain structs of strings, ids and `Value`s cannot fail.
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_with_zero_id_is_a_request() {
+        let env = Envelope::parse(br#"{"jsonrpc":"2.0","id":0,"method":"tools/list"}"#).unwrap();
+        assert!(matches!(
+            env,
+            Envelope::Request(Request {
+                id: RequestId::Number(0),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn string_id_and_notification() {
+        let env = Envelope::parse(br#"{"jsonrpc":"2.0","id":"p-1","method":"x"}"#).unwrap();
+        assert!(
+            matches!(env, Envelope::Request(Request { id: RequestId::String(ref s), .. }) if s == "p-1")
+        );
+        let env = Envelope::parse(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#).unwrap();
+        assert!(matches!(env, Envelope::Notification(_)));
+    }
+
+    #[test]
+    fn null_and_fractional_ids_are_rejected() {
+        for body in [
+            &br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#[..],
+            br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
+            br#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#,
+        ] {
+            assert!(
+                matches!(Envelope::parse(body), Err(EnvelopeError::BadId(_))),
+                "{body:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn result_keeps_raw_text() {
+        let env = Envelope::parse(br#"{"jsonrpc":"2.0","id":7,"result":{"b": 1, "a":2}}"#).unwrap();
+        let Envelope::Response(Response {
+            outcome: Outcome::Result(raw),
+            ..
+        }) = env
+        else {
+            panic!("not a result")
+        };
+        assert_eq!(raw.get(), r#"{"b": 1, "a":2}"#);
+    }
+
+    #[test]
+    fn wrong_version_and_ambiguous_shapes_are_rejected() {
+        assert!(matches!(
+            Envelope::parse(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#),
+            Err(EnvelopeError::Version)
+        ));
+        assert!(matches!(
+            Envelope::parse(br#"{"jsonrpc":"2.0","id":1}"#),
+            Err(EnvelopeError::Shape)
+        ));
+        assert!(matches!(
+            Envelope::parse(
+                br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#
+            ),
+            Err(EnvelopeError::Shape)
+        ));
+        assert!(matches!(
+            Envelope::parse(br#"{"jsonrpc":"2.0","id":1,"result":3}"#),
+            Err(EnvelopeError::ResultNotObject)
+        ));
+    }
+
+    #[test]
+    fn error_response_with_null_id_parses() {
+        let env = Envelope::parse(
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"m"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            env,
+            Envelope::Response(Response {
+                id: None,
+                outcome: Outcome::Error(_)
+            })
+        ));
+    }
+}

@@ -1,0 +1,144 @@
+//! Method names of both protocol eras and their classification for the front.
+
+/// Client → server methods of 2026-07-28.
+pub const DISCOVER: &str = "server/discover";
+pub const TOOLS_CALL: &str = "tools/call";
+pub const TOOLS_LIST: &str = "tools/list";
+pub const PROMPTS_GET: &str = "prompts/get";
+pub const PROMPTS_LIST: &str = "prompts/list";
+pub const RESOURCES_READ: &str = "resources/read";
+pub const RESOURCES_LIST: &str = "resources/list";
+pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+pub const COMPLETION_COMPLETE: &str = "completion/complete";
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+
+/// Server → client requests of the legacy era (embedded as `inputRequests` in 2026-07-28).
+pub const ELICITATION_CREATE: &str = "elicitation/create";
+pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+pub const ROOTS_LIST: &str = "roots/list";
+
+/// Legacy lifecycle and utility methods.
+pub const INITIALIZE: &str = "initialize";
+pub const INITIALIZED: &str = "notifications/initialized";
+pub const PING: &str = "ping";
+pub const CANCELLED: &str = "notifications/cancelled";
+pub const PROGRESS: &str = "notifications/progress";
+pub const MESSAGE: &str = "notifications/message";
+
+/// How the front treats a client method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FrontMethod {
+    /// `server/discover`, synthesised by the gateway.
+    Discover,
+    /// A method that may answer `input_required` (`tools/call`, `prompts/get`, `resources/read`).
+    Mrtr(MrtrMethod),
+    /// A relayed method that must never answer `input_required`.
+    Relay(RelayMethod),
+}
+
+/// The three methods that may return `input_required` (SEP-2322).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MrtrMethod {
+    ToolsCall,
+    PromptsGet,
+    ResourcesRead,
+}
+
+/// Relayed list-like methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RelayMethod {
+    ToolsList,
+    PromptsList,
+    ResourcesList,
+    ResourcesTemplatesList,
+    CompletionComplete,
+}
+
+impl FrontMethod {
+    /// Classifies a 2026-07-28 client method; `None` for unknown or removed methods.
+    pub fn parse(method: &str) -> Option<Self> {
+        Some(match method {
+            DISCOVER => Self::Discover,
+            TOOLS_CALL => Self::Mrtr(MrtrMethod::ToolsCall),
+            PROMPTS_GET => Self::Mrtr(MrtrMethod::PromptsGet),
+            RESOURCES_READ => Self::Mrtr(MrtrMethod::ResourcesRead),
+            TOOLS_LIST => Self::Relay(RelayMethod::ToolsList),
+            PROMPTS_LIST => Self::Relay(RelayMethod::PromptsList),
+            RESOURCES_LIST => Self::Relay(RelayMethod::ResourcesList),
+            RESOURCES_TEMPLATES_LIST => Self::Relay(RelayMethod::ResourcesTemplatesList),
+            COMPLETION_COMPLETE => Self::Relay(RelayMethod::CompletionComplete),
+            _ => return None,
+        })
+    }
+
+    /// The fixed metric label of this method.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Discover => DISCOVER,
+            Self::Mrtr(m) => m.name(),
+            Self::Relay(r) => r.name(),
+        }
+    }
+}
+
+impl MrtrMethod {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ToolsCall => TOOLS_CALL,
+            Self::PromptsGet => PROMPTS_GET,
+            Self::ResourcesRead => RESOURCES_READ,
+        }
+    }
+
+    /// A stable one-byte code, used inside sealed state.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::ToolsCall => 1,
+            Self::PromptsGet => 2,
+            Self::ResourcesRead => 3,
+        }
+    }
+
+    /// The `params` field naming the target (`Mcp-Name` source).
+    pub fn target_field(self) -> &'static str {
+        match self {
+            Self::ToolsCall | Self::PromptsGet => "name",
+            Self::ResourcesRead => "uri",
+        }
+    }
+
+    /// The `params` field holding the arguments bound into the state digest, if any.
+    pub fn arguments_field(self) -> Option<&'static str> {
+        match self {
+            Self::ToolsCall | Self::PromptsGet => Some("arguments"),
+            Self::ResourcesRead => None,
+        }
+    }
+}
+
+impl RelayMethod {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ToolsList => TOOLS_LIST,
+            Self::PromptsList => PROMPTS_LIST,
+            Self::ResourcesList => RESOURCES_LIST,
+            Self::ResourcesTemplatesList => RESOURCES_TEMPLATES_LIST,
+            Self::CompletionComplete => COMPLETION_COMPLETE,
+        }
+    }
+
+    /// Whether the 2026-07-28 result must carry `ttlMs`/`cacheScope` (caching.mdx).
+    pub fn cacheable(self) -> bool {
+        !matches!(self, Self::CompletionComplete)
+    }
+}
+
+/// True for the server → client request methods MRTR can embed.
+pub fn is_input_method(method: &str) -> bool {
+    matches!(
+        method,
+        ELICITATION_CREATE | SAMPLING_CREATE_MESSAGE | ROOTS_LIST
+    )
+}
