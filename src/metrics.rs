@@ -1,1 +1,178 @@
-//! Placeholder; filled in by its own change.
+//! Prometheus metrics of the gateway, registered on a registry the caller owns (no global
+//! registry, so tests and several gateways in one process stay independent).
+//!
+//! Every label value comes from a fixed set (method names the front accepts, error labels, state
+//! rejection reasons, capability names), except the tool label of replay divergences, which is
+//! bounded by [`MAX_DIVERGENCE_TOOLS`] distinct values before folding into `"other"`.
+
+use std::collections::HashSet;
+
+use parking_lot::Mutex;
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
+
+/// Distinct tool labels kept on the divergence counter before folding into `"other"`.
+pub const MAX_DIVERGENCE_TOOLS: usize = 256;
+
+const LATENCY_BUCKETS: &[f64] = &[
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 30.0,
+];
+
+/// Errors from registering metrics.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    #[error("registering metric: {0}")]
+    Register(#[from] prometheus::Error),
+}
+
+/// All gateway metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Front requests by method and outcome (`complete`, `input_required` or an error label).
+    pub requests: IntCounterVec,
+    /// Questions surfaced to clients in `input_required` results, by kind.
+    pub input_required: IntCounterVec,
+    /// Refused `requestState` tokens by exact reason.
+    pub state_rejections: IntCounterVec,
+    /// Legacy requests refused because the client did not declare the capability.
+    pub capability_denials: IntCounterVec,
+    /// Upstream request duration by method.
+    pub upstream_duration: HistogramVec,
+    /// Front request duration by method.
+    pub front_duration: HistogramVec,
+    /// Upstream sessions in the pool.
+    pub pool_sessions: IntGauge,
+    /// Replayed calls that asked something their journal did not hold where it held an answer.
+    pub replay_divergences: IntCounterVec,
+    divergence_tools: Mutex<HashSet<String>>,
+}
+
+// === impl Metrics ===
+
+impl Metrics {
+    /// Creates and registers every metric on a fresh registry.
+    pub fn new() -> Result<Self, MetricsError> {
+        let registry = Registry::new_custom(Some("mrtr_gateway".into()), None)?;
+        let m = Self {
+            requests: counter(
+                &registry,
+                "requests_total",
+                "Front requests by method and outcome.",
+                &["method", "outcome"],
+            )?,
+            input_required: counter(
+                &registry,
+                "input_required_questions_total",
+                "Questions returned in input_required results, by kind.",
+                &["kind"],
+            )?,
+            state_rejections: counter(
+                &registry,
+                "state_rejections_total",
+                "requestState tokens refused, by reason.",
+                &["reason"],
+            )?,
+            capability_denials: counter(
+                &registry,
+                "capability_denials_total",
+                "Upstream requests refused for an undeclared client capability.",
+                &["capability"],
+            )?,
+            upstream_duration: histogram(
+                &registry,
+                "upstream_request_duration_seconds",
+                "Upstream request duration.",
+                &["method"],
+            )?,
+            front_duration: histogram(
+                &registry,
+                "request_duration_seconds",
+                "Front request duration.",
+                &["method"],
+            )?,
+            pool_sessions: gauge(&registry, "upstream_sessions", "Upstream sessions in the pool.")?,
+            replay_divergences: counter(
+                &registry,
+                "replay_divergences_total",
+                "Replays that asked a new question while recorded answers went unused, by tool.",
+                &["tool"],
+            )?,
+            divergence_tools: Mutex::new(HashSet::new()),
+            registry,
+        };
+        Ok(m)
+    }
+
+    /// Counts one replay divergence of `tool`, bounding the label set.
+    pub fn record_divergence(&self, tool: &str) {
+        let label = {
+            let mut seen = self.divergence_tools.lock();
+            if seen.contains(tool) || seen.len() < MAX_DIVERGENCE_TOOLS {
+                seen.insert(tool.to_owned());
+                tool
+            } else {
+                "other"
+            }
+        };
+        self.replay_divergences.with_label_values(&[label]).inc();
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 * 1024);
+        // Encoding into a Vec only fails on invalid metric families, which registration rules out.
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        out
+    }
+}
+
+fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, MetricsError> {
+    let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+    r.register(Box::new(c.clone()))?;
+    Ok(c)
+}
+
+fn histogram(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<HistogramVec, MetricsError> {
+    let opts = HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec());
+    let h = HistogramVec::new(opts, labels)?;
+    r.register(Box::new(h.clone()))?;
+    Ok(h)
+}
+
+fn gauge(r: &Registry, name: &str, help: &str) -> Result<IntGauge, MetricsError> {
+    let g = IntGauge::new(name, help)?;
+    r.register(Box::new(g.clone()))?;
+    Ok(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_prefixed_metrics() {
+        let m = Metrics::new().unwrap();
+        m.requests.with_label_values(&["tools/call", "complete"]).inc();
+        m.state_rejections.with_label_values(&["expired"]).inc();
+        let text = String::from_utf8(m.render()).unwrap();
+        assert!(
+            text.contains(r#"mrtr_gateway_requests_total{method="tools/call",outcome="complete"} 1"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"mrtr_gateway_state_rejections_total{reason="expired"} 1"#));
+    }
+
+    #[test]
+    fn divergence_labels_are_bounded() {
+        let m = Metrics::new().unwrap();
+        for i in 0..MAX_DIVERGENCE_TOOLS + 10 {
+            m.record_divergence(&format!("tool-{i}"));
+        }
+        m.record_divergence("tool-0");
+        assert_eq!(m.replay_divergences.with_label_values(&["other"]).get(), 10);
+        assert_eq!(m.replay_divergences.with_label_values(&["tool-0"]).get(), 2);
+    }
+}

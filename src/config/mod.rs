@@ -1,1 +1,227 @@
-//! Placeholder; filled in by its own change.
+//! Configuration: a TOML file, overridden by `MRTR_GATEWAY__SECTION__KEY` environment variables,
+//! overridden by CLI flags (the `config` crate layers them). The result is read into
+//! [`raw::RawConfig`] (unknown fields refused) and validated into [`Config`], whose fields are the
+//! final types the gateway uses. Every error names the field and the reason; secrets never
+//! appear in `Debug` output or errors.
+
+pub mod cli;
+pub mod raw;
+pub mod secret;
+mod validate;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use http::{HeaderName, HeaderValue, Uri};
+
+pub use cli::Cli;
+pub use secret::Secret;
+pub use validate::validate;
+
+/// Prefix of environment variables, e.g. `MRTR_GATEWAY__UPSTREAM__URL`.
+pub const ENV_PREFIX: &str = "MRTR_GATEWAY";
+
+/// Errors from loading or validating configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Load(#[from] config::ConfigError),
+    #[error("{field}: {reason}")]
+    Invalid { field: String, reason: String },
+}
+
+impl ConfigError {
+    pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Invalid { field: field.into(), reason: reason.into() }
+    }
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub front: FrontConfig,
+    /// `None` when the admin listener is disabled.
+    pub admin_listen: Option<SocketAddr>,
+    pub upstream: UpstreamConfig,
+    pub mrtr: MrtrConfig,
+    pub state: StateConfig,
+    pub auth: AuthConfig,
+    pub log: LogConfig,
+}
+
+/// The 2026-07-28 listener.
+#[derive(Debug, Clone)]
+pub struct FrontConfig {
+    pub listen: SocketAddr,
+    pub path: String,
+    pub max_body_bytes: usize,
+    pub max_connections: usize,
+    pub max_in_flight: usize,
+    pub origins: OriginPolicy,
+    pub drain: Duration,
+    pub cache_ttl_ms: u64,
+    pub cache_scope: CacheScope,
+    pub tls: Option<TlsFiles>,
+}
+
+/// Which `Origin` headers are accepted. Requests without `Origin` (non-browser clients) and
+/// loopback origins are always accepted; a browser page elsewhere needs an explicit entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OriginPolicy {
+    Any,
+    LoopbackAnd(Vec<String>),
+}
+
+/// `cacheScope` of cacheable results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheScope {
+    Private,
+    Public,
+}
+
+impl CacheScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Private => "private",
+            Self::Public => "public",
+        }
+    }
+}
+
+/// Certificate and key files of the front listener.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// Where the legacy server is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamTarget {
+    /// Start the built-in demo server on loopback and front it.
+    Embedded,
+    Url(Uri),
+}
+
+/// The legacy upstream.
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    pub target: UpstreamTarget,
+    pub protocol_version: String,
+    /// Marked sensitive, so `Debug` hides the values.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+    pub pool_max_sessions: usize,
+    pub pool_idle: Duration,
+}
+
+/// Bounds of the replay flow.
+#[derive(Debug, Clone)]
+pub struct MrtrConfig {
+    pub gather_window: Duration,
+    pub round_timeout: Duration,
+    pub total_timeout: Duration,
+    pub max_rounds: u32,
+    pub max_questions_per_round: usize,
+    pub max_answer_bytes: usize,
+}
+
+/// The sealed state.
+#[derive(Debug, Clone)]
+pub struct StateConfig {
+    /// Key lines (`[id:]base64`), first seals; empty means an ephemeral key.
+    pub keys: Vec<KeyLine>,
+    pub ttl: Duration,
+    pub clock_skew: Duration,
+    pub max_token_bytes: usize,
+}
+
+/// One configured key and where it came from (for error messages that never show the key).
+#[derive(Debug, Clone)]
+pub struct KeyLine {
+    pub source: String,
+    pub text: Secret,
+}
+
+/// Client authentication.
+#[derive(Debug, Clone)]
+pub enum AuthConfig {
+    /// Every client is the principal `anonymous`.
+    None,
+    Jwt(JwtConfig),
+}
+
+/// JWT bearer validation.
+#[derive(Clone)]
+pub struct JwtConfig {
+    pub key: jsonwebtoken::DecodingKey,
+    pub algorithms: Vec<jsonwebtoken::Algorithm>,
+    pub issuer: Option<String>,
+    pub audience: Option<String>,
+}
+
+impl std::fmt::Debug for JwtConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JwtConfig")
+            .field("key", &"[redacted]")
+            .field("algorithms", &self.algorithms)
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .finish()
+    }
+}
+
+/// Logging.
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    pub json: bool,
+    pub filter: String,
+}
+
+// === impl Config ===
+
+impl Config {
+    /// Loads the file (if any), the environment and the CLI flags, and validates the result.
+    pub fn load(cli: &Cli) -> Result<Self, ConfigError> {
+        Self::load_from(cli.config.as_deref(), &cli.overrides(), environment())
+    }
+
+    /// Loads with an explicit environment source, so tests need not touch the process env.
+    pub fn load_from(
+        file: Option<&Path>,
+        overrides: &[(&'static str, String)],
+        env: config::Environment,
+    ) -> Result<Self, ConfigError> {
+        let mut builder = config::Config::builder();
+        if let Some(path) = file {
+            let f = config::File::from(path).format(config::FileFormat::Toml).required(true);
+            builder = builder.add_source(f);
+        }
+        builder = builder.add_source(env);
+        for (key, value) in overrides {
+            builder = builder.set_override(*key, value.as_str())?;
+        }
+        let raw: raw::RawConfig = builder.build()?.try_deserialize()?;
+        validate(raw)
+    }
+
+    /// Parses a TOML document alone (used to check the shipped examples).
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let source = config::File::from_str(text, config::FileFormat::Toml);
+        let raw: raw::RawConfig = config::Config::builder().add_source(source).build()?.try_deserialize()?;
+        validate(raw)
+    }
+}
+
+/// The environment source: `MRTR_GATEWAY__STATE__KEYS` may list keys separated by commas.
+pub fn environment() -> config::Environment {
+    config::Environment::with_prefix(ENV_PREFIX)
+        .prefix_separator("__")
+        .separator("__")
+        .try_parsing(true)
+        .list_separator(",")
+        .with_list_parse_key("state.keys")
+        .with_list_parse_key("front.allowed_origins")
+}

@@ -125,11 +125,7 @@ impl Envelope {
         }
     }
 
-    fn call(
-        id: Option<Value>,
-        method: String,
-        params: Option<Value>,
-    ) -> Result<Self, EnvelopeError> {
+    fn call(id: Option<Value>, method: String, params: Option<Value>) -> Result<Self, EnvelopeError> {
         Ok(match parse_id(id)? {
             Some(id) => Self::Request(Request { id, method, params }),
             None => Self::Notification(Notification { method, params }),
@@ -141,10 +137,7 @@ impl Envelope {
             return Err(EnvelopeError::ResultNotObject);
         }
         let id = parse_id(id)?.ok_or(EnvelopeError::Shape)?;
-        Ok(Self::Response(Response {
-            id: Some(id),
-            outcome: Outcome::Result(result),
-        }))
+        Ok(Self::Response(Response { id: Some(id), outcome: Outcome::Result(result) }))
     }
 }
 
@@ -152,10 +145,9 @@ fn parse_id(id: Option<Value>) -> Result<Option<RequestId>, EnvelopeError> {
     match id {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(RequestId::String(s))),
-        Some(Value::Number(n)) => n
-            .as_i64()
-            .map(|n| Some(RequestId::Number(n)))
-            .ok_or(EnvelopeError::BadId("a non-integer number")),
+        Some(Value::Number(n)) => {
+            n.as_i64().map(|n| Some(RequestId::Number(n))).ok_or(EnvelopeError::BadId("a non-integer number"))
+        }
         Some(Value::Null) => Err(EnvelopeError::BadId("null")),
         Some(_) => Err(EnvelopeError::BadId("a structured value")),
     }
@@ -171,12 +163,7 @@ pub fn request_bytes(id: &RequestId, method: &str, params: Option<&Value>) -> Ve
         #[serde(skip_serializing_if = "Option::is_none")]
         params: Option<&'a Value>,
     }
-    to_vec(&Out {
-        jsonrpc: "2.0",
-        id,
-        method,
-        params,
-    })
+    to_vec(&Out { jsonrpc: "2.0", id, method, params })
 }
 
 /// Serialises a notification.
@@ -188,11 +175,7 @@ pub fn notification_bytes(method: &str, params: Option<&Value>) -> Vec<u8> {
         #[serde(skip_serializing_if = "Option::is_none")]
         params: Option<&'a Value>,
     }
-    to_vec(&Out {
-        jsonrpc: "2.0",
-        method,
-        params,
-    })
+    to_vec(&Out { jsonrpc: "2.0", method, params })
 }
 
 /// Serialises a success response whose result is already JSON text.
@@ -203,11 +186,7 @@ pub fn result_bytes(id: &RequestId, result: &RawValue) -> Vec<u8> {
         id: &'a RequestId,
         result: &'a RawValue,
     }
-    to_vec(&Out {
-        jsonrpc: "2.0",
-        id,
-        result,
-    })
+    to_vec(&Out { jsonrpc: "2.0", id, result })
 }
 
 /// Serialises an error response (`id: null` when the request id is unknown).
@@ -218,11 +197,7 @@ pub fn error_bytes(id: Option<&RequestId>, error: &ErrorObject) -> Vec<u8> {
         id: Option<&'a RequestId>,
         error: &'a ErrorObject,
     }
-    to_vec(&Out {
-        jsonrpc: "2.0",
-        id,
-        error,
-    })
+    to_vec(&Out { jsonrpc: "2.0", id, error })
 }
 
 fn to_vec<T: Serialize>(value: &T) -> Vec<u8> {
@@ -237,21 +212,13 @@ mod tests {
     #[test]
     fn request_with_zero_id_is_a_request() {
         let env = Envelope::parse(br#"{"jsonrpc":"2.0","id":0,"method":"tools/list"}"#).unwrap();
-        assert!(matches!(
-            env,
-            Envelope::Request(Request {
-                id: RequestId::Number(0),
-                ..
-            })
-        ));
+        assert!(matches!(env, Envelope::Request(Request { id: RequestId::Number(0), .. })));
     }
 
     #[test]
     fn string_id_and_notification() {
         let env = Envelope::parse(br#"{"jsonrpc":"2.0","id":"p-1","method":"x"}"#).unwrap();
-        assert!(
-            matches!(env, Envelope::Request(Request { id: RequestId::String(ref s), .. }) if s == "p-1")
-        );
+        assert!(matches!(env, Envelope::Request(Request { id: RequestId::String(ref s), .. }) if s == "p-1"));
         let env = Envelope::parse(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#).unwrap();
         assert!(matches!(env, Envelope::Notification(_)));
     }
@@ -263,21 +230,14 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
             br#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#,
         ] {
-            assert!(
-                matches!(Envelope::parse(body), Err(EnvelopeError::BadId(_))),
-                "{body:?}"
-            );
+            assert!(matches!(Envelope::parse(body), Err(EnvelopeError::BadId(_))), "{body:?}");
         }
     }
 
     #[test]
     fn result_keeps_raw_text() {
         let env = Envelope::parse(br#"{"jsonrpc":"2.0","id":7,"result":{"b": 1, "a":2}}"#).unwrap();
-        let Envelope::Response(Response {
-            outcome: Outcome::Result(raw),
-            ..
-        }) = env
-        else {
+        let Envelope::Response(Response { outcome: Outcome::Result(raw), .. }) = env else {
             panic!("not a result")
         };
         assert_eq!(raw.get(), r#"{"b": 1, "a":2}"#);
@@ -289,14 +249,9 @@ mod tests {
             Envelope::parse(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#),
             Err(EnvelopeError::Version)
         ));
+        assert!(matches!(Envelope::parse(br#"{"jsonrpc":"2.0","id":1}"#), Err(EnvelopeError::Shape)));
         assert!(matches!(
-            Envelope::parse(br#"{"jsonrpc":"2.0","id":1}"#),
-            Err(EnvelopeError::Shape)
-        ));
-        assert!(matches!(
-            Envelope::parse(
-                br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#
-            ),
+            Envelope::parse(br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#),
             Err(EnvelopeError::Shape)
         ));
         assert!(matches!(
@@ -307,16 +262,8 @@ mod tests {
 
     #[test]
     fn error_response_with_null_id_parses() {
-        let env = Envelope::parse(
-            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"m"}}"#,
-        )
-        .unwrap();
-        assert!(matches!(
-            env,
-            Envelope::Response(Response {
-                id: None,
-                outcome: Outcome::Error(_)
-            })
-        ));
+        let env =
+            Envelope::parse(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"m"}}"#).unwrap();
+        assert!(matches!(env, Envelope::Response(Response { id: None, outcome: Outcome::Error(_) })));
     }
 }

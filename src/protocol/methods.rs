@@ -137,8 +137,5 @@ impl RelayMethod {
 
 /// True for the server → client request methods MRTR can embed.
 pub fn is_input_method(method: &str) -> bool {
-    matches!(
-        method,
-        ELICITATION_CREATE | SAMPLING_CREATE_MESSAGE | ROOTS_LIST
-    )
+    matches!(method, ELICITATION_CREATE | SAMPLING_CREATE_MESSAGE | ROOTS_LIST)
 }

@@ -1,0 +1,53 @@
+//! Command-line flags. Each flag is also a config-file key and an environment variable
+//! (`MRTR_GATEWAY__SECTION__KEY`); a flag wins over both.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// mrtr-gateway: serve 2026-07-28 MCP clients from a legacy MCP server, statelessly.
+#[derive(Debug, Default, Parser)]
+#[command(name = "mrtr-gateway", version, about)]
+pub struct Cli {
+    /// TOML configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Legacy Streamable HTTP endpoint (`upstream.url`); absent: the embedded demo server.
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// MCP listener address (`front.listen`).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Admin listener address for /metrics, /healthz, /readyz (`admin.listen`).
+    #[arg(long, value_name = "ADDR")]
+    pub admin_listen: Option<String>,
+    /// File of state keys, one base64 32-byte key per line, `id:` optional (`state.key_file`).
+    #[arg(long, value_name = "FILE")]
+    pub state_key_file: Option<String>,
+    /// Log format, `text` or `json` (`log.format`).
+    #[arg(long, value_name = "FORMAT")]
+    pub log_format: Option<String>,
+    /// Log filter, e.g. `info` (`log.level`).
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+    /// Validate the configuration, print it (secrets redacted) and exit.
+    #[arg(long)]
+    pub check_config: bool,
+}
+
+impl Cli {
+    /// The config keys this invocation overrides, as `(key, value)` pairs.
+    pub fn overrides(&self) -> Vec<(&'static str, String)> {
+        [
+            ("upstream.url", &self.upstream),
+            ("front.listen", &self.listen),
+            ("admin.listen", &self.admin_listen),
+            ("state.key_file", &self.state_key_file),
+            ("log.format", &self.log_format),
+            ("log.level", &self.log_level),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
+        .collect()
+    }
+}

@@ -1,0 +1,167 @@
+//! The configuration as a user writes it: serde structs mirroring the TOML file, every field
+//! documented, unknown fields refused. Nothing here is validated; see [`super::Config`].
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::secret::Secret;
+
+/// Defaults, named so that the README and the code cannot drift apart.
+pub mod defaults {
+    pub const LISTEN: &str = "127.0.0.1:8080";
+    pub const ADMIN_LISTEN: &str = "127.0.0.1:9090";
+    pub const PATH: &str = "/mcp";
+    pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+    pub const MAX_CONNECTIONS: usize = 4096;
+    pub const MAX_IN_FLIGHT: usize = 1024;
+    pub const DRAIN_SECS: u64 = 30;
+    pub const DISCOVER_TTL_MS: u64 = 0;
+    pub const CACHE_SCOPE: &str = "private";
+    pub const UPSTREAM_VERSION: &str = "2025-11-25";
+    pub const CONNECT_TIMEOUT_MS: u64 = 5_000;
+    pub const REQUEST_TIMEOUT_MS: u64 = 60_000;
+    pub const POOL_MAX_SESSIONS: usize = 256;
+    pub const POOL_IDLE_SECS: u64 = 300;
+    pub const GATHER_WINDOW_MS: u64 = 30;
+    pub const ROUND_TIMEOUT_MS: u64 = 60_000;
+    pub const TOTAL_TIMEOUT_MS: u64 = 300_000;
+    pub const MAX_ROUNDS: u32 = 8;
+    pub const MAX_QUESTIONS: usize = 16;
+    pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+    pub const STATE_TTL_SECS: u64 = 600;
+    pub const CLOCK_SKEW_SECS: u64 = 30;
+    pub const MAX_TOKEN_BYTES: usize = 256 * 1024;
+    pub const LOG_LEVEL: &str = "info";
+}
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawConfig {
+    pub front: RawFront,
+    pub admin: RawAdmin,
+    pub upstream: RawUpstream,
+    pub mrtr: RawMrtr,
+    pub state: RawState,
+    pub auth: RawAuth,
+    pub log: RawLog,
+}
+
+/// `[front]`: the 2026-07-28 listener.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawFront {
+    /// Address of the MCP listener. Default `127.0.0.1:8080`.
+    pub listen: Option<String>,
+    /// Path of the MCP endpoint. Default `/mcp`.
+    pub path: Option<String>,
+    /// Largest accepted request body in bytes. Default 4 MiB.
+    pub max_body_bytes: Option<usize>,
+    /// Largest number of open client connections. Default 4096.
+    pub max_connections: Option<usize>,
+    /// Largest number of requests processed at once; beyond it requests are shed with 503.
+    pub max_in_flight: Option<usize>,
+    /// `Origin` values allowed in addition to loopback origins. `["*"]` allows any.
+    pub allowed_origins: Option<Vec<String>>,
+    /// Seconds to finish in-flight requests after SIGTERM/SIGINT. Default 30.
+    pub drain_secs: Option<u64>,
+    /// `ttlMs` hint on discover and list results. Default 0.
+    pub cache_ttl_ms: Option<u64>,
+    /// `cacheScope` hint: `private` (default) or `public`.
+    pub cache_scope: Option<String>,
+    /// PEM certificate chain: serve TLS when set (with `tls_key_file`).
+    pub tls_cert_file: Option<String>,
+    /// PEM private key for `tls_cert_file`.
+    pub tls_key_file: Option<String>,
+}
+
+/// `[admin]`: metrics and health.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawAdmin {
+    /// Address of the admin listener (`/metrics`, `/healthz`, `/readyz`). Default `127.0.0.1:9090`.
+    pub listen: Option<String>,
+    /// Set to false to run without an admin listener.
+    pub enabled: Option<bool>,
+}
+
+/// `[upstream]`: the legacy server.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawUpstream {
+    /// Streamable HTTP endpoint of the legacy server. Absent: start the embedded demo server.
+    pub url: Option<String>,
+    /// Protocol version proposed in `initialize`. Default `2025-11-25`.
+    pub protocol_version: Option<String>,
+    /// Extra headers on every upstream request (e.g. an API key). Values are secrets.
+    pub headers: Option<BTreeMap<String, Secret>>,
+    /// Connect timeout in milliseconds. Default 5000.
+    pub connect_timeout_ms: Option<u64>,
+    /// Timeout of one upstream request (list methods, initialize) in milliseconds. Default 60000.
+    pub request_timeout_ms: Option<u64>,
+    /// Largest number of pooled upstream sessions. Default 256.
+    pub pool_max_sessions: Option<usize>,
+    /// Seconds an idle pooled session is kept. Default 300.
+    pub pool_idle_secs: Option<u64>,
+}
+
+/// `[mrtr]`: the replay flow.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawMrtr {
+    /// Milliseconds to gather concurrent questions after the first unanswered one. Default 30.
+    pub gather_window_ms: Option<u64>,
+    /// Longest time one round may wait on the upstream, in milliseconds. Default 60000.
+    pub round_timeout_ms: Option<u64>,
+    /// Longest total time of one front request, in milliseconds. Default 300000.
+    pub total_timeout_ms: Option<u64>,
+    /// Most `input_required` rounds in one request chain. Default 8 (clients give up after 10).
+    pub max_rounds: Option<u32>,
+    /// Most questions in one round. Default 16.
+    pub max_questions_per_round: Option<usize>,
+    /// Largest accepted answer (one `inputResponses` value) in bytes. Default 64 KiB.
+    pub max_answer_bytes: Option<usize>,
+}
+
+/// `[state]`: the sealed `requestState`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawState {
+    /// Base64 32-byte keys, optionally `id:` before each; the first seals, all open. Secrets.
+    pub keys: Option<Vec<Secret>>,
+    /// A file with one key per line (same syntax), e.g. a mounted Kubernetes Secret.
+    pub key_file: Option<String>,
+    /// Lifetime of a state token in seconds. Default 600.
+    pub ttl_secs: Option<u64>,
+    /// Clock skew tolerated between replicas in seconds. Default 30.
+    pub clock_skew_secs: Option<u64>,
+    /// Largest accepted token in bytes. Default 256 KiB.
+    pub max_token_bytes: Option<usize>,
+}
+
+/// `[auth]`: who the client is.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawAuth {
+    /// `none` (default; every client is the principal `anonymous`) or `jwt`.
+    pub mode: Option<String>,
+    /// HS256 shared secret (jwt mode). A secret.
+    pub jwt_hs256_secret: Option<Secret>,
+    /// PEM public key file (RSA or EC) for RS256/ES256 tokens (jwt mode).
+    pub jwt_public_key_file: Option<String>,
+    /// Required `iss` claim.
+    pub jwt_issuer: Option<String>,
+    /// Required `aud` claim.
+    pub jwt_audience: Option<String>,
+}
+
+/// `[log]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawLog {
+    /// `text` (default) or `json`.
+    pub format: Option<String>,
+    /// A tracing filter, e.g. `info` or `mrtr_gateway=debug`. Default `info`.
+    pub level: Option<String>,
+}

@@ -1,0 +1,315 @@
+//! Turns a [`RawConfig`] into a [`Config`]: parses addresses, URLs, header names, durations and
+//! keys once, fills defaults, and checks every bound. Errors name the field and the reason.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http::{HeaderName, HeaderValue, Uri};
+
+use super::raw::{
+    defaults as d, RawAdmin, RawAuth, RawConfig, RawFront, RawLog, RawMrtr, RawState, RawUpstream,
+};
+use super::*;
+use crate::protocol::LEGACY_VERSIONS;
+
+/// Validates a raw configuration.
+pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
+    Ok(Config {
+        front: front(raw.front)?,
+        admin_listen: admin(raw.admin)?,
+        upstream: upstream(raw.upstream)?,
+        mrtr: mrtr(raw.mrtr)?,
+        state: state(raw.state)?,
+        auth: auth(raw.auth)?,
+        log: log(raw.log)?,
+    })
+}
+
+fn front(raw: RawFront) -> Result<FrontConfig, ConfigError> {
+    let path = raw.path.unwrap_or_else(|| d::PATH.into());
+    if !path.starts_with('/') {
+        return Err(ConfigError::invalid("front.path", "must start with '/'"));
+    }
+    let tls = match (raw.tls_cert_file, raw.tls_key_file) {
+        (Some(cert), Some(key)) => Some(TlsFiles { cert: cert.into(), key: key.into() }),
+        (None, None) => None,
+        _ => {
+            return Err(ConfigError::invalid(
+                "front.tls_cert_file",
+                "tls_cert_file and tls_key_file go together",
+            ))
+        }
+    };
+    Ok(FrontConfig {
+        listen: addr("front.listen", raw.listen.as_deref().unwrap_or(d::LISTEN))?,
+        path,
+        max_body_bytes: positive("front.max_body_bytes", raw.max_body_bytes.unwrap_or(d::MAX_BODY_BYTES))?,
+        max_connections: positive(
+            "front.max_connections",
+            raw.max_connections.unwrap_or(d::MAX_CONNECTIONS),
+        )?,
+        max_in_flight: positive("front.max_in_flight", raw.max_in_flight.unwrap_or(d::MAX_IN_FLIGHT))?,
+        origins: origins(raw.allowed_origins.unwrap_or_default())?,
+        drain: Duration::from_secs(raw.drain_secs.unwrap_or(d::DRAIN_SECS)),
+        cache_ttl_ms: raw.cache_ttl_ms.unwrap_or(d::DISCOVER_TTL_MS),
+        cache_scope: cache_scope(raw.cache_scope.as_deref().unwrap_or(d::CACHE_SCOPE))?,
+        tls,
+    })
+}
+
+fn origins(list: Vec<String>) -> Result<OriginPolicy, ConfigError> {
+    if list.iter().any(|o| o == "*") {
+        return Ok(OriginPolicy::Any);
+    }
+    for o in &list {
+        let ok = o.parse::<Uri>().ok().is_some_and(|u| u.scheme().is_some() && u.host().is_some());
+        if !ok {
+            return Err(ConfigError::invalid(
+                "front.allowed_origins",
+                format!("{o:?} is not an origin like https://app.example"),
+            ));
+        }
+    }
+    Ok(OriginPolicy::LoopbackAnd(list.into_iter().map(|o| o.trim_end_matches('/').to_owned()).collect()))
+}
+
+fn cache_scope(s: &str) -> Result<CacheScope, ConfigError> {
+    match s {
+        "private" => Ok(CacheScope::Private),
+        "public" => Ok(CacheScope::Public),
+        other => Err(ConfigError::invalid(
+            "front.cache_scope",
+            format!("{other:?} is neither \"private\" nor \"public\""),
+        )),
+    }
+}
+
+fn admin(raw: RawAdmin) -> Result<Option<SocketAddr>, ConfigError> {
+    if raw.enabled == Some(false) {
+        return Ok(None);
+    }
+    addr("admin.listen", raw.listen.as_deref().unwrap_or(d::ADMIN_LISTEN)).map(Some)
+}
+
+fn upstream(raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
+    let target = match raw.url {
+        None => UpstreamTarget::Embedded,
+        Some(url) => UpstreamTarget::Url(upstream_url(&url)?),
+    };
+    let protocol_version = raw.protocol_version.unwrap_or_else(|| d::UPSTREAM_VERSION.into());
+    if !LEGACY_VERSIONS.contains(&protocol_version.as_str()) {
+        return Err(ConfigError::invalid(
+            "upstream.protocol_version",
+            format!("{protocol_version:?} is not one of {LEGACY_VERSIONS:?}"),
+        ));
+    }
+    Ok(UpstreamConfig {
+        target,
+        protocol_version,
+        headers: headers(raw.headers.unwrap_or_default())?,
+        connect_timeout: millis(
+            "upstream.connect_timeout_ms",
+            raw.connect_timeout_ms.unwrap_or(d::CONNECT_TIMEOUT_MS),
+        )?,
+        request_timeout: millis(
+            "upstream.request_timeout_ms",
+            raw.request_timeout_ms.unwrap_or(d::REQUEST_TIMEOUT_MS),
+        )?,
+        pool_max_sessions: positive(
+            "upstream.pool_max_sessions",
+            raw.pool_max_sessions.unwrap_or(d::POOL_MAX_SESSIONS),
+        )?,
+        pool_idle: Duration::from_secs(raw.pool_idle_secs.unwrap_or(d::POOL_IDLE_SECS).max(1)),
+    })
+}
+
+fn upstream_url(url: &str) -> Result<Uri, ConfigError> {
+    let uri: Uri = url.parse().map_err(|e| ConfigError::invalid("upstream.url", format!("{url:?}: {e}")))?;
+    match uri.scheme_str() {
+        Some("http") if uri.host().is_some() => Ok(uri),
+        Some("https") => Err(ConfigError::invalid(
+            "upstream.url",
+            "https upstreams are not supported yet; use http (e.g. a sidecar on loopback)",
+        )),
+        _ => Err(ConfigError::invalid("upstream.url", format!("{url:?} is not an http:// URL"))),
+    }
+}
+
+fn headers(
+    raw: std::collections::BTreeMap<String, Secret>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, ConfigError> {
+    raw.into_iter()
+        .map(|(name, value)| {
+            let field = format!("upstream.headers.{name}");
+            let n = HeaderName::try_from(name.as_str())
+                .map_err(|_| ConfigError::invalid(&field, "not a valid header name"))?;
+            if forbidden_upstream_header(&n) {
+                return Err(ConfigError::invalid(
+                    &field,
+                    "is managed by the gateway and cannot be configured",
+                ));
+            }
+            let mut v = HeaderValue::from_str(value.expose())
+                .map_err(|_| ConfigError::invalid(&field, "value is not a valid header value"))?;
+            v.set_sensitive(true);
+            Ok((n, v))
+        })
+        .collect()
+}
+
+fn forbidden_upstream_header(name: &HeaderName) -> bool {
+    use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
+    [PROTOCOL_VERSION, SESSION_ID, "content-type", "accept", "content-length", "host", "last-event-id"]
+        .contains(&name.as_str())
+}
+
+fn mrtr(raw: RawMrtr) -> Result<MrtrConfig, ConfigError> {
+    let max_rounds = raw.max_rounds.unwrap_or(d::MAX_ROUNDS);
+    if !(1..=64).contains(&max_rounds) {
+        return Err(ConfigError::invalid("mrtr.max_rounds", "must be between 1 and 64"));
+    }
+    let cfg = MrtrConfig {
+        gather_window: Duration::from_millis(raw.gather_window_ms.unwrap_or(d::GATHER_WINDOW_MS)),
+        round_timeout: millis("mrtr.round_timeout_ms", raw.round_timeout_ms.unwrap_or(d::ROUND_TIMEOUT_MS))?,
+        total_timeout: millis("mrtr.total_timeout_ms", raw.total_timeout_ms.unwrap_or(d::TOTAL_TIMEOUT_MS))?,
+        max_rounds,
+        max_questions_per_round: positive(
+            "mrtr.max_questions_per_round",
+            raw.max_questions_per_round.unwrap_or(d::MAX_QUESTIONS),
+        )?,
+        max_answer_bytes: positive(
+            "mrtr.max_answer_bytes",
+            raw.max_answer_bytes.unwrap_or(d::MAX_ANSWER_BYTES),
+        )?,
+    };
+    if cfg.gather_window >= cfg.round_timeout {
+        return Err(ConfigError::invalid(
+            "mrtr.gather_window_ms",
+            "must be shorter than mrtr.round_timeout_ms",
+        ));
+    }
+    Ok(cfg)
+}
+
+fn state(raw: RawState) -> Result<StateConfig, ConfigError> {
+    let mut keys: Vec<KeyLine> = raw
+        .keys
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| KeyLine { source: format!("state.keys[{i}]"), text })
+        .collect();
+    if let Some(path) = raw.key_file {
+        keys.extend(key_file(&path)?);
+    }
+    let ttl = raw.ttl_secs.unwrap_or(d::STATE_TTL_SECS);
+    if ttl == 0 {
+        return Err(ConfigError::invalid("state.ttl_secs", "must be positive"));
+    }
+    Ok(StateConfig {
+        keys,
+        ttl: Duration::from_secs(ttl),
+        clock_skew: Duration::from_secs(raw.clock_skew_secs.unwrap_or(d::CLOCK_SKEW_SECS)),
+        max_token_bytes: positive(
+            "state.max_token_bytes",
+            raw.max_token_bytes.unwrap_or(d::MAX_TOKEN_BYTES),
+        )?,
+    })
+}
+
+/// Reads a key file: one key per line; blank lines and `#` comments skipped.
+fn key_file(path: &str) -> Result<Vec<KeyLine>, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::invalid("state.key_file", format!("{path}: {e}")))?;
+    let text = Secret::new(text);
+    let lines = text
+        .expose()
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .map(|(n, l)| KeyLine {
+            source: format!("state.key_file {path} line {}", n + 1),
+            text: Secret::new(l.trim().to_owned()),
+        })
+        .collect::<Vec<_>>();
+    if lines.is_empty() {
+        return Err(ConfigError::invalid("state.key_file", format!("{path} holds no key")));
+    }
+    Ok(lines)
+}
+
+fn auth(raw: RawAuth) -> Result<AuthConfig, ConfigError> {
+    match raw.mode.as_deref().unwrap_or("none") {
+        "none" => Ok(AuthConfig::None),
+        "jwt" => jwt(raw).map(AuthConfig::Jwt),
+        other => Err(ConfigError::invalid("auth.mode", format!("{other:?} is neither \"none\" nor \"jwt\""))),
+    }
+}
+
+fn jwt(raw: RawAuth) -> Result<JwtConfig, ConfigError> {
+    use jsonwebtoken::{Algorithm, DecodingKey};
+    let (key, algorithms) = match (raw.jwt_hs256_secret, raw.jwt_public_key_file) {
+        (Some(secret), None) => {
+            (DecodingKey::from_secret(secret.expose().as_bytes()), vec![Algorithm::HS256])
+        }
+        (None, Some(path)) => public_key(&path)?,
+        _ => {
+            return Err(ConfigError::invalid(
+                "auth.jwt_hs256_secret",
+                "jwt mode needs exactly one of jwt_hs256_secret or jwt_public_key_file",
+            ))
+        }
+    };
+    Ok(JwtConfig { key, algorithms, issuer: raw.jwt_issuer, audience: raw.jwt_audience })
+}
+
+fn public_key(path: &str) -> Result<(jsonwebtoken::DecodingKey, Vec<jsonwebtoken::Algorithm>), ConfigError> {
+    use jsonwebtoken::{Algorithm, DecodingKey};
+    let field = "auth.jwt_public_key_file";
+    let pem = std::fs::read(path).map_err(|e| ConfigError::invalid(field, format!("{path}: {e}")))?;
+    if let Ok(k) = DecodingKey::from_rsa_pem(&pem) {
+        return Ok((k, vec![Algorithm::RS256, Algorithm::RS384, Algorithm::RS512, Algorithm::PS256]));
+    }
+    if let Ok(k) = DecodingKey::from_ec_pem(&pem) {
+        return Ok((k, vec![Algorithm::ES256, Algorithm::ES384]));
+    }
+    if let Ok(k) = DecodingKey::from_ed_pem(&pem) {
+        return Ok((k, vec![Algorithm::EdDSA]));
+    }
+    Err(ConfigError::invalid(field, format!("{path} is not an RSA, EC or Ed25519 public key in PEM")))
+}
+
+fn log(raw: RawLog) -> Result<LogConfig, ConfigError> {
+    let json = match raw.format.as_deref().unwrap_or("text") {
+        "text" => false,
+        "json" => true,
+        other => {
+            return Err(ConfigError::invalid(
+                "log.format",
+                format!("{other:?} is neither \"text\" nor \"json\""),
+            ))
+        }
+    };
+    Ok(LogConfig { json, filter: raw.level.unwrap_or_else(|| d::LOG_LEVEL.into()) })
+}
+
+fn addr(field: &str, s: &str) -> Result<SocketAddr, ConfigError> {
+    s.parse().map_err(|_| ConfigError::invalid(field, format!("{s:?} is not an address like 127.0.0.1:8080")))
+}
+
+fn millis(field: &str, ms: u64) -> Result<Duration, ConfigError> {
+    if ms == 0 {
+        return Err(ConfigError::invalid(field, "must be positive"));
+    }
+    Ok(Duration::from_millis(ms))
+}
+
+fn positive(field: &str, n: usize) -> Result<usize, ConfigError> {
+    if n == 0 {
+        return Err(ConfigError::invalid(field, "must be positive"));
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,100 @@
+use super::*;
+
+fn err(toml: &str) -> String {
+    Config::from_toml(toml).unwrap_err().to_string()
+}
+
+#[test]
+fn empty_config_takes_defaults() {
+    let c = Config::from_toml("").unwrap();
+    assert_eq!(c.front.listen.to_string(), "127.0.0.1:8080");
+    assert_eq!(c.admin_listen.unwrap().to_string(), "127.0.0.1:9090");
+    assert_eq!(c.upstream.target, UpstreamTarget::Embedded);
+    assert_eq!(c.mrtr.max_rounds, 8);
+    assert_eq!(c.state.ttl, Duration::from_secs(600));
+    assert!(c.state.keys.is_empty());
+    assert_eq!(c.front.cache_scope, CacheScope::Private);
+}
+
+#[test]
+fn errors_name_the_field() {
+    assert!(err("[front]\nlisten = \"nope\"").starts_with("front.listen:"));
+    assert!(err("[upstream]\nurl = \"ftp://x\"").starts_with("upstream.url:"));
+    assert!(err("[upstream]\nprotocol_version = \"2026-07-28\"").starts_with("upstream.protocol_version:"));
+    assert!(err("[mrtr]\nmax_rounds = 0").starts_with("mrtr.max_rounds:"));
+    assert!(err("[front]\ncache_scope = \"shared\"").starts_with("front.cache_scope:"));
+    assert!(err("[auth]\nmode = \"jwt\"").starts_with("auth.jwt_hs256_secret:"));
+    assert!(
+        err("[upstream.headers]\n\"mcp-session-id\" = \"x\"").starts_with("upstream.headers.mcp-session-id:")
+    );
+}
+
+#[test]
+fn unknown_fields_are_refused() {
+    let e = err("[front]\nlisten_addr = \"127.0.0.1:1\"");
+    assert!(e.contains("listen_addr"), "{e}");
+}
+
+#[test]
+fn secrets_are_redacted_in_debug() {
+    let c = Config::from_toml(
+        "[upstream]\nurl = \"http://127.0.0.1:1/mcp\"\n[upstream.headers]\nx-api-key = \"sk-live-123\"\n\
+         [state]\nkeys = [\"c2VjcmV0LWtleS1tYXRlcmlhbC0wMDAwMDAwMDAwMDA=\"]\n[auth]\nmode = \"jwt\"\njwt_hs256_secret = \"hs-secret\"",
+    )
+    .unwrap();
+    let dbg = format!("{c:?}");
+    for secret in ["sk-live-123", "c2VjcmV0", "hs-secret"] {
+        assert!(!dbg.contains(secret), "{secret} leaked in {dbg}");
+    }
+}
+
+#[test]
+fn key_file_lines_are_read_with_their_line_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys");
+    std::fs::write(&path, "# rotation\nnew:AAAA\n\nold:BBBB\n").unwrap();
+    let c = Config::from_toml(&format!("[state]\nkey_file = {:?}", path.display().to_string())).unwrap();
+    assert_eq!(c.state.keys.len(), 2);
+    assert!(c.state.keys[0].source.ends_with("line 2"));
+    assert_eq!(c.state.keys[1].text.expose(), "old:BBBB");
+}
+
+#[test]
+fn env_and_flags_override_the_file_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gw.toml");
+    std::fs::write(&path, "[front]\nlisten = \"127.0.0.1:1000\"\n[mrtr]\nmax_rounds = 3\n").unwrap();
+    let env = std::collections::HashMap::from([
+        ("MRTR_GATEWAY__FRONT__LISTEN".to_owned(), "127.0.0.1:2000".to_owned()),
+        ("MRTR_GATEWAY__MRTR__GATHER_WINDOW_MS".to_owned(), "5".to_owned()),
+    ]);
+    let env = environment().source(Some(env));
+    let c = Config::load_from(Some(&path), &[], env.clone()).unwrap();
+    assert_eq!(c.front.listen.to_string(), "127.0.0.1:2000");
+    assert_eq!(c.mrtr.gather_window, Duration::from_millis(5));
+    assert_eq!(c.mrtr.max_rounds, 3);
+    let c = Config::load_from(Some(&path), &[("front.listen", "127.0.0.1:3000".into())], env).unwrap();
+    assert_eq!(c.front.listen.to_string(), "127.0.0.1:3000");
+}
+
+#[test]
+fn unknown_environment_variables_are_refused() {
+    let env = std::collections::HashMap::from([("MRTR_GATEWAY__FRONT__LISTN".to_owned(), "x".to_owned())]);
+    let e = Config::load_from(None, &[], environment().source(Some(env))).unwrap_err().to_string();
+    assert!(e.contains("listn"), "{e}");
+}
+
+#[test]
+fn shipped_config_files_parse() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/config");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            Config::from_toml(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            seen += 1;
+        }
+    }
+    assert!(seen > 0, "no config file in config/");
+}
