@@ -17,6 +17,7 @@
 //! - [`error`]: the front-facing error model (JSON-RPC code, HTTP status, metric label).
 
 pub mod admin;
+pub mod auth;
 pub mod bridge;
 pub mod capabilities;
 pub mod config;

@@ -1,0 +1,110 @@
+//! HTTP-level checks that come before any JSON is read: the `Origin` allow-list (DNS-rebinding
+//! protection, transports/streamable-http.mdx: an invalid `Origin` gets 403), the content type,
+//! and what the client accepts.
+
+use http::header::{ACCEPT, CONTENT_TYPE, ORIGIN};
+use http::{HeaderMap, Uri};
+
+use crate::config::OriginPolicy;
+use crate::error::FrontError;
+
+/// Accepts requests without `Origin`, loopback origins, and configured ones.
+pub fn check_origin(headers: &HeaderMap, policy: &OriginPolicy) -> Result<(), FrontError> {
+    let Some(origin) = headers.get(ORIGIN) else { return Ok(()) };
+    let origin = origin.to_str().map_err(|_| FrontError::ForbiddenOrigin("(not ASCII)".into()))?;
+    let allowed = match policy {
+        OriginPolicy::Any => true,
+        OriginPolicy::LoopbackAnd(list) => {
+            is_loopback_origin(origin) || list.iter().any(|o| o == origin.trim_end_matches('/'))
+        }
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(FrontError::ForbiddenOrigin(origin.to_owned()))
+    }
+}
+
+fn is_loopback_origin(origin: &str) -> bool {
+    let Ok(uri) = origin.parse::<Uri>() else { return false };
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return false;
+    }
+    match uri.host() {
+        Some("localhost") => true,
+        Some(host) => {
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        }
+        None => false,
+    }
+}
+
+/// Requires a JSON body.
+pub fn check_content_type(headers: &HeaderMap) -> Result<(), FrontError> {
+    let ct = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let essence = ct.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(FrontError::UnsupportedMediaType(format!("Content-Type must be application/json, got {ct:?}")))
+    }
+}
+
+/// What the client accepts: JSON must be acceptable; SSE is used only when accepted too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Accepts {
+    pub sse: bool,
+}
+
+/// Reads `Accept`; an absent header accepts anything.
+pub fn accepts(headers: &HeaderMap) -> Result<Accepts, FrontError> {
+    let Some(value) = headers.get(ACCEPT) else { return Ok(Accepts { sse: false }) };
+    let value = value.to_str().unwrap_or("");
+    let has =
+        |t: &str| value.split(',').any(|p| p.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case(t));
+    let json = has("application/json") || has("application/*") || has("*/*");
+    if !json {
+        return Err(FrontError::NotAcceptable("Accept must include application/json".into()));
+    }
+    Ok(Accepts { sse: has("text/event-stream") })
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+
+    use super::*;
+
+    fn with(name: http::HeaderName, value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(name, HeaderValue::from_str(value).unwrap());
+        h
+    }
+
+    #[test]
+    fn origins() {
+        let policy = OriginPolicy::LoopbackAnd(vec!["https://app.example".into()]);
+        assert!(check_origin(&HeaderMap::new(), &policy).is_ok());
+        for ok in ["http://localhost:3000", "http://127.0.0.1", "http://[::1]:8080", "https://app.example/"] {
+            assert!(check_origin(&with(ORIGIN, ok), &policy).is_ok(), "{ok}");
+        }
+        for bad in ["https://evil.example", "http://localhost.evil.example", "null", "http://10.0.0.1"] {
+            let e = check_origin(&with(ORIGIN, bad), &policy).unwrap_err();
+            assert_eq!(e.status().as_u16(), 403, "{bad}");
+        }
+        assert!(check_origin(&with(ORIGIN, "https://evil.example"), &OriginPolicy::Any).is_ok());
+    }
+
+    #[test]
+    fn content_type_and_accept() {
+        assert!(check_content_type(&with(CONTENT_TYPE, "application/json; charset=utf-8")).is_ok());
+        assert_eq!(check_content_type(&with(CONTENT_TYPE, "text/plain")).unwrap_err().status().as_u16(), 415);
+        assert_eq!(
+            accepts(&with(ACCEPT, "application/json, text/event-stream")).unwrap(),
+            Accepts { sse: true }
+        );
+        assert_eq!(accepts(&with(ACCEPT, "application/json")).unwrap(), Accepts { sse: false });
+        assert_eq!(accepts(&with(ACCEPT, "text/event-stream")).unwrap_err().status().as_u16(), 406);
+    }
+}

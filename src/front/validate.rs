@@ -1,0 +1,141 @@
+//! Validation of a 2026-07-28 request before it is dispatched: the per-request `_meta`
+//! envelope (basic/index.mdx), the protocol version, and the HTTP headers that mirror the body
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; transports/streamable-http.mdx). The body
+//! is the source of truth; a header that is missing or disagrees is `-32020`.
+
+use base64::Engine;
+use http::HeaderMap;
+use serde_json::{Map, Value};
+
+use crate::error::FrontError;
+use crate::protocol::methods::FrontMethod;
+use crate::protocol::{headers, meta, FRONT_SUPPORTED_VERSIONS};
+
+/// What the front needs from a request's `_meta`.
+#[derive(Debug, Clone)]
+pub struct RequestMeta {
+    pub protocol_version: String,
+    /// The raw `clientCapabilities` object.
+    pub capabilities: Value,
+    pub progress_token: Option<Value>,
+}
+
+/// Validates `params._meta` and the protocol version; returns the envelope fields.
+pub fn request_meta(params: Option<&Value>) -> Result<RequestMeta, FrontError> {
+    let params = match params {
+        None => return Err(missing_meta("params._meta")),
+        Some(Value::Object(p)) => p,
+        Some(_) => return Err(FrontError::InvalidParams("params must be an object".into())),
+    };
+    let meta_obj = match params.get("_meta") {
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(FrontError::InvalidParams("params._meta must be an object".into())),
+        None => return Err(missing_meta("params._meta")),
+    };
+    let version = match meta_obj.get(meta::PROTOCOL_VERSION) {
+        Some(Value::String(v)) => v.clone(),
+        Some(_) => {
+            return Err(FrontError::InvalidParams(format!(
+                "_meta.{} must be a string",
+                meta::PROTOCOL_VERSION
+            )))
+        }
+        None => return Err(missing_meta(meta::PROTOCOL_VERSION)),
+    };
+    let capabilities = match meta_obj.get(meta::CLIENT_CAPABILITIES) {
+        Some(c @ Value::Object(_)) => c.clone(),
+        Some(_) => {
+            return Err(FrontError::InvalidParams(format!(
+                "_meta.{} must be an object",
+                meta::CLIENT_CAPABILITIES
+            )))
+        }
+        None => return Err(missing_meta(meta::CLIENT_CAPABILITIES)),
+    };
+    if !FRONT_SUPPORTED_VERSIONS.contains(&version.as_str()) {
+        return Err(FrontError::UnsupportedVersion { requested: version });
+    }
+    Ok(RequestMeta { protocol_version: version, capabilities, progress_token: progress_token(meta_obj)? })
+}
+
+fn progress_token(meta_obj: &Map<String, Value>) -> Result<Option<Value>, FrontError> {
+    match meta_obj.get(meta::PROGRESS_TOKEN) {
+        None | Some(Value::Null) => Ok(None),
+        Some(t @ (Value::String(_) | Value::Number(_))) => Ok(Some(t.clone())),
+        Some(_) => Err(FrontError::InvalidParams("_meta.progressToken must be a string or a number".into())),
+    }
+}
+
+fn missing_meta(field: &str) -> FrontError {
+    FrontError::InvalidParams(format!("missing required field {field}"))
+}
+
+/// Checks the mirrored headers against the body.
+pub fn check_headers(
+    map: &HeaderMap,
+    method: &str,
+    kind: FrontMethod,
+    params: Option<&Value>,
+    version: &str,
+) -> Result<(), FrontError> {
+    let header_version = header(map, headers::PROTOCOL_VERSION)?;
+    match header_version.as_deref() {
+        None => return Err(mismatch("missing MCP-Protocol-Version header")),
+        Some(v) if v != version => {
+            return Err(mismatch(&format!(
+                "MCP-Protocol-Version header {v:?} does not match _meta {version:?}"
+            )))
+        }
+        Some(_) => {}
+    }
+    match header(map, headers::METHOD)?.as_deref() {
+        None => return Err(mismatch("missing Mcp-Method header")),
+        Some(m) if m != method => {
+            return Err(mismatch(&format!("Mcp-Method header {m:?} does not match method {method:?}")))
+        }
+        Some(_) => {}
+    }
+    if let FrontMethod::Mrtr(m) = kind {
+        let field = m.target_field();
+        let body_name = params.and_then(|p| p.get(field)).and_then(Value::as_str);
+        match (header(map, headers::NAME)?, body_name) {
+            (None, _) => return Err(mismatch("missing Mcp-Name header")),
+            (Some(h), Some(b)) if h == b => {}
+            (Some(h), b) => {
+                return Err(mismatch(&format!("Mcp-Name header {h:?} does not match params.{field} {b:?}")))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn mismatch(what: &str) -> FrontError {
+    FrontError::HeaderMismatch(what.to_owned())
+}
+
+/// Reads one header, decoding the `=?base64?…?=` form; more than one value is a mismatch.
+fn header(map: &HeaderMap, name: &str) -> Result<Option<String>, FrontError> {
+    let mut values = map.get_all(name).iter();
+    let Some(value) = values.next() else { return Ok(None) };
+    if values.next().is_some() {
+        return Err(mismatch(&format!("header {name} appears more than once")));
+    }
+    let text = value.to_str().map_err(|_| mismatch(&format!("header {name} is not visible ASCII")))?;
+    decode_header_value(text)
+        .map(Some)
+        .ok_or_else(|| mismatch(&format!("header {name} has an invalid base64 value")))
+}
+
+/// Decodes a header value, honouring the `=?base64?{Base64(UTF-8)}?=` sentinel form.
+pub fn decode_header_value(text: &str) -> Option<String> {
+    match text.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) {
+        None => Some(text.to_owned()),
+        Some(encoded) => {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).ok()?;
+            String::from_utf8(bytes).ok()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,109 @@
+use http::HeaderValue;
+use serde_json::json;
+
+use super::*;
+use crate::protocol::methods::MrtrMethod;
+
+fn params() -> Value {
+    json!({"name": "greet", "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "progressToken": 7}})
+}
+
+fn headers(list: &[(&'static str, &str)]) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    for (k, v) in list {
+        map.append(*k, HeaderValue::from_str(v).unwrap());
+    }
+    map
+}
+
+const CALL: FrontMethod = FrontMethod::Mrtr(MrtrMethod::ToolsCall);
+
+#[test]
+fn meta_is_extracted() {
+    let m = request_meta(Some(&params())).unwrap();
+    assert_eq!(m.protocol_version, "2026-07-28");
+    assert_eq!(m.capabilities, json!({"elicitation": {}}));
+    assert_eq!(m.progress_token, Some(json!(7)));
+}
+
+#[test]
+fn missing_meta_fields_are_invalid_params() {
+    for p in [
+        None,
+        Some(json!({"name": "x"})),
+        Some(json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})),
+        Some(json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}})),
+    ] {
+        let e = request_meta(p.as_ref()).unwrap_err();
+        assert_eq!((e.code(), e.status().as_u16()), (-32602, 400), "{p:?}");
+    }
+}
+
+#[test]
+fn unsupported_version_is_32022() {
+    let p = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25",
+        "io.modelcontextprotocol/clientCapabilities": {}}});
+    assert_eq!(request_meta(Some(&p)).unwrap_err().code(), -32022);
+}
+
+#[test]
+fn matching_headers_pass() {
+    let h = headers(&[
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "greet"),
+    ]);
+    check_headers(&h, "tools/call", CALL, Some(&params()), "2026-07-28").unwrap();
+}
+
+#[test]
+fn header_failures_are_32020() {
+    let p = params();
+    let cases = [
+        headers(&[("mcp-method", "tools/call"), ("mcp-name", "greet")]),
+        headers(&[
+            ("mcp-protocol-version", "2025-11-25"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "greet"),
+        ]),
+        headers(&[("mcp-protocol-version", "2026-07-28"), ("mcp-name", "greet")]),
+        headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/list"),
+            ("mcp-name", "greet"),
+        ]),
+        headers(&[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call")]),
+        headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "other"),
+        ]),
+        headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "greet"),
+            ("mcp-name", "greet"),
+        ]),
+    ];
+    for h in cases {
+        let e = check_headers(&h, "tools/call", CALL, Some(&p), "2026-07-28").unwrap_err();
+        assert_eq!((e.code(), e.status().as_u16()), (-32020, 400), "{h:?}");
+    }
+}
+
+#[test]
+fn base64_header_values_are_decoded() {
+    assert_eq!(decode_header_value("=?base64?w6nDqQ==?=").as_deref(), Some("éé"));
+    assert_eq!(decode_header_value("plain").as_deref(), Some("plain"));
+    assert_eq!(decode_header_value("=?base64?%%%?="), None);
+    let p = json!({"name": "éé"});
+    let h = headers(&[
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "=?base64?w6nDqQ==?="),
+    ]);
+    check_headers(&h, "tools/call", CALL, Some(&p), "2026-07-28").unwrap();
+}
