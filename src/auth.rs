@@ -38,7 +38,7 @@ pub struct Auth {
 #[derive(Debug)]
 enum Mode {
     None,
-    Jwt(JwtConfig, Validation),
+    Jwt(Box<(JwtConfig, Validation)>),
 }
 
 #[derive(Deserialize)]
@@ -54,7 +54,7 @@ impl Auth {
     pub fn new(cfg: &AuthConfig) -> Self {
         let mode = match cfg {
             AuthConfig::None => Mode::None,
-            AuthConfig::Jwt(jwt) => Mode::Jwt(jwt.clone(), validation(jwt)),
+            AuthConfig::Jwt(jwt) => Mode::Jwt(Box::new((jwt.clone(), validation(jwt)))),
         };
         Self { mode, anonymous: Arc::from(ANONYMOUS) }
     }
@@ -66,7 +66,8 @@ impl Auth {
 
     /// The principal of a request: `anonymous`, or `iss|sub` of a valid JWT.
     pub fn principal(&self, headers: &HeaderMap) -> Result<Arc<str>, AuthError> {
-        let Mode::Jwt(cfg, validation) = &self.mode else { return Ok(self.anonymous.clone()) };
+        let Mode::Jwt(jwt) = &self.mode else { return Ok(self.anonymous.clone()) };
+        let (cfg, validation) = &**jwt;
         let value = headers.get(AUTHORIZATION).ok_or(AuthError::Missing)?;
         let token = value
             .to_str()
