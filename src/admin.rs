@@ -1,1 +1,101 @@
-//! Placeholder; filled in by its own change.
+//! The admin listener: `/metrics` (Prometheus text), `/healthz` (the process serves) and
+//! `/readyz` (the upstream has answered an `initialize`, so traffic can be sent here). It runs on
+//! its own port so that metrics and probes never share limits or auth with client traffic.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::CONTENT_TYPE;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+
+use crate::metrics::Metrics;
+use crate::server::Handler;
+
+/// Shared readiness flag, set once the upstream answered `initialize`.
+#[derive(Debug, Clone, Default)]
+pub struct Readiness(Arc<AtomicBool>);
+
+impl Readiness {
+    pub fn set_ready(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// A source of the current upstream pool size, read at scrape time.
+pub type PoolSize = Arc<dyn Fn() -> usize + Send + Sync>;
+
+/// The admin request handler.
+#[derive(Clone)]
+pub struct Admin {
+    metrics: Arc<Metrics>,
+    ready: Readiness,
+    pool_size: PoolSize,
+}
+
+// === impl Admin ===
+
+impl Admin {
+    pub fn new(metrics: Arc<Metrics>, ready: Readiness, pool_size: PoolSize) -> Self {
+        Self { metrics, ready, pool_size }
+    }
+
+    fn respond(&self, method: &Method, path: &str) -> Response<Full<Bytes>> {
+        if method != Method::GET {
+            return text(StatusCode::METHOD_NOT_ALLOWED, "use GET\n");
+        }
+        match path {
+            "/metrics" => {
+                self.metrics.pool_sessions.set((self.pool_size)() as i64);
+                let mut r = Response::new(Full::new(Bytes::from(self.metrics.render())));
+                r.headers_mut()
+                    .insert(CONTENT_TYPE, http::HeaderValue::from_static("text/plain; version=0.0.4"));
+                r
+            }
+            "/healthz" => text(StatusCode::OK, "ok\n"),
+            "/readyz" if self.ready.is_ready() => text(StatusCode::OK, "ready\n"),
+            "/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "upstream has not answered initialize yet\n"),
+            _ => text(StatusCode::NOT_FOUND, "not found\n"),
+        }
+    }
+}
+
+impl Handler for Admin {
+    type Body = Full<Bytes>;
+
+    async fn call(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
+        self.respond(req.method(), req.uri().path())
+    }
+}
+
+fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *r.status_mut() = status;
+    r.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("text/plain"));
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        let ready = Readiness::default();
+        let admin = Admin::new(Arc::new(Metrics::new().unwrap()), ready.clone(), Arc::new(|| 3));
+        assert_eq!(admin.respond(&Method::GET, "/healthz").status(), StatusCode::OK);
+        assert_eq!(admin.respond(&Method::GET, "/readyz").status(), StatusCode::SERVICE_UNAVAILABLE);
+        ready.set_ready();
+        assert_eq!(admin.respond(&Method::GET, "/readyz").status(), StatusCode::OK);
+        assert_eq!(admin.respond(&Method::GET, "/metrics").status(), StatusCode::OK);
+        assert_eq!(admin.metrics.pool_sessions.get(), 3);
+        assert_eq!(admin.respond(&Method::POST, "/metrics").status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(admin.respond(&Method::GET, "/nope").status(), StatusCode::NOT_FOUND);
+    }
+}

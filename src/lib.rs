@@ -27,4 +27,5 @@ pub mod front;
 pub mod metrics;
 pub mod mrtr;
 pub mod protocol;
+pub mod server;
 pub mod upstream;

@@ -1,0 +1,121 @@
+//! The accept loop shared by the front and admin listeners: one task per connection, HTTP/1.1
+//! and HTTP/2 (hyper-util's auto builder), optional TLS (rustls), a connection cap, and a
+//! graceful drain: on shutdown stop accepting, let in-flight requests finish up to the drain
+//! time, then close what is left.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::{Body, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
+
+/// Errors of the accept loop and its TLS setup.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("reading {path}: {source}")]
+    TlsFile { path: String, source: std::io::Error },
+    #[error("no private key in {0}")]
+    NoKey(String),
+    #[error("TLS configuration: {0}")]
+    Tls(#[from] rustls::Error),
+}
+
+/// A handler: cheap to clone, called once per request.
+pub trait Handler: Clone + Send + Sync + 'static {
+    type Body: Body<Data = bytes::Bytes, Error = Infallible> + Send + 'static;
+    fn call(&self, req: Request<Incoming>) -> impl Future<Output = Response<Self::Body>> + Send;
+}
+
+/// How a listener serves.
+#[derive(Clone)]
+pub struct ServeOptions {
+    pub max_connections: usize,
+    pub drain: Duration,
+    pub tls: Option<TlsAcceptor>,
+}
+
+/// Serves `handler` on `listener` until `shutdown` completes, then drains.
+pub async fn serve<H: Handler>(
+    listener: TcpListener,
+    handler: H,
+    opts: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+) {
+    let graceful = GracefulShutdown::new();
+    let permits = Arc::new(Semaphore::new(opts.max_connections));
+    let builder = Builder::new(TokioExecutor::new());
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+        };
+        let (stream, peer) = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => { tracing::warn!(error = %e, "accept failed"); tokio::time::sleep(Duration::from_millis(50)).await; continue }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let handler = handler.clone();
+        let svc = service_fn(move |req| {
+            let handler = handler.clone();
+            async move { Ok::<_, Infallible>(handler.call(req).await) }
+        });
+        let watcher = graceful.watcher();
+        let builder = builder.clone();
+        let tls = opts.tls.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let result = match tls {
+                None => watcher.watch(builder.serve_connection(TokioIo::new(stream), svc).into_owned()).await,
+                Some(acceptor) => match acceptor.accept(stream).await {
+                    Ok(tls) => {
+                        watcher.watch(builder.serve_connection(TokioIo::new(tls), svc).into_owned()).await
+                    }
+                    Err(e) => {
+                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                        return;
+                    }
+                },
+            };
+            if let Err(e) = result {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(opts.drain, graceful.shutdown()).await.is_err() {
+        tracing::warn!(drain = ?opts.drain, "drain time over; closing remaining connections");
+    }
+}
+
+/// Builds a TLS acceptor from PEM files.
+pub fn tls_acceptor(cert: &std::path::Path, key: &std::path::Path) -> Result<TlsAcceptor, ServerError> {
+    let read = |p: &std::path::Path| {
+        std::fs::read(p).map_err(|source| ServerError::TlsFile { path: p.display().to_string(), source })
+    };
+    let certs = rustls_pemfile::certs(&mut &read(cert)?[..])
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|source| ServerError::TlsFile { path: cert.display().to_string(), source })?;
+    let key_der = rustls_pemfile::private_key(&mut &read(key)?[..])
+        .map_err(|source| ServerError::TlsFile { path: key.display().to_string(), source })?
+        .ok_or_else(|| ServerError::NoKey(key.display().to_string()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(certs, key_der)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
