@@ -15,8 +15,11 @@
 //! - [`config`]: TOML + environment + CLI, validated into typed settings.
 //! - [`metrics`], [`admin`]: Prometheus metrics and the admin listener.
 //! - [`error`]: the front-facing error model (JSON-RPC code, HTTP status, metric label).
+//! - [`auth`]: the principal of a request (anonymous, or a JWT's issuer and subject).
+//! - [`server`]: the accept loop (TLS, connection cap, graceful drain); [`app`] wires it all.
 
 pub mod admin;
+pub mod app;
 pub mod auth;
 pub mod bridge;
 pub mod capabilities;
@@ -24,8 +27,28 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod front;
+pub mod logging;
 pub mod metrics;
 pub mod mrtr;
 pub mod protocol;
 pub mod server;
 pub mod upstream;
+
+/// Completes on SIGTERM or SIGINT (Ctrl-C): the gateway then drains and exits.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

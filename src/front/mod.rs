@@ -2,5 +2,12 @@
 //! `server/discover`, the relayed list methods and the MRTR bridge, and response framing.
 
 pub mod body;
+mod discover;
 pub mod guard;
+mod relay;
+mod respond;
+mod service;
+mod stream;
 pub mod validate;
+
+pub use service::{Front, FrontState};

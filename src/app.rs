@@ -1,0 +1,228 @@
+//! Wiring: builds every long-lived piece once from a validated [`Config`] (metrics, key ring,
+//! codec, upstream pool, bridge, front state), binds the listeners and runs them until shutdown.
+//! Tests start a [`Gateway`] on `127.0.0.1:0` in-process; the binary calls [`run`].
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::admin::{Admin, Readiness};
+use crate::auth::{Auth, ANONYMOUS};
+use crate::bridge::Bridge;
+use crate::capabilities::ClientCaps;
+use crate::config::{Config, StateConfig, UpstreamTarget};
+use crate::demo::{DemoHandle, DemoOptions};
+use crate::front::{Front, FrontState};
+use crate::metrics::{Metrics, MetricsError};
+use crate::mrtr::{parse_key_lines, CodecSettings, KeyError, KeyRing, StateCodec};
+use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
+use crate::upstream::{Pool, UpstreamError, UpstreamSettings};
+
+/// Errors that stop the gateway from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("{source_name}: {source}")]
+    Key { source_name: String, source: KeyError },
+    #[error("state key ring: {0}")]
+    Ring(KeyError),
+    #[error("metrics: {0}")]
+    Metrics(#[from] MetricsError),
+    #[error("upstream: {0}")]
+    Upstream(#[from] UpstreamError),
+    #[error("binding {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("embedded demo server: {0}")]
+    Demo(std::io::Error),
+    #[error("front TLS: {0}")]
+    Tls(#[from] ServerError),
+}
+
+/// A running gateway.
+pub struct Gateway {
+    pub front_addr: SocketAddr,
+    pub admin_addr: Option<SocketAddr>,
+    /// The embedded demo server, when no upstream was configured.
+    pub demo: Option<DemoHandle>,
+    pub metrics: Arc<Metrics>,
+    pub ready: Readiness,
+    stop: watch::Sender<bool>,
+    tasks: JoinSet<()>,
+}
+
+// === impl Gateway ===
+
+impl Gateway {
+    /// Builds everything and starts serving.
+    pub async fn start(cfg: Config) -> Result<Self, AppError> {
+        let metrics = Arc::new(Metrics::new()?);
+        let demo = match &cfg.upstream.target {
+            UpstreamTarget::Embedded => Some(crate::demo::spawn_loopback(DemoOptions::default()).map_err(AppError::Demo)?),
+            UpstreamTarget::Url(_) => None,
+        };
+        let pool = Arc::new(Pool::new(upstream_settings(&cfg, demo.as_ref()))?);
+        let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
+        let version = cfg.upstream.protocol_version.clone();
+        let bridge = Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version.clone());
+        let front_state = FrontState::new(cfg.front.clone(), Auth::new(&cfg.auth), metrics.clone(), pool.clone(), bridge, version.clone());
+        let (stop, stopped) = watch::channel(false);
+        let ready = Readiness::default();
+        let mut tasks = JoinSet::new();
+        let front_listener = bind(cfg.front.listen).await?;
+        let front_addr = local(&front_listener, cfg.front.listen)?;
+        let tls = match &cfg.front.tls {
+            Some(files) => Some(tls_acceptor(&files.cert, &files.key)?),
+            None => None,
+        };
+        let opts = ServeOptions { max_connections: cfg.front.max_connections, drain: cfg.front.drain, tls };
+        tasks.spawn(serve(front_listener, Front(Arc::new(front_state)), opts, signal(stopped.clone())));
+        let admin_addr = match cfg.admin_listen {
+            Some(addr) => Some(spawn_admin(&mut tasks, addr, &metrics, &ready, &pool, stopped.clone()).await?),
+            None => None,
+        };
+        tasks.spawn(probe_readiness(pool, version, ready.clone(), signal(stopped)));
+        Ok(Self { front_addr, admin_addr, demo, metrics, ready, stop, tasks })
+    }
+
+    /// The front URL clients use.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.front_addr)
+    }
+
+    /// Stops accepting, drains, and waits for every listener to end.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        while self.tasks.join_next().await.is_some() {}
+        if let Some(demo) = self.demo.take() {
+            let _ = demo.shutdown().await;
+        }
+    }
+}
+
+/// Runs the gateway until `shutdown` completes.
+pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
+    let path = cfg.front.path.clone();
+    let gateway = Gateway::start(cfg).await?;
+    announce(&gateway, &path);
+    shutdown.await;
+    tracing::info!("shutting down: draining in-flight requests");
+    gateway.shutdown().await;
+    Ok(())
+}
+
+fn announce(gw: &Gateway, path: &str) {
+    let url = gw.url(path);
+    tracing::info!(front = %url, admin = ?gw.admin_addr, "mrtr-gateway listening");
+    if let Some(demo) = &gw.demo {
+        tracing::info!(demo_upstream = %demo.url(), "no upstream configured: fronting the embedded demo legacy server");
+        println!("mrtr-gateway is serving MCP 2026-07-28 at {url} in front of the embedded demo legacy server.");
+        println!("Try it (a tool that asks for your name):\n{}", example_curl(&url));
+    }
+}
+
+fn example_curl(url: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greet", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}}});
+    format!(
+        "curl -s {url} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\n  \
+         -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: greet' \\\n  -d '{body}'"
+    )
+}
+
+fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSettings {
+    let url = match (&cfg.upstream.target, demo) {
+        (UpstreamTarget::Url(u), _) => u.clone(),
+        (UpstreamTarget::Embedded, Some(d)) => d.url().parse().unwrap_or_default(),
+        (UpstreamTarget::Embedded, None) => http::Uri::default(),
+    };
+    let mut s = UpstreamSettings::new(url);
+    s.extra_headers = cfg.upstream.headers.iter().cloned().collect();
+    s.preferred_version = cfg.upstream.protocol_version.clone();
+    s.connect_timeout = cfg.upstream.connect_timeout;
+    s.request_timeout = cfg.upstream.request_timeout;
+    s.pool_max_sessions = cfg.upstream.pool_max_sessions;
+    s.pool_idle_timeout = cfg.upstream.pool_idle;
+    s
+}
+
+/// Derives the ring once. With no key configured, an ephemeral one, loudly.
+fn key_ring(state: &StateConfig) -> Result<KeyRing, AppError> {
+    if state.keys.is_empty() {
+        tracing::warn!(
+            "NO STATE KEY CONFIGURED: using an ephemeral key. input_required retries will fail on other \
+             replicas and after a restart. Set state.keys, MRTR_GATEWAY__STATE__KEYS or --state-key-file."
+        );
+        return KeyRing::ephemeral().map_err(AppError::Ring);
+    }
+    let mut secrets = Vec::with_capacity(state.keys.len());
+    for line in &state.keys {
+        let parsed = parse_key_lines(line.text.expose())
+            .map_err(|source| AppError::Key { source_name: line.source.clone(), source })?;
+        secrets.extend(parsed);
+    }
+    let ring = KeyRing::new(secrets).map_err(AppError::Ring)?;
+    let ids: Vec<String> = ring.ids().map(|id| id.to_string()).collect();
+    tracing::info!(key_ids = ?ids, "state key ring loaded (first key seals)");
+    Ok(ring)
+}
+
+fn codec_settings(state: &StateConfig) -> CodecSettings {
+    CodecSettings { ttl: state.ttl, skew: state.clock_skew, max_token_bytes: state.max_token_bytes }
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, AppError> {
+    TcpListener::bind(addr).await.map_err(|source| AppError::Bind { addr, source })
+}
+
+fn local(listener: &TcpListener, addr: SocketAddr) -> Result<SocketAddr, AppError> {
+    listener.local_addr().map_err(|source| AppError::Bind { addr, source })
+}
+
+async fn spawn_admin(
+    tasks: &mut JoinSet<()>,
+    addr: SocketAddr,
+    metrics: &Arc<Metrics>,
+    ready: &Readiness,
+    pool: &Arc<Pool>,
+    stopped: watch::Receiver<bool>,
+) -> Result<SocketAddr, AppError> {
+    let listener = bind(addr).await?;
+    let bound = local(&listener, addr)?;
+    let pool = pool.clone();
+    let admin = Admin::new(metrics.clone(), ready.clone(), Arc::new(move || pool.size()));
+    let opts = ServeOptions { max_connections: 64, drain: Duration::from_secs(1), tls: None };
+    tasks.spawn(serve(listener, admin, opts, signal(stopped)));
+    Ok(bound)
+}
+
+/// Marks the gateway ready once the upstream answers an `initialize`, retrying with backoff.
+async fn probe_readiness(pool: Arc<Pool>, version: String, ready: Readiness, stop: impl Future<Output = ()>) {
+    let probe = async {
+        let caps = ClientCaps::from_modern(&json!({})).map(|c| (c.fingerprint(), c.legacy_initialize(&version)));
+        let Ok((fingerprint, init)) = caps else { return };
+        let mut delay = Duration::from_millis(100);
+        loop {
+            match pool.lease((Arc::from(ANONYMOUS), fingerprint), &init).await {
+                Ok(_) => {
+                    ready.set_ready();
+                    tracing::info!("upstream answered initialize: ready");
+                    return;
+                }
+                Err(e) => tracing::warn!(error = %e, retry_in = ?delay, "upstream not reachable yet"),
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    };
+    tokio::select! { _ = probe => {}, _ = stop => {} }
+}
+
+async fn signal(mut stopped: watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|s| *s).await;
+}

@@ -1,0 +1,277 @@
+//! One run of a legacy call: the event loop that answers replayed questions from the journal,
+//! gathers new ones, enforces the client's capabilities and the time bounds, and ends the round.
+
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::guard::CallGuard;
+use super::{upstream_error, Bridge, MrtrRequest, Reply};
+use crate::error::{map_upstream_error, FrontError};
+use crate::mrtr::{next_round, Binding, Decision, Journal, Replay, ReplayError};
+use crate::protocol::jsonrpc::{ErrorObject, Outcome};
+use crate::protocol::{codes, methods, RequestId};
+use crate::upstream::{Lease, Session, UpstreamEvent};
+
+const ASKED_REASON: &str = "mrtr-gateway returned this request to its client as input_required; the call will be replayed";
+
+/// Where progress notifications of the current round go, and the token the client chose.
+#[derive(Debug)]
+pub struct Progress {
+    pub token: Value,
+    pub tx: mpsc::Sender<Value>,
+}
+
+/// The state of one run.
+pub(super) struct Run<'a> {
+    pub bridge: &'a Bridge,
+    pub req: &'a MrtrRequest,
+    pub binding: &'a Binding,
+    /// Round of the incoming state (0 on a first call).
+    pub round: u32,
+    pub progress: Option<Progress>,
+}
+
+/// What the loop decided about one event.
+enum Step {
+    Continue,
+    /// The upstream answered the call.
+    Finished(Outcome),
+    /// End the front request with this error: cancel the call and refuse `open` upstream.
+    Abort { refuse: RequestId, error: FrontError },
+}
+
+/// Why the loop woke up without an event.
+enum Wake {
+    Gathered,
+    Silent,
+    Total,
+}
+
+// === impl Run ===
+
+impl Run<'_> {
+    pub(super) async fn execute(mut self, lease: Lease, journal: Journal) -> Result<Reply, FrontError> {
+        let limits = &self.bridge.limits;
+        let total_deadline = Instant::now() + limits.total_timeout;
+        let session = lease.session().clone();
+        let call = session.call(self.req.method.name(), Some(self.req.upstream_params.clone()));
+        let mut guard = CallGuard::new(lease, call);
+        let mut replay = Replay::new(journal, limits.max_questions_per_round);
+        let mut open: Vec<RequestId> = Vec::new();
+        let mut gather: Option<Instant> = None;
+        loop {
+            let (deadline, wake) = next_wake(gather, Instant::now() + limits.round_timeout, total_deadline);
+            let event = tokio::select! {
+                ev = guard.next_event() => ev,
+                _ = tokio::time::sleep_until(deadline) => return match wake {
+                    Wake::Gathered => self.end_round(guard, replay, open).await,
+                    Wake::Silent | Wake::Total => Err(self.timed_out(guard, wake).await),
+                },
+            };
+            let event = match event {
+                Ok(Some(ev)) => ev,
+                Ok(None) => return Err(failed(guard, "the upstream call ended without a response")),
+                Err(e) => {
+                    guard.poison();
+                    return Err(upstream_error(e));
+                }
+            };
+            match self.on_event(&session, &mut replay, &mut open, event).await {
+                Step::Continue => {}
+                Step::Finished(outcome) => {
+                    guard.finished();
+                    return complete(outcome);
+                }
+                Step::Abort { refuse, error } => {
+                    open.push(refuse);
+                    return Err(abort(guard, &open, error).await);
+                }
+            }
+            if !open.is_empty() && gather.is_none() {
+                gather = Some(Instant::now() + limits.gather_window);
+            }
+        }
+    }
+
+    async fn on_event(
+        &mut self,
+        session: &Session,
+        replay: &mut Replay,
+        open: &mut Vec<RequestId>,
+        event: UpstreamEvent,
+    ) -> Step {
+        match event {
+            UpstreamEvent::Request { id, method, params } => {
+                self.on_request(session, replay, open, id, &method, params.as_ref()).await
+            }
+            UpstreamEvent::Notification { method, params } => {
+                self.on_notification(&method, params).await;
+                Step::Continue
+            }
+            UpstreamEvent::Response(outcome) => Step::Finished(outcome),
+        }
+    }
+
+    async fn on_request(
+        &mut self,
+        session: &Session,
+        replay: &mut Replay,
+        open: &mut Vec<RequestId>,
+        id: RequestId,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Step {
+        if !methods::is_input_method(method) {
+            let e = error(codes::METHOD_NOT_FOUND, format!("{method} is not supported by mrtr-gateway"));
+            respond(session, &id, Err(e)).await;
+            return Step::Continue;
+        }
+        let required = crate::capabilities::required_for(method, params);
+        if let Some(missing) = self.req.caps.missing(&required) {
+            // An `inputRequests` the client cannot serve must never be sent: fail with -32021.
+            let label = capability_label(method);
+            self.bridge.metrics.capability_denials.with_label_values(&[label]).inc();
+            return Step::Abort { refuse: id, error: FrontError::MissingCapability { required: missing } };
+        }
+        match replay.decide(method, params) {
+            Ok(Decision::Answer(raw)) => respond(session, &id, Ok(raw_value(&raw))).await,
+            Ok(Decision::Ask { .. }) => open.push(id),
+            Err(ReplayError::TooManyQuestions { limit }) => {
+                return Step::Abort { refuse: id, error: FrontError::TooManyQuestions { limit } };
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, method, "upstream request cannot be embedded; refused upstream");
+                respond(session, &id, Err(error(codes::INVALID_PARAMS, e.to_string()))).await;
+            }
+        }
+        Step::Continue
+    }
+
+    async fn on_notification(&mut self, method: &str, params: Option<Value>) {
+        if method != methods::PROGRESS {
+            return;
+        }
+        let (Some(progress), Some(Value::Object(mut p))) = (&self.progress, params) else { return };
+        // Every round is a new upstream call given the current front request's token, but the
+        // client is only ever shown its own token.
+        p.insert("progressToken".into(), progress.token.clone());
+        let note = json!({ "jsonrpc": "2.0", "method": methods::PROGRESS, "params": p });
+        if progress.tx.send(note).await.is_err() {
+            self.progress = None;
+        }
+    }
+
+    async fn end_round(&self, guard: CallGuard, replay: Replay, open: Vec<RequestId>) -> Result<Reply, FrontError> {
+        if let Some(lease) = guard.cancel(ASKED_REASON).await {
+            refuse_all(&lease, &open, ASKED_REASON).await;
+        }
+        let outcome = replay.finish();
+        if outcome.diverged {
+            self.bridge.metrics.record_divergence(&self.req.target);
+        }
+        let limit = self.bridge.limits.max_rounds;
+        let round = next_round(self.round, limit).map_err(|_| FrontError::TooManyRounds { limit })?;
+        for pending in &outcome.journal.pending {
+            self.bridge.metrics.input_required.with_label_values(&[pending.kind.method()]).inc();
+        }
+        let state = self
+            .bridge
+            .codec
+            .seal_at(self.binding, round, &outcome.journal, super::unix_now())
+            .map_err(|e| FrontError::Internal(format!("sealing requestState: {e}")))?;
+        Ok(Reply::InputRequired { requests: outcome.input_requests, state, round })
+    }
+
+    async fn timed_out(&self, guard: CallGuard, wake: Wake) -> FrontError {
+        let what = match wake {
+            Wake::Total => format!("the request took longer than {:?}", self.bridge.limits.total_timeout),
+            _ => format!("the upstream sent nothing for {:?}", self.bridge.limits.round_timeout),
+        };
+        // A silent upstream may be wedged: do not hand this session to the next call.
+        guard.poison_after_cancel(&what).await;
+        FrontError::UpstreamTimeout(what)
+    }
+}
+
+/// Cancels the call, refuses its open requests upstream, and returns `e`.
+async fn abort(guard: CallGuard, open: &[RequestId], e: FrontError) -> FrontError {
+    let reason = e.to_string();
+    if let Some(lease) = guard.cancel(&reason).await {
+        refuse_all(&lease, open, &reason).await;
+    }
+    e
+}
+
+fn failed(guard: CallGuard, what: &str) -> FrontError {
+    guard.poison();
+    FrontError::UpstreamUnavailable(what.to_owned())
+}
+
+fn next_wake(gather: Option<Instant>, silent: Instant, total: Instant) -> (Instant, Wake) {
+    let mut best = (silent, Wake::Silent);
+    if total < best.0 {
+        best = (total, Wake::Total);
+    }
+    if let Some(g) = gather {
+        if g <= best.0 {
+            best = (g, Wake::Gathered);
+        }
+    }
+    best
+}
+
+async fn respond(session: &Session, id: &RequestId, outcome: Result<Value, ErrorObject>) {
+    if let Err(e) = session.respond(id, outcome).await {
+        tracing::debug!(error = %e, "could not answer an upstream request");
+    }
+}
+
+async fn refuse_all(lease: &Lease, open: &[RequestId], reason: &str) {
+    for id in open {
+        respond(lease.session(), id, Err(error(codes::INTERNAL_ERROR, reason.to_owned()))).await;
+    }
+}
+
+fn error(code: i64, message: String) -> ErrorObject {
+    ErrorObject { code, message, data: None }
+}
+
+fn raw_value(raw: &RawValue) -> Value {
+    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
+}
+
+fn capability_label(method: &str) -> &'static str {
+    match method {
+        methods::ELICITATION_CREATE => "elicitation",
+        methods::SAMPLING_CREATE_MESSAGE => "sampling",
+        methods::ROOTS_LIST => "roots",
+        _ => "other",
+    }
+}
+
+/// Turns the upstream's final outcome into the run's reply.
+fn complete(outcome: Outcome) -> Result<Reply, FrontError> {
+    match outcome {
+        Outcome::Result(raw) => Ok(Reply::Complete(raw)),
+        Outcome::Error(e) => Err(FrontError::Upstream(map_upstream_error(e))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn wake_order() {
+        let now = Instant::now();
+        let s = now + Duration::from_secs(5);
+        let t = now + Duration::from_secs(9);
+        assert!(matches!(next_wake(None, s, t).1, Wake::Silent));
+        assert!(matches!(next_wake(Some(now), s, t).1, Wake::Gathered));
+        assert!(matches!(next_wake(None, t, s).1, Wake::Total));
+    }
+}

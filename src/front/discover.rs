@@ -1,0 +1,68 @@
+//! `server/discover`, synthesised from the legacy server's `initialize` result
+//! (server/discover.mdx): the server's capabilities without what the gateway does not bridge,
+//! its instructions, `serverInfo` in result `_meta`, the versions the *front* supports, and the
+//! configured cache hints.
+
+use serde_json::{json, Map, Value};
+
+use crate::protocol::{meta, FRONT_SUPPORTED_VERSIONS};
+use crate::upstream::InitializeResult;
+
+/// Builds the `DiscoverResult` object.
+pub fn discover_result(init: &InitializeResult, ttl_ms: u64, scope: &str) -> Value {
+    let mut result = Map::new();
+    result.insert("resultType".into(), json!("complete"));
+    result.insert("supportedVersions".into(), json!(FRONT_SUPPORTED_VERSIONS));
+    result.insert("capabilities".into(), modern_capabilities(&init.capabilities));
+    if let Some(instructions) = &init.instructions {
+        result.insert("instructions".into(), json!(instructions));
+    }
+    result.insert("ttlMs".into(), json!(ttl_ms));
+    result.insert("cacheScope".into(), json!(scope));
+    if !init.server_info.is_null() {
+        result.insert("_meta".into(), json!({ meta::SERVER_INFO: init.server_info }));
+    }
+    Value::Object(result)
+}
+
+/// Keeps the capabilities a 2026-07-28 client can use through the gateway. List-change and
+/// resource-subscription flags are dropped because `subscriptions/listen` is not bridged yet,
+/// `logging` because log notifications are not relayed, `tasks` because legacy tasks are not
+/// 2026 tasks.
+fn modern_capabilities(legacy: &Value) -> Value {
+    let Value::Object(caps) = legacy else { return json!({}) };
+    let mut out = Map::new();
+    for (name, value) in caps {
+        match name.as_str() {
+            "tools" | "prompts" | "resources" => {
+                out.insert(name.clone(), without(value, &["listChanged", "subscribe"]));
+            }
+            "completions" | "experimental" | "extensions" => {
+                out.insert(name.clone(), value.clone());
+            }
+            _ => {}
+        }
+    }
+    Value::Object(out)
+}
+
+fn without(value: &Value, fields: &[&str]) -> Value {
+    match value {
+        Value::Object(map) => {
+            Value::Object(map.iter().filter(|(k, _)| !fields.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect())
+        }
+        _ => json!({}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_are_filtered() {
+        let legacy = json!({"tools": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": true},
+            "logging": {}, "tasks": {"list": {}}, "completions": {}, "prompts": {}});
+        assert_eq!(modern_capabilities(&legacy), json!({"tools": {}, "resources": {}, "completions": {}, "prompts": {}}));
+    }
+}

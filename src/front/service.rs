@@ -1,0 +1,282 @@
+//! The front request handler: HTTP checks, body, JSON-RPC parse, `_meta` and header
+//! validation, dispatch, and the one log line and metrics of every request. Built once at start
+//! and shared by every connection; a request clones an `Arc` and nothing else.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use super::body::FrontBody;
+use super::guard::{self, Accepts};
+use super::validate::{self, RequestMeta};
+use super::{discover, relay, respond, stream};
+use crate::auth::Auth;
+use crate::bridge::{upstream_error, upstream_params, Bridge, MrtrRequest, Reply};
+use crate::capabilities::ClientCaps;
+use crate::config::FrontConfig;
+use crate::error::FrontError;
+use crate::metrics::Metrics;
+use crate::mrtr::{arguments_digest, input_responses};
+use crate::protocol::jsonrpc::{Envelope, EnvelopeError, Request as RpcRequest};
+use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
+use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
+use crate::server::Handler;
+use crate::upstream::Pool;
+
+/// Everything a front request needs, built once.
+pub struct FrontState {
+    pub cfg: FrontConfig,
+    pub auth: Auth,
+    pub metrics: Arc<Metrics>,
+    pub pool: Arc<Pool>,
+    pub bridge: Bridge,
+    /// Protocol version proposed upstream (shapes the declared capabilities).
+    pub upstream_version: String,
+    in_flight: Semaphore,
+    cache_fields: String,
+}
+
+/// The cloneable handler.
+#[derive(Clone)]
+pub struct Front(pub Arc<FrontState>);
+
+/// A validated request on its way to dispatch.
+pub(super) struct Call {
+    pub id: RequestId,
+    pub kind: FrontMethod,
+    pub params: Option<Value>,
+    pub meta: RequestMeta,
+    pub caps: ClientCaps,
+    pub principal: Arc<str>,
+    pub accepts: Accepts,
+}
+
+/// How a request ended, for the log line and metrics.
+pub(super) struct Outcome {
+    pub label: &'static str,
+    pub round: Option<u32>,
+    pub response: Response<FrontBody>,
+}
+
+// === impl FrontState ===
+
+impl FrontState {
+    pub fn new(cfg: FrontConfig, auth: Auth, metrics: Arc<Metrics>, pool: Arc<Pool>, bridge: Bridge, upstream_version: String) -> Self {
+        let cache_fields = respond::cache_fields(cfg.cache_ttl_ms, cfg.cache_scope.as_str());
+        let in_flight = Semaphore::new(cfg.max_in_flight);
+        Self { cfg, auth, metrics, pool, bridge, upstream_version, in_flight, cache_fields }
+    }
+
+    async fn handle(self: &Arc<Self>, req: Request<Incoming>) -> Response<FrontBody> {
+        let started = Instant::now();
+        let (parts, body) = req.into_parts();
+        let (method, outcome) = match self.prepare(&parts, body).await {
+            Ok(Envelope::Request(r)) => self.request(&parts, r).await,
+            Ok(Envelope::Notification(_)) => ("notification", Outcome::plain("accepted", respond::accepted())),
+            Ok(Envelope::Response(_)) => {
+                let e = FrontError::InvalidRequest("clients must not send JSON-RPC responses".into());
+                ("response", Outcome::error(None, &e))
+            }
+            Err(e) => ("invalid", Outcome::error(None, &e)),
+        };
+        self.record(method, &outcome, started);
+        outcome.response
+    }
+
+    /// HTTP checks and the body, up to a parsed envelope.
+    async fn prepare(&self, parts: &Parts, body: Incoming) -> Result<Envelope, FrontError> {
+        if parts.uri.path() != self.cfg.path {
+            return Err(FrontError::PathNotFound(format!("the MCP endpoint is {}", self.cfg.path)));
+        }
+        if parts.method != Method::POST {
+            return Err(FrontError::HttpMethodNotAllowed(parts.method.to_string()));
+        }
+        guard::check_origin(&parts.headers, &self.cfg.origins)?;
+        guard::check_content_type(&parts.headers)?;
+        let bytes = read_body(body, self.cfg.max_body_bytes).await?;
+        Envelope::parse(&bytes).map_err(|e| match e {
+            EnvelopeError::Json(e) if e.is_syntax() || e.is_eof() => FrontError::Parse(e.to_string()),
+            other => FrontError::InvalidRequest(other.to_string()),
+        })
+    }
+
+    async fn request(self: &Arc<Self>, parts: &Parts, r: RpcRequest) -> (&'static str, Outcome) {
+        let id = r.id.clone();
+        let Some(kind) = FrontMethod::parse(&r.method) else {
+            return ("unknown", Outcome::error(Some(&id), &unknown_method(&r.method)));
+        };
+        let outcome = match self.validate(parts, kind, r) {
+            Ok(call) => match self.in_flight.try_acquire() {
+                Ok(_permit) => self.dispatch(call).await,
+                Err(_) => Outcome::error(Some(&id), &FrontError::Overloaded),
+            },
+            Err(e) => Outcome::error(Some(&id), &e),
+        };
+        (kind.label(), outcome)
+    }
+
+    fn validate(&self, parts: &Parts, kind: FrontMethod, r: RpcRequest) -> Result<Call, FrontError> {
+        let meta = validate::request_meta(r.params.as_ref())?;
+        validate::check_headers(&parts.headers, &r.method, kind, r.params.as_ref(), &meta.protocol_version)?;
+        let principal = self.auth.principal(&parts.headers).map_err(|e| FrontError::Unauthorized(e.to_string()))?;
+        let caps = ClientCaps::from_modern(&meta.capabilities)
+            .map_err(|e| FrontError::InvalidParams(format!("_meta clientCapabilities: {e}")))?;
+        let accepts = guard::accepts(&parts.headers)?;
+        Ok(Call { id: r.id, kind, params: r.params, meta, caps, principal, accepts })
+    }
+
+    async fn dispatch(self: &Arc<Self>, call: Call) -> Outcome {
+        let id = call.id.clone();
+        let result = match call.kind {
+            FrontMethod::Discover => self.discover(&call).await,
+            FrontMethod::Relay(m) => self.relay(&call, m).await,
+            FrontMethod::Mrtr(m) => return self.mrtr(call, m).await,
+        };
+        match result {
+            Ok(bytes) => Outcome::plain("complete", respond::json(StatusCode::OK, bytes)),
+            Err(e) => Outcome::error(Some(&id), &e),
+        }
+    }
+
+    async fn discover(&self, call: &Call) -> Result<Vec<u8>, FrontError> {
+        let init = match self.pool.initialize_result() {
+            Some(init) => init,
+            None => {
+                let caps = call.caps.legacy_initialize(&self.upstream_version);
+                let key = (call.principal.clone(), call.caps.fingerprint());
+                let lease = self.pool.lease(key, &caps).await.map_err(upstream_error)?;
+                lease.session().initialize_result().clone()
+            }
+        };
+        let result = discover::discover_result(&init, self.cfg.cache_ttl_ms, self.cfg.cache_scope.as_str());
+        let raw = serde_json::value::to_raw_value(&result).map_err(|e| FrontError::Internal(e.to_string()))?;
+        Ok(crate::protocol::jsonrpc::result_bytes(&call.id, &raw))
+    }
+
+    async fn relay(&self, call: &Call, method: RelayMethod) -> Result<Vec<u8>, FrontError> {
+        let caps = call.caps.legacy_initialize(&self.upstream_version);
+        let key = (call.principal.clone(), call.caps.fingerprint());
+        let params = upstream_params(call.params.as_ref());
+        let raw = relay::relay(&self.pool, key, &caps, method, params).await?;
+        let extra = if method.cacheable() { self.cache_fields.as_str() } else { "" };
+        Ok(respond::complete_bytes(&call.id, &raw, extra))
+    }
+
+    async fn mrtr(self: &Arc<Self>, call: Call, method: MrtrMethod) -> Outcome {
+        let id = call.id.clone();
+        let req = match mrtr_request(&call, method) {
+            Ok(r) => r,
+            Err(e) => return Outcome::error(Some(&id), &e),
+        };
+        let cache = if method == MrtrMethod::ResourcesRead && req.state.is_none() { self.cache_fields.clone() } else { String::new() };
+        match (&call.meta.progress_token, call.accepts.sse) {
+            (Some(token), true) => stream::run_streaming(self.clone(), id, req, token.clone(), cache).await,
+            _ => reply_outcome(&id, self.bridge.run(req, None).await, &cache),
+        }
+    }
+
+    fn record(&self, method: &'static str, outcome: &Outcome, started: Instant) {
+        let elapsed = started.elapsed();
+        self.metrics.requests.with_label_values(&[method, outcome.label]).inc();
+        self.metrics.front_duration.with_label_values(&[method]).observe(elapsed.as_secs_f64());
+        tracing::info!(
+            method,
+            outcome = outcome.label,
+            round = outcome.round,
+            status = outcome.response.status().as_u16(),
+            duration_us = elapsed.as_micros() as u64,
+            "request"
+        );
+    }
+}
+
+/// Builds the bridge's request from a validated call.
+fn mrtr_request(call: &Call, method: MrtrMethod) -> Result<MrtrRequest, FrontError> {
+    let params = call.params.as_ref();
+    let target = params
+        .and_then(|p| p.get(method.target_field()))
+        .and_then(Value::as_str)
+        .ok_or_else(|| FrontError::InvalidParams(format!("params.{} must be a string", method.target_field())))?;
+    let arguments = method.arguments_field().and_then(|f| params.and_then(|p| p.get(f)));
+    let state = match params.and_then(|p| p.get("requestState")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(FrontError::InvalidParams("requestState must be a string".into())),
+    };
+    let responses = input_responses(params).map_err(|e| FrontError::InvalidParams(format!("inputResponses: {e}")))?;
+    Ok(MrtrRequest {
+        principal: call.principal.clone(),
+        caps: call.caps.clone(),
+        method,
+        target: target.to_owned(),
+        arguments: arguments_digest(arguments),
+        upstream_params: upstream_params(params),
+        state,
+        responses: responses.cloned(),
+    })
+}
+
+/// The outcome of a bridge run as a JSON response.
+pub(super) fn reply_outcome(id: &RequestId, reply: Result<Reply, FrontError>, cache: &str) -> Outcome {
+    match reply {
+        Ok(Reply::Complete(raw)) => {
+            Outcome::plain("complete", respond::json(StatusCode::OK, respond::complete_bytes(id, &raw, cache)))
+        }
+        Ok(Reply::InputRequired { requests, state, round }) => Outcome {
+            label: "input_required",
+            round: Some(round),
+            response: respond::json(StatusCode::OK, respond::input_required_bytes(id, &requests, &state)),
+        },
+        Err(e) => Outcome::error(Some(id), &e),
+    }
+}
+
+fn unknown_method(method: &str) -> FrontError {
+    match method {
+        methods::INITIALIZE => FrontError::MethodNotFound(format!(
+            "initialize: this endpoint speaks MCP {} only (no initialize handshake)",
+            FRONT_SUPPORTED_VERSIONS.join(", ")
+        )),
+        other => FrontError::MethodNotFound(other.chars().take(128).collect()),
+    }
+}
+
+async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, FrontError> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            Err(FrontError::PayloadTooLarge { limit })
+        }
+        Err(e) => Err(FrontError::InvalidRequest(format!("reading the body: {e}"))),
+    }
+}
+
+// === impl Outcome ===
+
+impl Outcome {
+    pub(super) fn plain(label: &'static str, response: Response<FrontBody>) -> Self {
+        Self { label, round: None, response }
+    }
+
+    pub(super) fn error(id: Option<&RequestId>, e: &FrontError) -> Self {
+        if matches!(e, FrontError::Internal(_)) {
+            tracing::error!(error = %e, "internal error");
+        }
+        Self { label: e.label(), round: None, response: respond::error(id, e) }
+    }
+}
+
+impl Handler for Front {
+    type Body = FrontBody;
+
+    async fn call(&self, req: Request<Incoming>) -> Response<FrontBody> {
+        self.0.handle(req).await
+    }
+}
