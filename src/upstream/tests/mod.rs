@@ -1,0 +1,1 @@
+//! Loopback tests of the upstream client against a scripted legacy server.
