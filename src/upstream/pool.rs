@@ -123,6 +123,7 @@ impl Pool {
     async fn start(&self, key: PoolKey, capabilities: &Value) -> Result<Lease, UpstreamError> {
         let reservation = Starting(&self.inner);
         let session = Session::initialize_with(self.inner.transport.clone(), capabilities).await?;
+        // The reservation becomes a lease below; its drop would undo the count.
         std::mem::forget(reservation);
         {
             let mut state = self.inner.state.lock();
@@ -145,6 +146,20 @@ impl Pool {
             pool: self.inner.clone(),
             poisoned: false,
         }
+    }
+
+    /// The upstream's `initialize` answer for `server/discover`: the cached one, or the one of
+    /// a session opened (and returned to the pool) for the purpose.
+    pub async fn discover(
+        &self,
+        key: PoolKey,
+        capabilities: &Value,
+    ) -> Result<Arc<InitializeResult>, UpstreamError> {
+        if let Some(init) = self.initialize_result() {
+            return Ok(init);
+        }
+        let lease = self.lease(key, capabilities).await?;
+        Ok(lease.initialize_result().clone())
     }
 
     /// Current counts (poll this for metrics).
@@ -195,10 +210,10 @@ impl PoolInner {
         let mut evicted = self.take_stale();
         let step = {
             let mut state = self.state.lock();
-            if let Some(pos) = state.idle.iter().rposition(|e| &e.key == key) {
-                let entry = state.idle.remove(pos);
+            let pos = state.idle.iter().rposition(|e| &e.key == key);
+            if let Some(entry) = pos.and_then(|pos| state.idle.remove(pos)) {
                 state.leased += 1;
-                entry.map_or(Step::Full, |e| Step::Reuse(e.session))
+                Step::Reuse(entry.session)
             } else if state.idle.len() + state.leased + state.starting
                 < self.settings().pool_max_sessions
             {

@@ -123,7 +123,10 @@ impl Session {
             }
         };
         let session = Self::from_parts(transport, session_id, init);
-        session.notify(methods::INITIALIZED, None).await?;
+        if let Err(e) = session.notify(methods::INITIALIZED, None).await {
+            let _ = session.close().await;
+            return Err(e);
+        }
         get_stream::spawn(&session.inner);
         Ok(session)
     }

@@ -286,3 +286,33 @@ async fn cancel_notifies_the_server_and_detaches_the_call() {
     let refusal = server.wait_for(|s| s.is_response_to(&json!(4))).await;
     assert_eq!(refusal.body["error"]["code"], json!(-32603));
 }
+
+#[tokio::test]
+async fn dropped_get_stream_reconnects_with_last_event_id() {
+    let script: Script = Arc::new(|seen| {
+        if !is_get(seen) {
+            return None;
+        }
+        let (tx, rx) = sse_channel();
+        if seen.header("last-event-id") == Some("g-1") {
+            let roots = json!({"jsonrpc":"2.0","id":11,"method":"roots/list"});
+            tx.try_send(event(Some("g-2"), &roots)).unwrap();
+            // Hold this stream open until the client drops it.
+            tokio::spawn(async move { tx.closed().await });
+        } else {
+            // First connection: one event with an id, then the server drops the stream.
+            let note = json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"});
+            tx.try_send(event(Some("g-1"), &note)).unwrap();
+        }
+        Some(Reply::Sse(rx))
+    });
+    let mut server = TestServer::start(script).await;
+    let _session = open(&server).await;
+    let resumed = server
+        .wait_for(|s| is_get(s) && s.header("last-event-id").is_some())
+        .await;
+    assert_eq!(resumed.header("last-event-id"), Some("g-1"));
+    // No call holds the session, so the request on the new stream is refused with an error.
+    let refusal = server.wait_for(|s| s.is_response_to(&json!(11))).await;
+    assert_eq!(refusal.body["error"]["code"], json!(-32603));
+}

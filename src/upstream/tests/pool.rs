@@ -156,3 +156,15 @@ async fn failed_initialize_frees_its_reservation() {
     }
     assert_eq!(pool.size(), 0);
 }
+
+#[tokio::test]
+async fn discover_opens_a_session_once_then_uses_the_cached_answer() {
+    let server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    let first = pool.discover(key("a", 0), &caps()).await.unwrap();
+    let second = pool.discover(key("b", 0), &caps()).await.unwrap();
+    assert!(Arc::ptr_eq(&first, &second));
+    assert_eq!(first.protocol_version, "2025-11-25");
+    assert_eq!(server.count(inits), 1);
+    assert_eq!(pool.stats().idle, 1, "the session went back to the pool");
+}
