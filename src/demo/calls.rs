@@ -21,8 +21,6 @@ use super::Shared;
 use crate::protocol::jsonrpc::{error_bytes, result_bytes, ErrorObject, Request};
 use crate::protocol::{codes, meta, methods, RequestId};
 
-/// The first revision whose streams start with a priming event (SEP-1699).
-const PRIMING_VERSION: &str = "2025-11-25";
 /// The code the TypeScript SDK uses for timeouts.
 const TIMEOUT_CODE: i64 = -32001;
 
@@ -95,7 +93,7 @@ async fn run(ctx: CallContext, request: Request, ready: oneshot::Receiver<u64>, 
         id: &request.id,
         serial,
     };
-    if ctx.session.version() >= PRIMING_VERSION && ctx.stream.prime().await.is_err() {
+    if ctx.session.primes_streams() && ctx.stream.prime().await.is_err() {
         return;
     }
     let outcome = tokio::time::timeout(limit, dispatch(&ctx, &request))
@@ -107,7 +105,11 @@ async fn run(ctx: CallContext, request: Request, ready: oneshot::Receiver<u64>, 
             Ok(raw) => ctx.stream.message(&result_bytes(&request.id, &raw)).await,
             Err(error) => ctx.stream.message(&internal(&request.id, &error)).await,
         },
-        CallOutcome::Error(error) => ctx.stream.message(&error_bytes(Some(&request.id), &error)).await,
+        CallOutcome::Error(error) => {
+            ctx.stream
+                .message(&error_bytes(Some(&request.id), &error))
+                .await
+        }
         CallOutcome::Abort => ctx.stream.abort().await,
     };
 }
@@ -115,7 +117,10 @@ async fn run(ctx: CallContext, request: Request, ready: oneshot::Receiver<u64>, 
 fn too_long(limit: Duration) -> ErrorObject {
     ErrorObject {
         code: TIMEOUT_CODE,
-        message: format!("the call ran past the server's limit of {} s", limit.as_secs()),
+        message: format!(
+            "the call ran past the server's limit of {} s",
+            limit.as_secs()
+        ),
         data: None,
     }
 }
@@ -155,7 +160,10 @@ async fn call_tool(ctx: &CallContext, params: &Value) -> CallOutcome {
     let Some(tool) = known.filter(|tool| tool.offered(ctx.session.caps())) else {
         return tool_result(format!("MCP error -32602: Tool {name} not found"), true);
     };
-    let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
+    let args = params
+        .get("arguments")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     match tools::run(ctx, tool, &args).await {
         ToolOutcome::Text(text) => tool_result(text, false),
         ToolOutcome::Failed(text) => tool_result(text, true),

@@ -113,9 +113,13 @@ impl Tool {
         match self {
             Tool::Echo => "Echoes the message back.",
             Tool::Greet => "Asks the user's name (form elicitation) and greets them.",
-            Tool::ConfirmTwice => "Asks a name, then asks to confirm it: two sequential elicitations.",
+            Tool::ConfirmTwice => {
+                "Asks a name, then asks to confirm it: two sequential elicitations."
+            }
             Tool::Summarize => "Asks the client's model to summarize the text (sampling).",
-            Tool::ListRoots => "Lists the client's roots (roots/list on the standalone GET stream).",
+            Tool::ListRoots => {
+                "Lists the client's roots (roots/list on the standalone GET stream)."
+            }
             Tool::AskThree => "Sends an elicitation, a sampling request and roots/list at once.",
             Tool::CountDown => "Counts down, sending progress notifications, then answers.",
             Tool::UrlLogin => "Asks the user to log in through a URL-mode elicitation.",
@@ -224,7 +228,11 @@ pub(crate) fn complete(params: Option<&Value>) -> Option<Value> {
         .and_then(Value::as_str)
         .unwrap_or("");
     let values: Vec<&str> = match name {
-        Some("style") => STYLES.iter().copied().filter(|s| s.starts_with(prefix)).collect(),
+        Some("style") => STYLES
+            .iter()
+            .copied()
+            .filter(|s| s.starts_with(prefix))
+            .collect(),
         _ => Vec::new(),
     };
     Some(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
@@ -280,7 +288,10 @@ mod tests {
             "argument": {"name": "style", "value": "f"}
         });
         let result = complete(Some(&params)).unwrap();
-        assert_eq!(result["completion"]["values"], json!(["formal", "friendly", "funny"]));
+        assert_eq!(
+            result["completion"]["values"],
+            json!(["formal", "friendly", "funny"])
+        );
         let other = json!({"ref": {"type": "ref/prompt", "name": "other"}, "argument": {}});
         assert!(complete(Some(&other)).is_none());
     }

@@ -40,7 +40,9 @@ pub(crate) fn answer(
     request: &Request,
 ) -> Result<Response<DemoBody>, InitializeError> {
     let params = request.params.as_ref();
-    let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
+    let requested = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str);
     let version = negotiate(requested);
     let caps = ClientCaps::from_initialize(params.and_then(|p| p.get("capabilities")));
     let limits = SessionLimits {

@@ -32,6 +32,9 @@ pub(crate) enum SessionError {
     DuplicateCall(RequestId),
 }
 
+/// The first revision whose streams start with a priming event.
+const PRIMING_VERSION: &str = "2025-11-25";
+
 /// How the client answered one server → client request.
 pub(crate) type Answer = Result<Value, ErrorObject>;
 
@@ -122,6 +125,11 @@ impl Session {
         self.version
     }
 
+    /// Streams start with a priming event from 2025-11-25 on (SEP-1699).
+    pub(crate) fn primes_streams(&self) -> bool {
+        self.version >= PRIMING_VERSION
+    }
+
     pub(crate) fn caps(&self) -> ClientCaps {
         self.caps
     }
@@ -152,6 +160,10 @@ impl Session {
             return Err(SessionError::StreamBusy);
         }
         let (writer, body) = self.stream();
+        if self.primes_streams() {
+            // A fresh channel has room, so this cannot fail while `body` is alive.
+            let _ = writer.prime_fresh();
+        }
         *slot = Some(writer);
         drop(slot);
         self.standalone_opened.notify_waiters();
@@ -182,10 +194,14 @@ impl Session {
 
     /// Allocates the next server → client request id (integers from 0, per session) and the
     /// channel its answer will arrive on.
-    pub(crate) fn register_request(&self) -> Result<(i64, oneshot::Receiver<Answer>), SessionError> {
+    pub(crate) fn register_request(
+        &self,
+    ) -> Result<(i64, oneshot::Receiver<Answer>), SessionError> {
         let mut pending = self.pending.lock();
         if pending.len() >= self.limits.max_outstanding {
-            return Err(SessionError::TooManyOutstanding(self.limits.max_outstanding));
+            return Err(SessionError::TooManyOutstanding(
+                self.limits.max_outstanding,
+            ));
         }
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();

@@ -56,9 +56,18 @@ impl SseWriter {
     /// Writes the 2025-11-25 priming event: an event id with empty data, so that a client
     /// could resume from it.
     pub(crate) async fn prime(&self) -> Result<(), SseError> {
-        let id = self.next_id();
-        self.send(Item::Data(Bytes::from(format!("id: {id}\ndata: \n\n"))))
-            .await
+        self.send(self.priming_frame()).await
+    }
+
+    /// [`prime`](Self::prime) for a stream nothing has been written to yet, where the buffer
+    /// cannot be full and waiting is not needed.
+    pub(crate) fn prime_fresh(&self) -> Result<(), SseError> {
+        let frame = self.priming_frame();
+        self.tx.try_send(frame).map_err(|_| SseError::Closed)
+    }
+
+    fn priming_frame(&self) -> Item {
+        Item::Data(Bytes::from(format!("id: {}\ndata: \n\n", self.next_id())))
     }
 
     /// Writes one JSON-RPC message as an `event: message`.

@@ -71,7 +71,9 @@ impl SessionStore {
     /// Ends the session with this id; false if there was none.
     pub(crate) fn delete(&self, id: &str) -> bool {
         let removed = self.sessions.lock().remove(id);
-        removed.map(|session| self.end(&session, SessionEnd::Deleted)).is_some()
+        removed
+            .map(|session| self.end(&session, SessionEnd::Deleted))
+            .is_some()
     }
 
     /// Ends every session idle since before `now - idle_timeout`.
