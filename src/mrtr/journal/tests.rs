@@ -38,17 +38,33 @@ fn answers_move_to_answered_in_legacy_shape() {
                        "content": [{"type": "text", "text": "Paris"}]}
     }));
     let accepted = journal
-        .accept_responses(Some(&map), LegacyVersion::V2025_06_18, &AnswerLimits::default())
+        .accept_responses(
+            Some(&map),
+            LegacyVersion::V2025_06_18,
+            &AnswerLimits::default(),
+        )
         .unwrap();
-    assert_eq!(accepted, Accepted { answered: 2, missing: 0 });
+    assert_eq!(
+        accepted,
+        Accepted {
+            answered: 2,
+            missing: 0
+        }
+    );
     assert!(journal.pending.is_empty());
     let results: Vec<Value> = journal
         .answered
         .iter()
         .map(|a| serde_json::from_str(a.result.get()).unwrap())
         .collect();
-    assert_eq!(results[0], json!({"action": "accept", "content": {"name": "Alice"}}));
-    assert_eq!(results[1]["content"], json!({"type": "text", "text": "Paris"}));
+    assert_eq!(
+        results[0],
+        json!({"action": "accept", "content": {"name": "Alice"}})
+    );
+    assert_eq!(
+        results[1]["content"],
+        json!({"type": "text", "text": "Paris"})
+    );
     assert_eq!(journal.answered[1].kind, InputKind::Sampling);
 }
 
@@ -64,9 +80,19 @@ fn missing_answers_stay_pending_and_unknown_keys_are_ignored() {
         "another_unexpected": 12345
     }));
     let accepted = journal
-        .accept_responses(Some(&map), LegacyVersion::V2025_11_25, &AnswerLimits::default())
+        .accept_responses(
+            Some(&map),
+            LegacyVersion::V2025_11_25,
+            &AnswerLimits::default(),
+        )
         .unwrap();
-    assert_eq!(accepted, Accepted { answered: 1, missing: 1 });
+    assert_eq!(
+        accepted,
+        Accepted {
+            answered: 1,
+            missing: 1
+        }
+    );
     assert_eq!(journal.pending.len(), 1);
     assert_eq!(journal.pending[0].key, "a");
     assert_eq!(journal.answered.len(), 1);
@@ -78,7 +104,13 @@ fn no_responses_change_nothing() {
     let accepted = journal
         .accept_responses(None, LegacyVersion::V2025_11_25, &AnswerLimits::default())
         .unwrap();
-    assert_eq!(accepted, Accepted { answered: 0, missing: 1 });
+    assert_eq!(
+        accepted,
+        Accepted {
+            answered: 0,
+            missing: 1
+        }
+    );
     assert!(journal.answered.is_empty());
 }
 
@@ -87,8 +119,16 @@ fn invalid_answers_name_the_key_and_change_nothing() {
     let cases = [
         (InputKind::Elicitation, json!(12345), "ElicitResult"),
         (InputKind::Elicitation, json!({"action": "ok"}), "action"),
-        (InputKind::Sampling, json!({"role": "assistant", "content": {"type": "text"}}), "model"),
-        (InputKind::Roots, json!({"roots": [{"uri": "http://x"}]}), "file://"),
+        (
+            InputKind::Sampling,
+            json!({"role": "assistant", "content": {"type": "text"}}),
+            "model",
+        ),
+        (
+            InputKind::Roots,
+            json!({"roots": [{"uri": "http://x"}]}),
+            "file://",
+        ),
     ];
     for (kind, answer, cause) in cases {
         let mut journal = journal_asking(&[
@@ -97,11 +137,18 @@ fn invalid_answers_name_the_key_and_change_nothing() {
         ]);
         let map = responses(json!({"good": {"roots": []}, "bad": answer}));
         let err = journal
-            .accept_responses(Some(&map), LegacyVersion::V2025_11_25, &AnswerLimits::default())
+            .accept_responses(
+                Some(&map),
+                LegacyVersion::V2025_11_25,
+                &AnswerLimits::default(),
+            )
             .unwrap_err();
         let text = err.to_string();
         assert!(text.contains("\"bad\"") && text.contains(cause), "{text}");
-        assert!(journal.answered.is_empty(), "a failed batch must not be half applied");
+        assert!(
+            journal.answered.is_empty(),
+            "a failed batch must not be half applied"
+        );
         assert_eq!(journal.pending.len(), 2);
     }
 }
@@ -112,9 +159,16 @@ fn answers_the_upstream_version_cannot_take_are_invalid() {
     let map = responses(json!({"s": {"role": "assistant", "model": "m",
         "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}}));
     let err = journal
-        .accept_responses(Some(&map), LegacyVersion::V2025_06_18, &AnswerLimits::default())
+        .accept_responses(
+            Some(&map),
+            LegacyVersion::V2025_06_18,
+            &AnswerLimits::default(),
+        )
         .unwrap_err();
-    assert!(matches!(err, InputError::Invalid { ref key, .. } if key == "s"), "{err}");
+    assert!(
+        matches!(err, InputError::Invalid { ref key, .. } if key == "s"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -144,8 +198,13 @@ fn answer_size_and_count_are_bounded() {
 #[test]
 fn input_responses_field() {
     let params = json!({"inputResponses": {"k": {}}});
-    assert_eq!(input_responses(Some(&params)).unwrap().map(Map::len), Some(1));
-    assert!(input_responses(Some(&json!({"inputResponses": null}))).unwrap().is_none());
+    assert_eq!(
+        input_responses(Some(&params)).unwrap().map(Map::len),
+        Some(1)
+    );
+    assert!(input_responses(Some(&json!({"inputResponses": null})))
+        .unwrap()
+        .is_none());
     assert!(input_responses(Some(&json!({}))).unwrap().is_none());
     assert!(input_responses(None).unwrap().is_none());
     assert!(matches!(
@@ -163,7 +222,10 @@ fn journal_serde_is_compact_and_round_trips() {
     let back: Journal = serde_json::from_str(&text).unwrap();
     assert_eq!(back.pending, journal.pending);
     assert_eq!(back.next_key, 1);
-    assert_eq!(serde_json::to_string(&Journal::new()).unwrap(), r#"{"n":0}"#);
+    assert_eq!(
+        serde_json::to_string(&Journal::new()).unwrap(),
+        r#"{"n":0}"#
+    );
     journal.next_key = u32::MAX;
     assert_eq!(journal.mint(), None);
 }

@@ -39,7 +39,11 @@ fn next_round(outcome: RoundOutcome, answers: Value) -> Replay {
     let mut journal = outcome.journal;
     let map = answers.as_object().cloned().unwrap_or_default();
     journal
-        .accept_responses(Some(&map), LegacyVersion::V2025_11_25, &AnswerLimits::default())
+        .accept_responses(
+            Some(&map),
+            LegacyVersion::V2025_11_25,
+            &AnswerLimits::default(),
+        )
         .unwrap();
     Replay::new(journal, DEFAULT_MAX_QUESTIONS)
 }
@@ -51,9 +55,13 @@ fn first_round_mints_keys_and_translates_requests() {
     params["elicitationId"] = json!("e-1");
     assert_eq!(ask(&mut replay, &params), "elicitation-1");
     let sampling = json!({"messages": [], "maxTokens": 5});
-    let decision = replay.decide("sampling/createMessage", Some(&sampling)).unwrap();
+    let decision = replay
+        .decide("sampling/createMessage", Some(&sampling))
+        .unwrap();
     assert!(matches!(decision, Decision::Ask { ref key } if key == "sampling-2"));
-    assert!(matches!(replay.decide("roots/list", None).unwrap(), Decision::Ask { ref key } if key == "roots-3"));
+    assert!(
+        matches!(replay.decide("roots/list", None).unwrap(), Decision::Ask { ref key } if key == "roots-3")
+    );
     let outcome = replay.finish();
     assert_eq!(
         Value::Object(outcome.input_requests),
@@ -102,7 +110,10 @@ fn a_changed_question_is_asked_again_never_answered() {
     let key = ask(&mut replay, &question("Full name?"));
     assert_eq!(key, "elicitation-2");
     let outcome = replay.finish();
-    assert!(outcome.diverged, "an unused answer beside a new question is divergence");
+    assert!(
+        outcome.diverged,
+        "an unused answer beside a new question is divergence"
+    );
     assert_eq!(outcome.journal.answered.len(), 1, "answers are kept");
 }
 
@@ -112,7 +123,7 @@ fn re_asked_pending_questions_keep_their_keys() {
     let first = ask(&mut replay, &question("A?"));
     let second = ask(&mut replay, &question("B?"));
     // The client answers only the second question.
-    let mut replay = next_round(replay.finish(), json!({ second.clone(): accept("b") }));
+    let mut replay = next_round(replay.finish(), json!({ second: accept("b") }));
     assert_eq!(ask(&mut replay, &question("A?")), first);
     assert_eq!(answer(&mut replay, &question("B?")), accept("b"));
     let outcome = replay.finish();
@@ -124,7 +135,8 @@ fn re_asked_pending_questions_keep_their_keys() {
 #[test]
 fn volatile_fields_do_not_break_matching() {
     let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
-    let mut params = json!({"mode": "url", "message": "Open", "url": "https://e.com", "elicitationId": "r1"});
+    let mut params =
+        json!({"mode": "url", "message": "Open", "url": "https://e.com", "elicitationId": "r1"});
     let key = ask(&mut replay, &params);
     let mut replay = next_round(replay.finish(), json!({ key: {"action": "accept"} }));
     params["elicitationId"] = json!("r2");
@@ -136,14 +148,29 @@ fn volatile_fields_do_not_break_matching() {
 fn key_hints_are_honoured_when_valid_and_free() {
     let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
     assert_eq!(ask(&mut replay, &hinted("Name?", "user_name")), "user_name");
-    assert_eq!(ask(&mut replay, &hinted("Other?", "user_name")), "elicitation-1");
-    assert_eq!(ask(&mut replay, &hinted("Bad?", "has space")), "elicitation-2");
-    assert_eq!(ask(&mut replay, &hinted("Long?", &"k".repeat(65))), "elicitation-3");
-    assert_eq!(ask(&mut replay, &hinted("Taken?", "elicitation-4")), "elicitation-4");
+    assert_eq!(
+        ask(&mut replay, &hinted("Other?", "user_name")),
+        "elicitation-1"
+    );
+    assert_eq!(
+        ask(&mut replay, &hinted("Bad?", "has space")),
+        "elicitation-2"
+    );
+    assert_eq!(
+        ask(&mut replay, &hinted("Long?", &"k".repeat(65))),
+        "elicitation-3"
+    );
+    assert_eq!(
+        ask(&mut replay, &hinted("Taken?", "elicitation-4")),
+        "elicitation-4"
+    );
     // A minted key skips one a hint already took.
     assert_eq!(ask(&mut replay, &question("Plain?")), "elicitation-5");
     let outcome = replay.finish();
-    assert_eq!(outcome.input_requests["user_name"]["params"], question("Name?"));
+    assert_eq!(
+        outcome.input_requests["user_name"]["params"],
+        question("Name?")
+    );
 }
 
 #[test]
@@ -175,7 +202,11 @@ fn answered_questions_do_not_count_against_the_cap() {
     let mut journal = replay.finish().journal;
     let map = json!({ key: accept("x") }).as_object().cloned().unwrap();
     journal
-        .accept_responses(Some(&map), LegacyVersion::V2025_11_25, &AnswerLimits::default())
+        .accept_responses(
+            Some(&map),
+            LegacyVersion::V2025_11_25,
+            &AnswerLimits::default(),
+        )
         .unwrap();
     let mut replay = Replay::new(journal, 1);
     answer(&mut replay, &question("1"));
@@ -186,6 +217,9 @@ fn answered_questions_do_not_count_against_the_cap() {
 fn unknown_methods_are_errors() {
     let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
     let err = replay.decide("tools/call", None).unwrap_err();
-    assert!(matches!(err, ReplayError::Translate(TranslateError::UnknownMethod(_))));
+    assert!(matches!(
+        err,
+        ReplayError::Translate(TranslateError::UnknownMethod(_))
+    ));
     assert_eq!(replay.asked(), 0);
 }
