@@ -1,1 +1,30 @@
-//! Placeholder; filled in by its own change.
+//! The sealed replay core: how a stateless gateway resumes a legacy call across
+//! `input_required` rounds (SEP-2322, Multi Round-Trip Requests).
+//!
+//! A legacy server asks its questions in the middle of a call; a 2026-07-28 client answers
+//! them on a retry that may reach any replica. Nothing is kept in the gateway: the answers
+//! travel in a journal sealed into `requestState`, and each retry replays the call upstream,
+//! answering the repeated questions from the journal. This module owns the pieces of that
+//! protocol that need no I/O: canonical digests, the key ring, the state codec, the journal,
+//! replay decisions and translation of the embedded requests. Time is always passed in as unix
+//! seconds; nothing here reads a clock or touches the network.
+//!
+//! Replaying repeats the upstream side effects that happen before the first question; that is
+//! the price of statelessness.
+
+pub mod answers;
+pub mod canonical;
+pub mod claims;
+pub mod codec;
+pub mod journal;
+pub mod keyring;
+pub mod replay;
+pub mod translate;
+
+pub use canonical::{arguments_digest, question_digest, Digest};
+pub use claims::{next_round, Binding, StateClaims, DEFAULT_MAX_ROUNDS};
+pub use codec::{CodecSettings, StateCodec, StateError};
+pub use journal::{input_responses, Accepted, AnswerLimits, InputError, Journal};
+pub use keyring::{parse_key_lines, KeyError, KeyId, KeyRing, KeySecret};
+pub use replay::{Decision, Replay, ReplayError, RoundOutcome, DEFAULT_MAX_QUESTIONS};
+pub use translate::{InputKind, LegacyVersion, TranslateError};

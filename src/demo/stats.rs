@@ -1,0 +1,163 @@
+//! Counters that tests and the binary read to see what the demo server went through.
+//!
+//! Everything is a fixed set of atomics: the per-tool counters are indexed by the closed tool
+//! enum, so no client input can make this structure grow.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::catalog::Tool;
+
+/// What the demo server has seen since it started. Shared as `Arc<DemoStats>`.
+#[derive(Debug, Default)]
+pub struct DemoStats {
+    initializes: AtomicU64,
+    sessions_alive: AtomicU64,
+    sessions_evicted: AtomicU64,
+    deletes: AtomicU64,
+    tool_calls: [AtomicU64; Tool::ALL.len()],
+    unknown_tool_calls: AtomicU64,
+    cancellations: AtomicU64,
+    calls_stopped: AtomicU64,
+    requests_sent: AtomicU64,
+    answers: AtomicU64,
+    errors: AtomicU64,
+    unmatched_answers: AtomicU64,
+    outstanding: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+fn read(counter: &AtomicU64) -> u64 {
+    counter.load(Ordering::Relaxed)
+}
+
+// === impl DemoStats ===
+
+impl DemoStats {
+    /// `initialize` requests answered (each created a session).
+    pub fn initializes(&self) -> u64 {
+        read(&self.initializes)
+    }
+
+    /// Sessions currently alive.
+    pub fn sessions_alive(&self) -> u64 {
+        read(&self.sessions_alive)
+    }
+
+    /// Sessions dropped for idleness or to make room.
+    pub fn sessions_evicted(&self) -> u64 {
+        read(&self.sessions_evicted)
+    }
+
+    /// Sessions ended by `DELETE /mcp`.
+    pub fn deletes(&self) -> u64 {
+        read(&self.deletes)
+    }
+
+    /// `tools/call` requests for the tool `name` (known tools only; see
+    /// [`unknown_tool_calls`](Self::unknown_tool_calls)).
+    pub fn tool_calls(&self, name: &str) -> u64 {
+        Tool::parse(name).map_or(0, |tool| read(&self.tool_calls[tool.index()]))
+    }
+
+    /// `tools/call` requests naming a tool the server does not have.
+    pub fn unknown_tool_calls(&self) -> u64 {
+        read(&self.unknown_tool_calls)
+    }
+
+    /// `notifications/cancelled` received.
+    pub fn cancellations(&self) -> u64 {
+        read(&self.cancellations)
+    }
+
+    /// Running calls actually stopped by a cancellation.
+    pub fn calls_stopped(&self) -> u64 {
+        read(&self.calls_stopped)
+    }
+
+    /// Server → client requests written to a stream.
+    pub fn requests_sent(&self) -> u64 {
+        read(&self.requests_sent)
+    }
+
+    /// Successful responses the client POSTed back.
+    pub fn answers(&self) -> u64 {
+        read(&self.answers)
+    }
+
+    /// Error responses the client POSTed back.
+    pub fn errors(&self) -> u64 {
+        read(&self.errors)
+    }
+
+    /// Responses POSTed back whose id matched no outstanding request.
+    pub fn unmatched_answers(&self) -> u64 {
+        read(&self.unmatched_answers)
+    }
+
+    /// Server → client requests waiting for an answer right now.
+    pub fn outstanding(&self) -> u64 {
+        read(&self.outstanding)
+    }
+
+    pub(crate) fn record_initialize(&self) {
+        bump(&self.initializes);
+        bump(&self.sessions_alive);
+    }
+
+    pub(crate) fn record_session_end(&self, reason: SessionEnd) {
+        self.sessions_alive.fetch_sub(1, Ordering::Relaxed);
+        match reason {
+            SessionEnd::Deleted => bump(&self.deletes),
+            SessionEnd::Evicted => bump(&self.sessions_evicted),
+            SessionEnd::Shutdown => {}
+        }
+    }
+
+    pub(crate) fn record_tool_call(&self, tool: Option<Tool>) {
+        match tool {
+            Some(tool) => bump(&self.tool_calls[tool.index()]),
+            None => bump(&self.unknown_tool_calls),
+        }
+    }
+
+    pub(crate) fn record_cancellation(&self, stopped: bool) {
+        bump(&self.cancellations);
+        if stopped {
+            bump(&self.calls_stopped);
+        }
+    }
+
+    pub(crate) fn record_request_sent(&self) {
+        bump(&self.requests_sent);
+    }
+
+    pub(crate) fn record_request_opened(&self) {
+        bump(&self.outstanding);
+    }
+
+    pub(crate) fn record_request_settled(&self) {
+        self.outstanding.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_answer(&self, is_error: bool, matched: bool) {
+        bump(if is_error {
+            &self.errors
+        } else {
+            &self.answers
+        });
+        if !matched {
+            bump(&self.unmatched_answers);
+        }
+    }
+}
+
+/// Why a session ended, for the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionEnd {
+    Deleted,
+    Evicted,
+    Shutdown,
+}

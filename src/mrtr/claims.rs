@@ -1,0 +1,179 @@
+//! The claims sealed inside a `requestState` token, and the round cap.
+//!
+//! SEP-2322 asks servers to bind protected state to the authenticated principal, a short expiry
+//! and the originating request ("method name and a digest of its salient parameters"). The
+//! claims carry exactly that plus the round number and the journal. Serde keys are one or two
+//! letters: the token travels on every retry and its size is bounded.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::mrtr::canonical::Digest;
+use crate::mrtr::journal::Journal;
+use crate::protocol::methods::MrtrMethod;
+
+/// Version of the claims layout; bump when a field changes meaning.
+pub const FORMAT_VERSION: u8 = 1;
+/// Default bound on `input_required` rounds per call: clients give up after about 10.
+pub const DEFAULT_MAX_ROUNDS: u32 = 8;
+
+/// Errors about rounds.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimsError {
+    #[error("the call needed more than {max} input rounds")]
+    TooManyRounds { max: u32 },
+}
+
+/// What a state is bound to: who asked, and which call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The authenticated principal (or the gateway's name for anonymous callers).
+    pub principal: String,
+    pub method: MrtrMethod,
+    /// Tool name, prompt name or resource URI.
+    pub target: String,
+    /// [`crate::mrtr::canonical::arguments_digest`] of the call's arguments.
+    pub arguments: Digest,
+}
+
+/// Decrypted claims of a state token.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StateClaims {
+    #[serde(rename = "v")]
+    pub version: u8,
+    /// Unix seconds.
+    #[serde(rename = "ia")]
+    pub issued_at: u64,
+    /// Unix seconds.
+    #[serde(rename = "ex")]
+    pub expires_at: u64,
+    #[serde(rename = "p")]
+    pub principal: String,
+    #[serde(rename = "m", with = "method_code")]
+    pub method: MrtrMethod,
+    #[serde(rename = "t")]
+    pub target: String,
+    #[serde(rename = "a")]
+    pub arguments: Digest,
+    /// Rounds answered with `input_required` so far in this chain (1 for the first).
+    #[serde(rename = "r")]
+    pub round: u32,
+    #[serde(rename = "j")]
+    pub journal: Journal,
+}
+
+/// The same claims, borrowed for sealing (the journal is not cloned into a token).
+#[derive(Serialize)]
+pub(crate) struct ClaimsRef<'a> {
+    #[serde(rename = "v")]
+    pub(crate) version: u8,
+    #[serde(rename = "ia")]
+    pub(crate) issued_at: u64,
+    #[serde(rename = "ex")]
+    pub(crate) expires_at: u64,
+    #[serde(rename = "p")]
+    pub(crate) principal: &'a str,
+    #[serde(rename = "m", with = "method_code")]
+    pub(crate) method: MrtrMethod,
+    #[serde(rename = "t")]
+    pub(crate) target: &'a str,
+    #[serde(rename = "a")]
+    pub(crate) arguments: Digest,
+    #[serde(rename = "r")]
+    pub(crate) round: u32,
+    #[serde(rename = "j")]
+    pub(crate) journal: &'a Journal,
+}
+
+/// The number the next `input_required` round gets, if the cap allows one more.
+/// `previous` is the round of the incoming state (0 on a first call).
+pub fn next_round(previous: u32, max_rounds: u32) -> Result<u32, ClaimsError> {
+    match previous.checked_add(1) {
+        Some(next) if next <= max_rounds => Ok(next),
+        _ => Err(ClaimsError::TooManyRounds { max: max_rounds }),
+    }
+}
+
+// === impl StateClaims ===
+
+impl StateClaims {
+    /// The binding these claims were sealed under.
+    pub fn binding(&self) -> Binding {
+        Binding {
+            principal: self.principal.clone(),
+            method: self.method,
+            target: self.target.clone(),
+            arguments: self.arguments,
+        }
+    }
+}
+
+/// `MrtrMethod` as its one-byte code.
+mod method_code {
+    use super::*;
+    use crate::protocol::methods::MrtrMethod::{PromptsGet, ResourcesRead, ToolsCall};
+
+    pub(super) fn serialize<S: Serializer>(m: &MrtrMethod, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(m.code())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<MrtrMethod, D::Error> {
+        let code = u8::deserialize(d)?;
+        [ToolsCall, PromptsGet, ResourcesRead]
+            .into_iter()
+            .find(|m| m.code() == code)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown method code {code}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mrtr::canonical::arguments_digest;
+
+    #[test]
+    fn borrowed_and_owned_claims_share_one_layout() {
+        let journal = Journal::new();
+        let sealed = ClaimsRef {
+            version: FORMAT_VERSION,
+            issued_at: 10,
+            expires_at: 20,
+            principal: "alice",
+            method: MrtrMethod::PromptsGet,
+            target: "greet",
+            arguments: arguments_digest(None),
+            round: 2,
+            journal: &journal,
+        };
+        let text = serde_json::to_string(&sealed).unwrap();
+        let claims: StateClaims = serde_json::from_str(&text).unwrap();
+        assert_eq!(claims.method, MrtrMethod::PromptsGet);
+        assert_eq!(
+            (claims.issued_at, claims.expires_at, claims.round),
+            (10, 20, 2)
+        );
+        assert_eq!(claims.binding().principal, "alice");
+        assert_eq!(serde_json::to_string(&claims).unwrap(), text);
+        assert!(text.contains("\"m\":2"));
+    }
+
+    #[test]
+    fn unknown_method_codes_are_rejected() {
+        let text = format!(
+            r#"{{"v":1,"ia":0,"ex":1,"p":"","m":9,"t":"","a":"{}","r":1,"j":{{}}}}"#,
+            arguments_digest(None)
+        );
+        let err = serde_json::from_str::<StateClaims>(&text).unwrap_err();
+        assert!(err.to_string().contains("unknown method code 9"));
+    }
+
+    #[test]
+    fn round_cap() {
+        assert_eq!(next_round(0, DEFAULT_MAX_ROUNDS).unwrap(), 1);
+        assert_eq!(next_round(7, DEFAULT_MAX_ROUNDS).unwrap(), 8);
+        assert!(matches!(
+            next_round(8, DEFAULT_MAX_ROUNDS),
+            Err(ClaimsError::TooManyRounds { max: 8 })
+        ));
+        assert!(next_round(u32::MAX, u32::MAX).is_err());
+    }
+}

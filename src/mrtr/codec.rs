@@ -1,0 +1,275 @@
+//! The `requestState` codec: seals claims into a token and opens tokens back into claims.
+//!
+//! Threat model: the token is attacker-controlled input (SEP-2322). It must not be readable
+//! (it holds the client's earlier answers), forgeable, or usable by another principal, for
+//! another call, or after its expiry. Layout:
+//!
+//! ```text
+//! "v1." base64url-nopad( key id (4) ‖ nonce (24, random) ‖ XChaCha20-Poly1305(claims JSON) ‖ tag (16) )
+//! associated data = "mrtr-gateway/requestState/v1" ‖ 0x00 ‖ key id
+//! ```
+//!
+//! The key id is authenticated through the associated data, so it cannot be swapped. Size is
+//! checked before any decoding, base64 is strict (no padding, no stray bits) and the claims
+//! JSON must fill the plaintext exactly. Every failure has its own [`StateError`] variant with a
+//! fixed [`StateError::reason`] label for metrics and logs; the client is told only that the
+//! state is invalid or expired.
+
+use std::time::Duration;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use chacha20poly1305::aead::AeadInPlace;
+use chacha20poly1305::{Tag, XNonce};
+use rand::RngCore;
+
+use crate::mrtr::claims::{Binding, ClaimsRef, StateClaims, FORMAT_VERSION};
+use crate::mrtr::journal::Journal;
+use crate::mrtr::keyring::{KeyId, KeyRing, KEY_ID_LEN};
+
+/// Token prefix: format version 1.
+pub const TOKEN_PREFIX: &str = "v1.";
+/// Default lifetime of a state.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
+/// Default tolerated clock difference between replicas.
+pub const DEFAULT_SKEW: Duration = Duration::from_secs(30);
+/// Default bound on a token's length in bytes.
+pub const DEFAULT_MAX_TOKEN_BYTES: usize = 64 * 1024;
+
+const NONCE_LEN: usize = 24;
+const TAG_LEN: usize = 16;
+const HEADER_LEN: usize = KEY_ID_LEN + NONCE_LEN;
+const AAD_DOMAIN: &[u8] = b"mrtr-gateway/requestState/v1\0";
+const AAD_LEN: usize = AAD_DOMAIN.len() + KEY_ID_LEN;
+
+/// Why a state was refused. The client sees one generic error; metrics see [`Self::reason`].
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("state token is {size} bytes; at most {limit} are accepted")]
+    TooLarge { size: usize, limit: usize },
+    #[error("state token is malformed: {0}")]
+    Malformed(&'static str),
+    #[error("state token was sealed by unknown key {0}")]
+    UnknownKey(KeyId),
+    #[error("state token failed authentication")]
+    Integrity,
+    #[error("state claims have format version {0}, expected {FORMAT_VERSION}")]
+    Version(u8),
+    #[error("state expired at {expires_at} (now {now})")]
+    Expired { expires_at: u64, now: u64 },
+    #[error("state was issued at {issued_at}, in the future (now {now})")]
+    NotYetValid { issued_at: u64, now: u64 },
+    #[error("state belongs to another principal")]
+    Principal,
+    #[error("state belongs to another method")]
+    Method,
+    #[error("state belongs to another target")]
+    Target,
+    #[error("state belongs to other arguments")]
+    Arguments,
+    #[error("state claims could not be encoded: {0}")]
+    Encode(#[source] serde_json::Error),
+    #[error("state encryption failed")]
+    Seal,
+}
+
+/// Codec bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodecSettings {
+    /// How long a sealed state stays valid.
+    pub ttl: Duration,
+    /// Clock difference tolerated on expiry and issue time.
+    pub skew: Duration,
+    /// Longest token sealed or opened.
+    pub max_token_bytes: usize,
+}
+
+/// Seals and opens state tokens with a [`KeyRing`].
+#[derive(Debug)]
+pub struct StateCodec {
+    ring: KeyRing,
+    settings: CodecSettings,
+}
+
+// === impl StateError ===
+
+impl StateError {
+    /// A fixed metric label for this failure.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::TooLarge { .. } => "too_large",
+            Self::Malformed(_) => "malformed",
+            Self::UnknownKey(_) => "unknown_key",
+            Self::Integrity => "integrity",
+            Self::Version(_) => "version",
+            Self::Expired { .. } => "expired",
+            Self::NotYetValid { .. } => "not_yet_valid",
+            Self::Principal => "principal",
+            Self::Method => "method",
+            Self::Target => "target",
+            Self::Arguments => "arguments",
+            Self::Encode(_) => "encode",
+            Self::Seal => "seal",
+        }
+    }
+}
+
+impl Default for CodecSettings {
+    fn default() -> Self {
+        Self {
+            ttl: DEFAULT_TTL,
+            skew: DEFAULT_SKEW,
+            max_token_bytes: DEFAULT_MAX_TOKEN_BYTES,
+        }
+    }
+}
+
+// === impl StateCodec ===
+
+impl StateCodec {
+    pub fn new(ring: KeyRing, settings: CodecSettings) -> Self {
+        Self { ring, settings }
+    }
+
+    pub fn settings(&self) -> &CodecSettings {
+        &self.settings
+    }
+
+    /// Seals the claims of `round` with the ring's first key; `now` is unix seconds.
+    pub fn seal_at(
+        &self,
+        binding: &Binding,
+        round: u32,
+        journal: &Journal,
+        now: u64,
+    ) -> Result<String, StateError> {
+        let claims = ClaimsRef {
+            version: FORMAT_VERSION,
+            issued_at: now,
+            expires_at: now.saturating_add(self.settings.ttl.as_secs()),
+            principal: &binding.principal,
+            method: binding.method,
+            target: &binding.target,
+            arguments: binding.arguments,
+            round,
+            journal,
+        };
+        let (id, cipher) = self.ring.sealing();
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::thread_rng().fill_bytes(&mut nonce);
+        let mut buf = Vec::with_capacity(HEADER_LEN + 512 + TAG_LEN);
+        buf.extend_from_slice(&id.0);
+        buf.extend_from_slice(&nonce);
+        serde_json::to_writer(&mut buf, &claims).map_err(StateError::Encode)?;
+        self.check_size(TOKEN_PREFIX.len() + base64_len(buf.len() + TAG_LEN))?;
+        let tag = cipher
+            .encrypt_in_place_detached(XNonce::from_slice(&nonce), &aad(id), &mut buf[HEADER_LEN..])
+            .map_err(|_| StateError::Seal)?;
+        buf.extend_from_slice(&tag);
+        let mut token = String::with_capacity(TOKEN_PREFIX.len() + base64_len(buf.len()));
+        token.push_str(TOKEN_PREFIX);
+        URL_SAFE_NO_PAD.encode_string(&buf, &mut token);
+        Ok(token)
+    }
+
+    /// Opens a token and checks it against the incoming request's binding at `now`.
+    pub fn open_at(
+        &self,
+        token: &str,
+        binding: &Binding,
+        now: u64,
+    ) -> Result<StateClaims, StateError> {
+        self.check_size(token.len())?;
+        let body = token
+            .strip_prefix(TOKEN_PREFIX)
+            .ok_or(StateError::Malformed("unknown prefix"))?;
+        let mut buf = URL_SAFE_NO_PAD
+            .decode(body)
+            .map_err(|_| StateError::Malformed("not unpadded base64url"))?;
+        let claims = self.decrypt(&mut buf)?;
+        self.check_time(&claims, now)?;
+        check_binding(&claims, binding)?;
+        Ok(claims)
+    }
+
+    fn check_size(&self, size: usize) -> Result<(), StateError> {
+        if size > self.settings.max_token_bytes {
+            return Err(StateError::TooLarge {
+                size,
+                limit: self.settings.max_token_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    fn decrypt(&self, buf: &mut [u8]) -> Result<StateClaims, StateError> {
+        if buf.len() < HEADER_LEN + TAG_LEN {
+            return Err(StateError::Malformed("too short"));
+        }
+        let (header, rest) = buf.split_at_mut(HEADER_LEN);
+        let (sealed, tag) = rest.split_at_mut(rest.len() - TAG_LEN);
+        let mut id = [0u8; KEY_ID_LEN];
+        id.copy_from_slice(&header[..KEY_ID_LEN]);
+        let id = KeyId(id);
+        let cipher = self.ring.opening(id).ok_or(StateError::UnknownKey(id))?;
+        let nonce = XNonce::from_slice(&header[KEY_ID_LEN..]);
+        cipher
+            .decrypt_in_place_detached(nonce, &aad(id), sealed, Tag::from_slice(tag))
+            .map_err(|_| StateError::Integrity)?;
+        // `from_slice` refuses anything after the claims object.
+        let claims: StateClaims = serde_json::from_slice(sealed)
+            .map_err(|_| StateError::Malformed("claims do not decode"))?;
+        if claims.version != FORMAT_VERSION {
+            return Err(StateError::Version(claims.version));
+        }
+        Ok(claims)
+    }
+
+    fn check_time(&self, claims: &StateClaims, now: u64) -> Result<(), StateError> {
+        let skew = self.settings.skew.as_secs();
+        if claims.issued_at > now.saturating_add(skew) {
+            return Err(StateError::NotYetValid {
+                issued_at: claims.issued_at,
+                now,
+            });
+        }
+        if now > claims.expires_at.saturating_add(skew) {
+            return Err(StateError::Expired {
+                expires_at: claims.expires_at,
+                now,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn check_binding(claims: &StateClaims, binding: &Binding) -> Result<(), StateError> {
+    if claims.principal != binding.principal {
+        return Err(StateError::Principal);
+    }
+    if claims.method != binding.method {
+        return Err(StateError::Method);
+    }
+    if claims.target != binding.target {
+        return Err(StateError::Target);
+    }
+    if claims.arguments != binding.arguments {
+        return Err(StateError::Arguments);
+    }
+    Ok(())
+}
+
+fn aad(id: KeyId) -> [u8; AAD_LEN] {
+    let mut aad = [0u8; AAD_LEN];
+    aad[..AAD_DOMAIN.len()].copy_from_slice(AAD_DOMAIN);
+    aad[AAD_DOMAIN.len()..].copy_from_slice(&id.0);
+    aad
+}
+
+/// Length of unpadded base64 for `n` bytes.
+fn base64_len(n: usize) -> usize {
+    (n * 4).div_ceil(3)
+}
+
+#[cfg(test)]
+mod tests;

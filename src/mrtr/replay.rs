@@ -1,0 +1,188 @@
+//! Replay decisions: which upstream questions the journal answers and which go to the client.
+//!
+//! On each round the gateway runs the legacy call again from the start. A [`Replay`] cursor
+//! sees every question the server pushes, in order. The k-th occurrence of a question digest
+//! gets the answer recorded for that same occurrence; anything else is asked: under the key it
+//! had last round if it was already pending there (clients answer by key), else under the
+//! server's key hint, else under a freshly minted key. When answers go unused while a question
+//! never seen before is asked, the legacy tool is not deterministic; the outcome says so, for
+//! the logs and metrics.
+
+use std::collections::HashMap;
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::mrtr::canonical::{question_digest, Digest};
+use crate::mrtr::journal::{Journal, Pending};
+use crate::mrtr::keyring::valid_label;
+use crate::mrtr::translate::{input_request, InputKind, TranslateError};
+use crate::protocol::meta::INPUT_KEY_HINT;
+
+/// Default bound on questions asked in one round.
+pub const DEFAULT_MAX_QUESTIONS: usize = 16;
+
+/// Errors from deciding on a pushed request.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("upstream request cannot be embedded: {0}")]
+    Translate(#[from] TranslateError),
+    #[error("upstream asked more than {limit} questions in one round")]
+    TooManyQuestions { limit: usize },
+    #[error("no free input key is left in this request chain")]
+    KeysExhausted,
+}
+
+/// What to do with one pushed upstream request.
+#[derive(Debug)]
+pub enum Decision {
+    /// Answer upstream with this legacy result, taken from the journal.
+    Answer(Box<RawValue>),
+    /// Ask the client under this `inputRequests` key.
+    Ask { key: String },
+}
+
+/// The result of one replay round.
+#[derive(Debug)]
+pub struct RoundOutcome {
+    /// `inputRequests`: key → `{method, params}`. Empty when nothing was asked.
+    pub input_requests: Map<String, Value>,
+    /// Answers kept; `pending` = the questions of this round.
+    pub journal: Journal,
+    /// Recorded answers went unused while a new question was asked.
+    pub diverged: bool,
+}
+
+/// A cursor over one run of the legacy call.
+#[derive(Debug)]
+pub struct Replay {
+    journal: Journal,
+    max_questions: usize,
+    occurrences: HashMap<Digest, u32>,
+    used: Vec<bool>,
+    asked: Vec<Pending>,
+    requests: Map<String, Value>,
+    new_question: bool,
+}
+
+// === impl Replay ===
+
+impl Replay {
+    /// Starts a run over a journal whose responses have been accepted.
+    pub fn new(journal: Journal, max_questions: usize) -> Self {
+        Self {
+            used: vec![false; journal.answered.len()],
+            journal,
+            max_questions,
+            occurrences: HashMap::new(),
+            asked: Vec::new(),
+            requests: Map::new(),
+            new_question: false,
+        }
+    }
+
+    /// Decides on one pushed request, in the order the upstream sent them.
+    pub fn decide(
+        &mut self,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Result<Decision, ReplayError> {
+        let digest = question_digest(method, params);
+        let counter = self.occurrences.entry(digest).or_insert(0);
+        let occurrence = *counter;
+        *counter = counter.saturating_add(1);
+        if let Some(result) = self.recorded(digest, occurrence) {
+            return Ok(Decision::Answer(result));
+        }
+        if self.asked.len() >= self.max_questions {
+            return Err(ReplayError::TooManyQuestions {
+                limit: self.max_questions,
+            });
+        }
+        let (kind, request) = input_request(method, params)?;
+        let key = self.key_for(kind, digest, occurrence, params)?;
+        self.requests.insert(key.clone(), request);
+        self.asked.push(Pending {
+            key: key.clone(),
+            digest,
+            occurrence,
+            kind,
+        });
+        Ok(Decision::Ask { key })
+    }
+
+    /// Number of questions asked so far in this round.
+    pub fn asked(&self) -> usize {
+        self.asked.len()
+    }
+
+    /// Ends the run.
+    pub fn finish(mut self) -> RoundOutcome {
+        let diverged = self.new_question && self.used.iter().any(|used| !used);
+        self.journal.pending = self.asked;
+        RoundOutcome {
+            input_requests: self.requests,
+            journal: self.journal,
+            diverged,
+        }
+    }
+
+    fn recorded(&mut self, digest: Digest, occurrence: u32) -> Option<Box<RawValue>> {
+        let index = self
+            .journal
+            .answered
+            .iter()
+            .position(|a| a.digest == digest && a.occurrence == occurrence)?;
+        if let Some(used) = self.used.get_mut(index) {
+            *used = true;
+        }
+        Some(self.journal.answered[index].result.clone())
+    }
+
+    fn key_for(
+        &mut self,
+        kind: InputKind,
+        digest: Digest,
+        occurrence: u32,
+        params: Option<&Value>,
+    ) -> Result<String, ReplayError> {
+        let previous = self
+            .journal
+            .pending
+            .iter()
+            .find(|p| p.digest == digest && p.occurrence == occurrence)
+            .map(|p| p.key.clone());
+        if previous.is_none() {
+            self.new_question = true;
+        }
+        match previous
+            .or_else(|| key_hint(params))
+            .filter(|key| !self.requests.contains_key(key))
+        {
+            Some(key) => Ok(key),
+            None => self.mint(kind),
+        }
+    }
+
+    /// Mints `prefix-N`, skipping keys a server hint already took this round. Each of this
+    /// round's keys can block at most one candidate, so the loop ends within that many tries.
+    fn mint(&mut self, kind: InputKind) -> Result<String, ReplayError> {
+        for _ in 0..=self.requests.len() {
+            let number = self.journal.mint().ok_or(ReplayError::KeysExhausted)?;
+            let key = format!("{}-{number}", kind.key_prefix());
+            if !self.requests.contains_key(&key) {
+                return Ok(key);
+            }
+        }
+        Err(ReplayError::KeysExhausted)
+    }
+}
+
+/// The opt-in `params._meta["dev.mrtr-gateway/inputKey"]`, if it is a usable key.
+fn key_hint(params: Option<&Value>) -> Option<String> {
+    let hint = params?.get("_meta")?.get(INPUT_KEY_HINT)?.as_str()?;
+    valid_label(hint).then(|| hint.to_owned())
+}
+
+#[cfg(test)]
+mod tests;

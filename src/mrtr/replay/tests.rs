@@ -1,0 +1,225 @@
+use serde_json::json;
+
+use super::*;
+use crate::mrtr::journal::AnswerLimits;
+use crate::mrtr::translate::LegacyVersion;
+
+const ELICIT: &str = "elicitation/create";
+
+fn question(text: &str) -> Value {
+    json!({"message": text, "requestedSchema": {"type": "object", "properties": {}}})
+}
+
+fn hinted(text: &str, key: &str) -> Value {
+    let mut params = question(text);
+    params["_meta"] = json!({ INPUT_KEY_HINT: key });
+    params
+}
+
+fn accept(name: &str) -> Value {
+    json!({"action": "accept", "content": {"name": name}})
+}
+
+fn ask(replay: &mut Replay, params: &Value) -> String {
+    match replay.decide(ELICIT, Some(params)).unwrap() {
+        Decision::Ask { key } => key,
+        Decision::Answer(raw) => panic!("expected a question, got answer {}", raw.get()),
+    }
+}
+
+fn answer(replay: &mut Replay, params: &Value) -> Value {
+    match replay.decide(ELICIT, Some(params)).unwrap() {
+        Decision::Answer(raw) => serde_json::from_str(raw.get()).unwrap(),
+        Decision::Ask { key } => panic!("expected an answer, got question {key}"),
+    }
+}
+
+/// Accepts `answers` (key → answer) into the journal of a finished round.
+fn next_round(outcome: RoundOutcome, answers: Value) -> Replay {
+    let mut journal = outcome.journal;
+    let map = answers.as_object().cloned().unwrap_or_default();
+    journal
+        .accept_responses(
+            Some(&map),
+            LegacyVersion::V2025_11_25,
+            &AnswerLimits::default(),
+        )
+        .unwrap();
+    Replay::new(journal, DEFAULT_MAX_QUESTIONS)
+}
+
+#[test]
+fn first_round_mints_keys_and_translates_requests() {
+    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let mut params = question("Name?");
+    params["elicitationId"] = json!("e-1");
+    assert_eq!(ask(&mut replay, &params), "elicitation-1");
+    let sampling = json!({"messages": [], "maxTokens": 5});
+    let decision = replay
+        .decide("sampling/createMessage", Some(&sampling))
+        .unwrap();
+    assert!(matches!(decision, Decision::Ask { ref key } if key == "sampling-2"));
+    assert!(
+        matches!(replay.decide("roots/list", None).unwrap(), Decision::Ask { ref key } if key == "roots-3")
+    );
+    let outcome = replay.finish();
+    assert_eq!(
+        Value::Object(outcome.input_requests),
+        json!({
+            "elicitation-1": {"method": ELICIT, "params": question("Name?")},
+            "sampling-2": {"method": "sampling/createMessage", "params": sampling},
+            "roots-3": {"method": "roots/list"}
+        })
+    );
+    assert_eq!(outcome.journal.pending.len(), 3);
+    assert!(!outcome.diverged);
+}
+
+#[test]
+fn a_chain_answers_from_the_journal_and_never_repeats_keys() {
+    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let key = ask(&mut replay, &question("Name?"));
+    let mut replay = next_round(replay.finish(), json!({ key: accept("Alice") }));
+    assert_eq!(answer(&mut replay, &question("Name?")), accept("Alice"));
+    assert_eq!(ask(&mut replay, &question("Age?")), "elicitation-2");
+    let outcome = replay.finish();
+    assert!(!outcome.diverged);
+    assert_eq!(outcome.journal.answered.len(), 1);
+    assert_eq!(outcome.journal.pending.len(), 1);
+}
+
+#[test]
+fn identical_questions_get_their_answers_in_order() {
+    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let first = ask(&mut replay, &question("Pick one"));
+    let second = ask(&mut replay, &question("Pick one"));
+    assert_ne!(first, second);
+    let answers = json!({ first: accept("one"), second: accept("two") });
+    let mut replay = next_round(replay.finish(), answers);
+    assert_eq!(answer(&mut replay, &question("Pick one")), accept("one"));
+    assert_eq!(answer(&mut replay, &question("Pick one")), accept("two"));
+    // A third asking is a new question, not a reuse of an earlier answer.
+    assert_eq!(ask(&mut replay, &question("Pick one")), "elicitation-3");
+}
+
+#[test]
+fn a_changed_question_is_asked_again_never_answered() {
+    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let key = ask(&mut replay, &question("Name?"));
+    let mut replay = next_round(replay.finish(), json!({ key: accept("Alice") }));
+    let key = ask(&mut replay, &question("Full name?"));
+    assert_eq!(key, "elicitation-2");
+    let outcome = replay.finish();
+    assert!(
+        outcome.diverged,
+        "an unused answer beside a new question is divergence"
+    );
+    assert_eq!(outcome.journal.answered.len(), 1, "answers are kept");
+}
+
+#[test]
+fn re_asked_pending_questions_keep_their_keys() {
+    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let first = ask(&mut replay, &question("A?"));
+    let second = ask(&mut replay, &question("B?"));
+    // The client answers only the second question.
+    let mut replay = next_round(replay.finish(), json!({ second: accept("b") }));
+    assert_eq!(ask(&mut replay, &question("A?")), first);
+    assert_eq!(answer(&mut replay, &question("B?")), accept("b"));
+    let outcome = replay.finish();
+    assert!(!outcome.diverged);
+    assert_eq!(outcome.input_requests.len(), 1);
+    assert!(outcome.input_requests.contains_key(&first));
+}
+
+#[test]
+fn volatile_fields_do_not_break_matching() {
+    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let mut params =
+        json!({"mode": "url", "message": "Open", "url": "https://e.com", "elicitationId": "r1"});
+    let key = ask(&mut replay, &params);
+    let mut replay = next_round(replay.finish(), json!({ key: {"action": "accept"} }));
+    params["elicitationId"] = json!("r2");
+    params["_meta"] = json!({"progressToken": 9});
+    assert_eq!(answer(&mut replay, &params), json!({"action": "accept"}));
+}
+
+#[test]
+fn key_hints_are_honoured_when_valid_and_free() {
+    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    assert_eq!(ask(&mut replay, &hinted("Name?", "user_name")), "user_name");
+    assert_eq!(
+        ask(&mut replay, &hinted("Other?", "user_name")),
+        "elicitation-1"
+    );
+    assert_eq!(
+        ask(&mut replay, &hinted("Bad?", "has space")),
+        "elicitation-2"
+    );
+    assert_eq!(
+        ask(&mut replay, &hinted("Long?", &"k".repeat(65))),
+        "elicitation-3"
+    );
+    assert_eq!(
+        ask(&mut replay, &hinted("Taken?", "elicitation-4")),
+        "elicitation-4"
+    );
+    // A minted key skips one a hint already took.
+    assert_eq!(ask(&mut replay, &question("Plain?")), "elicitation-5");
+    let outcome = replay.finish();
+    assert_eq!(
+        outcome.input_requests["user_name"]["params"],
+        question("Name?")
+    );
+}
+
+#[test]
+fn a_re_asked_key_taken_by_a_hint_is_replaced() {
+    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    assert_eq!(ask(&mut replay, &hinted("A?", "user_name")), "user_name");
+    let mut replay = next_round(replay.finish(), json!({}));
+    // A different question grabs the hint first this round.
+    assert_eq!(ask(&mut replay, &hinted("B?", "user_name")), "user_name");
+    let key = ask(&mut replay, &hinted("A?", "user_name"));
+    assert_ne!(key, "user_name");
+    assert_eq!(replay.finish().input_requests.len(), 2);
+}
+
+#[test]
+fn questions_per_round_are_capped() {
+    let mut replay = Replay::new(Journal::new(), 2);
+    ask(&mut replay, &question("1"));
+    ask(&mut replay, &question("2"));
+    let err = replay.decide(ELICIT, Some(&question("3"))).unwrap_err();
+    assert!(matches!(err, ReplayError::TooManyQuestions { limit: 2 }));
+    assert_eq!(replay.asked(), 2);
+}
+
+#[test]
+fn answered_questions_do_not_count_against_the_cap() {
+    let mut replay = Replay::new(Journal::new(), 1);
+    let key = ask(&mut replay, &question("1"));
+    let mut journal = replay.finish().journal;
+    let map = json!({ key: accept("x") }).as_object().cloned().unwrap();
+    journal
+        .accept_responses(
+            Some(&map),
+            LegacyVersion::V2025_11_25,
+            &AnswerLimits::default(),
+        )
+        .unwrap();
+    let mut replay = Replay::new(journal, 1);
+    answer(&mut replay, &question("1"));
+    ask(&mut replay, &question("2"));
+}
+
+#[test]
+fn unknown_methods_are_errors() {
+    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let err = replay.decide("tools/call", None).unwrap_err();
+    assert!(matches!(
+        err,
+        ReplayError::Translate(TranslateError::UnknownMethod(_))
+    ));
+    assert_eq!(replay.asked(), 0);
+}

@@ -1,0 +1,259 @@
+//! Attribution of every message a legacy server sends to the call it belongs to.
+//!
+//! A message on a call's POST stream belongs to that call. A message on the standalone GET
+//! stream carries nothing tying it to a call, so it goes to the *attached* call: the MRTR call
+//! that holds the session's lease. `ping` is answered here, never surfaced. A server request
+//! nobody can answer truthfully (no attached call, or a list method that may not return
+//! `input_required`) gets a JSON-RPC error, never invented data: an empty `roots/list` answer
+//! would be cached by the server as the truth.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::call::UpstreamEvent;
+use super::UpstreamError;
+use crate::protocol::jsonrpc::{ErrorObject, Response};
+use crate::protocol::{codes, methods, Envelope, RequestId};
+
+/// The queue of one call's events.
+pub(crate) type EventTx = mpsc::Sender<Result<UpstreamEvent, UpstreamError>>;
+
+/// The stream a message arrived on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// The POST (or its resumption) of the call with this upstream id.
+    Post(i64),
+    /// The standalone GET stream.
+    Get,
+}
+
+/// What to do with one routed message.
+pub(crate) enum Action {
+    Deliver(EventTx, UpstreamEvent),
+    Answer(RequestId, Result<Value, ErrorObject>),
+    Ignore(&'static str),
+}
+
+struct Slot {
+    tx: EventTx,
+    /// False for list-like requests: their server requests are refused upstream.
+    surfaces_requests: bool,
+}
+
+/// The in-flight calls of one session.
+#[derive(Default)]
+pub(crate) struct Router {
+    calls: HashMap<i64, Slot>,
+    attached: Option<i64>,
+}
+
+// === impl Router ===
+
+impl Router {
+    /// Registers a call; the first surfacing call becomes the GET-stream target.
+    pub(crate) fn insert(&mut self, id: i64, tx: EventTx, surfaces_requests: bool) {
+        self.calls.insert(
+            id,
+            Slot {
+                tx,
+                surfaces_requests,
+            },
+        );
+        if surfaces_requests && self.attached.is_none() {
+            self.attached = Some(id);
+        }
+    }
+
+    /// Forgets a call: its further messages are dropped (or refused, for requests).
+    pub(crate) fn remove(&mut self, id: i64) {
+        self.calls.remove(&id);
+        if self.attached == Some(id) {
+            self.attached = None;
+        }
+    }
+
+    pub(crate) fn is_pending(&self, id: i64) -> bool {
+        self.calls.contains_key(&id)
+    }
+
+    /// Decides where a message goes; the flag is true when it is the response that ends the
+    /// call whose POST stream carried it.
+    pub(crate) fn route(&mut self, env: Envelope, origin: Origin) -> (Action, bool) {
+        match env {
+            Envelope::Request(req) if req.method == methods::PING => (
+                Action::Answer(req.id, Ok(Value::Object(Default::default()))),
+                false,
+            ),
+            Envelope::Request(req) => (self.route_request(req, origin), false),
+            Envelope::Notification(n) => match self.target(origin) {
+                Some(slot) => {
+                    let event = UpstreamEvent::Notification {
+                        method: n.method,
+                        params: n.params,
+                    };
+                    (Action::Deliver(slot.tx.clone(), event), false)
+                }
+                None => (
+                    Action::Ignore("notification with no call to attribute it to"),
+                    false,
+                ),
+            },
+            Envelope::Response(resp) => self.route_response(resp, origin),
+        }
+    }
+
+    fn target(&self, origin: Origin) -> Option<&Slot> {
+        let id = match origin {
+            Origin::Post(id) => id,
+            Origin::Get => self.attached?,
+        };
+        self.calls.get(&id)
+    }
+
+    fn route_request(&self, req: crate::protocol::jsonrpc::Request, origin: Origin) -> Action {
+        match self.target(origin) {
+            Some(slot) if slot.surfaces_requests => {
+                let event = UpstreamEvent::Request {
+                    id: req.id,
+                    method: req.method,
+                    params: req.params,
+                };
+                Action::Deliver(slot.tx.clone(), event)
+            }
+            Some(_) => Action::Answer(
+                req.id,
+                Err(internal(
+                    "the client cannot be asked for input during this method",
+                )),
+            ),
+            None => Action::Answer(
+                req.id,
+                Err(internal(
+                    "no client request in flight to attribute this request to",
+                )),
+            ),
+        }
+    }
+
+    fn route_response(&mut self, resp: Response, origin: Origin) -> (Action, bool) {
+        let id = match (resp.id, origin) {
+            (Some(RequestId::Number(n)), _) => n,
+            // An error with no id on a call's own stream answers that call.
+            (None, Origin::Post(n)) => n,
+            _ => {
+                return (
+                    Action::Ignore("response to a request this session never sent"),
+                    false,
+                )
+            }
+        };
+        let Some(slot) = self.calls.remove(&id) else {
+            return (
+                Action::Ignore("response to a call no longer in flight"),
+                false,
+            );
+        };
+        if self.attached == Some(id) {
+            self.attached = None;
+        }
+        let ends_origin = origin == Origin::Post(id);
+        (
+            Action::Deliver(slot.tx, UpstreamEvent::Response(resp.outcome)),
+            ends_origin,
+        )
+    }
+}
+
+fn internal(message: &str) -> ErrorObject {
+    ErrorObject {
+        code: codes::INTERNAL_ERROR,
+        message: message.to_owned(),
+        data: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Envelope {
+        Envelope::parse(text.as_bytes()).unwrap()
+    }
+
+    fn router_with(
+        id: i64,
+        surfaces: bool,
+    ) -> (Router, mpsc::Receiver<Result<UpstreamEvent, UpstreamError>>) {
+        let (tx, rx) = mpsc::channel(4);
+        let mut router = Router::default();
+        router.insert(id, tx, surfaces);
+        (router, rx)
+    }
+
+    #[test]
+    fn get_stream_request_goes_to_the_attached_call() {
+        let (mut router, _rx) = router_with(5, true);
+        let env = parse(r#"{"jsonrpc":"2.0","id":0,"method":"roots/list"}"#);
+        let (action, ends) = router.route(env, Origin::Get);
+        assert!(
+            matches!(action, Action::Deliver(_, UpstreamEvent::Request { ref method, .. }) if method == "roots/list")
+        );
+        assert!(!ends);
+    }
+
+    #[test]
+    fn get_stream_request_without_call_is_refused_with_an_error() {
+        let mut router = Router::default();
+        let env = parse(r#"{"jsonrpc":"2.0","id":0,"method":"roots/list"}"#);
+        let (action, _) = router.route(env, Origin::Get);
+        let Action::Answer(RequestId::Number(0), Err(e)) = action else {
+            panic!("expected an error answer")
+        };
+        assert_eq!(e.code, codes::INTERNAL_ERROR);
+    }
+
+    #[test]
+    fn list_request_refuses_server_requests_on_its_own_stream() {
+        let (mut router, _rx) = router_with(3, false);
+        let env = parse(r#"{"jsonrpc":"2.0","id":9,"method":"elicitation/create","params":{}}"#);
+        assert!(matches!(
+            router.route(env, Origin::Post(3)).0,
+            Action::Answer(_, Err(_))
+        ));
+        let env = parse(r#"{"jsonrpc":"2.0","id":10,"method":"roots/list"}"#);
+        assert!(matches!(
+            router.route(env, Origin::Get).0,
+            Action::Answer(_, Err(_))
+        ));
+    }
+
+    #[test]
+    fn ping_is_answered_with_an_empty_result() {
+        let (mut router, _rx) = router_with(1, true);
+        let env = parse(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#);
+        let (Action::Answer(_, Ok(v)), _) = router.route(env, Origin::Post(1)) else {
+            panic!("ping not answered")
+        };
+        assert_eq!(v, serde_json::json!({}));
+    }
+
+    #[test]
+    fn response_ends_the_call_and_detaches_it() {
+        let (mut router, _rx) = router_with(2, true);
+        let env = parse(r#"{"jsonrpc":"2.0","id":2,"result":{}}"#);
+        let (action, ends) = router.route(env, Origin::Post(2));
+        assert!(matches!(
+            action,
+            Action::Deliver(_, UpstreamEvent::Response(_))
+        ));
+        assert!(ends);
+        assert!(!router.is_pending(2));
+        let env = parse(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
+        assert!(matches!(
+            router.route(env, Origin::Get).0,
+            Action::Answer(_, Err(_))
+        ));
+    }
+}

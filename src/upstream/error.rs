@@ -1,0 +1,79 @@
+//! The one error type of the upstream client, with a variant per case a caller must tell apart.
+//!
+//! The bridge maps these onto front errors and the pool onto eviction: "the upstream died"
+//! ([`UpstreamError::Closed`], [`UpstreamError::Connect`]) and "the upstream hung"
+//! ([`UpstreamError::Timeout`]) are distinct from a JSON-RPC error, which is not an error here but
+//! an [`crate::protocol::jsonrpc::Outcome::Error`] in a response.
+
+use std::time::Duration;
+
+use http::StatusCode;
+
+use super::sse::SseError;
+
+/// A failure to reach or understand the legacy server.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("invalid upstream settings: {0}")]
+    Settings(String),
+    #[error("cannot connect to the upstream")]
+    Connect(#[source] hyper_util::client::legacy::Error),
+    #[error("upstream request failed")]
+    Transport(#[source] hyper_util::client::legacy::Error),
+    #[error("upstream gave no answer within {0:?}")]
+    Timeout(Duration),
+    #[error("upstream closed the stream: {0}")]
+    Closed(String),
+    #[error("upstream session expired (HTTP 404); a new session is needed")]
+    SessionExpired,
+    #[error("upstream answered HTTP {status}: {body}")]
+    Http { status: StatusCode, body: String },
+    #[error("upstream sent an invalid message: {0}")]
+    Protocol(String),
+    #[error("upstream SSE stream is malformed")]
+    Sse(#[from] SseError),
+    #[error("upstream initialize failed: {0}")]
+    Initialize(String),
+    #[error("no upstream session became free within {0:?}")]
+    PoolExhausted(Duration),
+}
+
+// === impl UpstreamError ===
+
+impl UpstreamError {
+    /// A fixed label for metrics and logs.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Settings(_) => "settings",
+            Self::Connect(_) => "connect",
+            Self::Transport(_) => "transport",
+            Self::Timeout(_) => "timeout",
+            Self::Closed(_) => "closed",
+            Self::SessionExpired => "session_expired",
+            Self::Http { .. } => "http_status",
+            Self::Protocol(_) | Self::Sse(_) => "protocol",
+            Self::Initialize(_) => "initialize",
+            Self::PoolExhausted(_) => "pool_exhausted",
+        }
+    }
+
+    /// True when the upstream died (refused the connection, dropped it, or ended a stream
+    /// before the response), as opposed to hanging ([`Self::Timeout`]) or refusing.
+    pub fn is_dead(&self) -> bool {
+        matches!(
+            self,
+            Self::Connect(_) | Self::Transport(_) | Self::Closed(_)
+        )
+    }
+
+    /// True when the session that produced this error must not be reused.
+    pub fn poisons_session(&self) -> bool {
+        !matches!(self, Self::PoolExhausted(_) | Self::Settings(_))
+    }
+
+    /// A short, bounded excerpt of an HTTP error body for the message.
+    pub(crate) fn http(status: StatusCode, body: &[u8]) -> Self {
+        let text = String::from_utf8_lossy(&body[..body.len().min(256)]).into_owned();
+        Self::Http { status, body: text }
+    }
+}

@@ -1,0 +1,120 @@
+//! The session's standalone GET stream, kept open in the background.
+//!
+//! Legacy servers send some requests (the TypeScript SDK's `roots/list`, for instance) only on
+//! this stream; a client that never opens it leaves them unanswered and the server stalls until
+//! its own timeout. The task reconnects with `Last-Event-ID` when the stream drops, with a
+//! bounded exponential backoff; it holds the session only weakly, so dropping the last handle
+//! ends it. A server without a GET stream (405) is tolerated.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use super::dispatch::Origin;
+use super::messages::{Cursor, MessageStream};
+use super::session::Inner;
+use super::UpstreamError;
+
+/// Consecutive failed reconnections before the session is declared unhealthy.
+const MAX_FAILURES: u32 = 6;
+const BASE_DELAY: Duration = Duration::from_millis(200);
+const MAX_DELAY: Duration = Duration::from_secs(10);
+
+/// How one connection of the GET stream ended.
+enum End {
+    /// 405: the server offers no GET stream.
+    Unsupported,
+    /// The stream closed; true if it delivered at least one message.
+    Dropped(bool),
+    /// The session is gone.
+    SessionGone,
+}
+
+/// Starts the GET-stream task of a freshly initialised session.
+pub(crate) fn spawn(inner: &Arc<Inner>) {
+    let task = tokio::spawn(run(Arc::downgrade(inner)));
+    inner.set_get_task(task.abort_handle());
+}
+
+async fn run(session: Weak<Inner>) {
+    let mut cursor = Cursor::default();
+    let mut failures = 0u32;
+    loop {
+        match connect_and_read(&session, &mut cursor).await {
+            Ok(End::Unsupported | End::SessionGone) => return,
+            Ok(End::Dropped(true)) => failures = 0,
+            Ok(End::Dropped(false)) => failures += 1,
+            Err(UpstreamError::SessionExpired) => failures = MAX_FAILURES + 1,
+            Err(e) => {
+                tracing::debug!(error = %e, "upstream GET stream failed");
+                failures += 1;
+            }
+        }
+        if failures > MAX_FAILURES {
+            // Without this stream, GET-stream requests would go unanswered: retire the session.
+            if let Some(inner) = session.upgrade() {
+                inner.mark_unhealthy();
+            }
+            return;
+        }
+        tokio::time::sleep(backoff(failures, cursor.retry)).await;
+    }
+}
+
+/// The server's `retry` (bounded) or an exponential delay after repeated failures.
+fn backoff(failures: u32, retry: Option<Duration>) -> Duration {
+    let exp = BASE_DELAY.saturating_mul(1 << failures.min(8));
+    retry.unwrap_or(BASE_DELAY).max(exp).min(MAX_DELAY)
+}
+
+async fn connect_and_read(
+    session: &Weak<Inner>,
+    cursor: &mut Cursor,
+) -> Result<End, UpstreamError> {
+    let (transport, headers) = match session.upgrade() {
+        Some(inner) => (inner.transport.clone(), inner.headers.clone()),
+        None => return Ok(End::SessionGone),
+    };
+    let Some(resp) = transport
+        .get(&headers, cursor.last_event_id.as_deref())
+        .await?
+    else {
+        return Ok(End::Unsupported);
+    };
+    let max = transport.settings().max_event_bytes;
+    let mut stream = MessageStream::new(resp, max)?.with_cursor(cursor.clone());
+    let mut delivered = false;
+    let result = loop {
+        match stream.next().await {
+            Ok(Some(text)) => {
+                let Some(inner) = session.upgrade() else {
+                    break Ok(End::SessionGone);
+                };
+                if let Err(e) = inner.dispatch(&text, Origin::Get).await {
+                    tracing::warn!(error = %e, "bad message on the upstream GET stream");
+                }
+                delivered = true;
+            }
+            Ok(None) => break Ok(End::Dropped(delivered)),
+            Err(e) => break Err(e),
+        }
+    };
+    *cursor = stream.cursor().clone();
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_stays_bounded() {
+        assert_eq!(backoff(0, None), BASE_DELAY);
+        assert!(backoff(3, None) > backoff(1, None));
+        assert_eq!(backoff(30, None), MAX_DELAY);
+        assert_eq!(backoff(0, Some(Duration::from_secs(3600))), MAX_DELAY);
+        assert_eq!(
+            backoff(0, Some(Duration::from_secs(1))),
+            Duration::from_secs(1)
+        );
+    }
+}

@@ -1,0 +1,362 @@
+//! The pool of legacy sessions, and the lease that gives one session to one call at a time.
+//!
+//! Sessions are keyed by (principal, capability fingerprint): a legacy server fixes a client's
+//! capabilities at `initialize` and may expose different tools per client, so a session is never
+//! shared across principals or capability sets. A session is *leased* to one call at a time so
+//! that requests the server sends on the GET stream are attributed to that call. List methods
+//! lease like any other call: they are short, and one rule is easier to trust than two.
+//!
+//! Bounds: at most `pool_max_sessions` sessions exist (idle + leased + starting). When full, the
+//! least recently used idle session is evicted; when every session is leased, `lease` waits up to
+//! `pool_acquire_timeout` instead of growing. Idle sessions expire after `pool_idle_timeout`.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::session::{InitializeResult, Session};
+use super::transport::Transport;
+use super::{UpstreamError, UpstreamSettings};
+
+/// (principal, capability fingerprint).
+pub type PoolKey = (Arc<str>, u8);
+
+/// Bound on the background DELETE of an evicted session.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Counts for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    pub idle: usize,
+    pub leased: usize,
+    pub starting: usize,
+}
+
+/// A shareable handle on the pool.
+#[derive(Clone)]
+pub struct Pool {
+    inner: Arc<PoolInner>,
+}
+
+struct PoolInner {
+    transport: Transport,
+    state: Mutex<State>,
+    freed: Notify,
+    initialize: Mutex<Option<Arc<InitializeResult>>>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Least recently used first.
+    idle: VecDeque<Idle>,
+    leased: usize,
+    starting: usize,
+}
+
+struct Idle {
+    key: PoolKey,
+    session: Session,
+    since: Instant,
+}
+
+enum Step {
+    Reuse(Session),
+    Start,
+    Full,
+}
+
+/// A session leased to one call; dropping it returns the session to the pool, or retires it if
+/// it is unhealthy or was poisoned.
+pub struct Lease {
+    session: Session,
+    key: PoolKey,
+    pool: Arc<PoolInner>,
+    poisoned: bool,
+}
+
+/// Undoes a `starting` reservation if initialisation fails or is cancelled.
+struct Starting<'a>(&'a PoolInner);
+
+// === impl Pool ===
+
+impl Pool {
+    /// Builds the pool and its HTTP client. Inside a Tokio runtime it also starts the task that
+    /// closes expired idle sessions; [`Pool::evict_idle`] does the same on demand.
+    pub fn new(settings: UpstreamSettings) -> Result<Self, UpstreamError> {
+        let inner = Arc::new(PoolInner {
+            transport: Transport::new(Arc::new(settings))?,
+            state: Mutex::new(State::default()),
+            freed: Notify::new(),
+            initialize: Mutex::new(None),
+        });
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(reap(Arc::downgrade(&inner)));
+        }
+        Ok(Self { inner })
+    }
+
+    /// Leases an idle session of `key`, or initialises a new one declaring `capabilities`.
+    pub async fn lease(&self, key: PoolKey, capabilities: &Value) -> Result<Lease, UpstreamError> {
+        let wait = self.inner.settings().pool_acquire_timeout;
+        let deadline = Instant::now() + wait;
+        loop {
+            let freed = self.inner.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            match self.inner.acquire(&key) {
+                Step::Reuse(session) => return Ok(self.lease_of(key, session)),
+                Step::Start => return self.start(key, capabilities).await,
+                Step::Full => {
+                    if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                        return Err(UpstreamError::PoolExhausted(wait));
+                    }
+                }
+            }
+        }
+    }
+
+    async fn start(&self, key: PoolKey, capabilities: &Value) -> Result<Lease, UpstreamError> {
+        let reservation = Starting(&self.inner);
+        let session = Session::initialize_with(self.inner.transport.clone(), capabilities).await?;
+        // The reservation becomes a lease below; its drop would undo the count.
+        std::mem::forget(reservation);
+        {
+            let mut state = self.inner.state.lock();
+            state.starting -= 1;
+            state.leased += 1;
+        }
+        *self.inner.initialize.lock() = Some(session.initialize_result().clone());
+        Ok(Lease {
+            session,
+            key,
+            pool: self.inner.clone(),
+            poisoned: false,
+        })
+    }
+
+    fn lease_of(&self, key: PoolKey, session: Session) -> Lease {
+        Lease {
+            session,
+            key,
+            pool: self.inner.clone(),
+            poisoned: false,
+        }
+    }
+
+    /// The upstream's `initialize` answer for `server/discover`: the cached one, or the one of
+    /// a session opened (and returned to the pool) for the purpose.
+    pub async fn discover(
+        &self,
+        key: PoolKey,
+        capabilities: &Value,
+    ) -> Result<Arc<InitializeResult>, UpstreamError> {
+        if let Some(init) = self.initialize_result() {
+            return Ok(init);
+        }
+        let lease = self.lease(key, capabilities).await?;
+        Ok(lease.initialize_result().clone())
+    }
+
+    /// Current counts (poll this for metrics).
+    pub fn stats(&self) -> PoolStats {
+        let state = self.inner.state.lock();
+        PoolStats {
+            idle: state.idle.len(),
+            leased: state.leased,
+            starting: state.starting,
+        }
+    }
+
+    /// Sessions open or opening.
+    pub fn size(&self) -> usize {
+        let s = self.stats();
+        s.idle + s.leased + s.starting
+    }
+
+    /// The latest `initialize` answer of the upstream, if any session was ever opened.
+    pub fn initialize_result(&self) -> Option<Arc<InitializeResult>> {
+        self.inner.initialize.lock().clone()
+    }
+
+    /// Closes idle sessions that expired or became unhealthy; returns how many.
+    pub fn evict_idle(&self) -> usize {
+        self.inner.evict_idle()
+    }
+
+    /// Closes every idle session (at shutdown); leased ones close when their lease drops.
+    pub async fn close_idle(&self) {
+        let idle: Vec<_> = self.inner.state.lock().idle.drain(..).collect();
+        for entry in idle {
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, entry.session.close()).await;
+        }
+        self.inner.freed.notify_waiters();
+    }
+}
+
+// === impl PoolInner ===
+
+impl PoolInner {
+    fn settings(&self) -> &UpstreamSettings {
+        self.transport.settings()
+    }
+
+    /// One decision under the lock: reuse, reserve a new session, or wait.
+    fn acquire(&self, key: &PoolKey) -> Step {
+        let mut evicted = self.take_stale();
+        let step = {
+            let mut state = self.state.lock();
+            let pos = state.idle.iter().rposition(|e| &e.key == key);
+            if let Some(entry) = pos.and_then(|pos| state.idle.remove(pos)) {
+                state.leased += 1;
+                Step::Reuse(entry.session)
+            } else if state.idle.len() + state.leased + state.starting
+                < self.settings().pool_max_sessions
+            {
+                state.starting += 1;
+                Step::Start
+            } else if let Some(lru) = state.idle.pop_front() {
+                evicted.push(lru.session);
+                state.starting += 1;
+                Step::Start
+            } else {
+                Step::Full
+            }
+        };
+        close_in_background(evicted);
+        step
+    }
+
+    /// Removes idle sessions past the idle timeout or no longer healthy.
+    fn take_stale(&self) -> Vec<Session> {
+        let ttl = self.settings().pool_idle_timeout;
+        let now = Instant::now();
+        let mut state = self.state.lock();
+        let (keep, stale): (VecDeque<_>, VecDeque<_>) = state
+            .idle
+            .drain(..)
+            .partition(|e| e.session.is_healthy() && now.duration_since(e.since) < ttl);
+        state.idle = keep;
+        stale.into_iter().map(|e| e.session).collect()
+    }
+
+    fn evict_idle(&self) -> usize {
+        let stale = self.take_stale();
+        let n = stale.len();
+        close_in_background(stale);
+        if n > 0 {
+            self.freed.notify_waiters();
+        }
+        n
+    }
+
+    fn release(&self, key: PoolKey, session: Session, poisoned: bool) {
+        let retire = poisoned || !session.is_healthy();
+        {
+            let mut state = self.state.lock();
+            state.leased -= 1;
+            if !retire {
+                let since = Instant::now();
+                state.idle.push_back(Idle {
+                    key,
+                    session: session.clone(),
+                    since,
+                });
+            }
+        }
+        if retire {
+            close_in_background(vec![session]);
+        }
+        self.freed.notify_waiters();
+    }
+}
+
+impl Drop for Starting<'_> {
+    fn drop(&mut self) {
+        self.0.state.lock().starting -= 1;
+        self.0.freed.notify_waiters();
+    }
+}
+
+/// DELETEs sessions without making the caller wait; outside a runtime they are just dropped
+/// (which still stops their GET streams).
+fn close_in_background(sessions: Vec<Session>) {
+    if sessions.is_empty() {
+        return;
+    }
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    handle.spawn(async move {
+        for session in sessions {
+            if let Err(e) = tokio::time::timeout(CLOSE_TIMEOUT, session.close())
+                .await
+                .unwrap_or(Err(UpstreamError::Timeout(CLOSE_TIMEOUT)))
+            {
+                tracing::debug!(error = %e, "closing an upstream session failed");
+            }
+        }
+    });
+}
+
+/// Periodically closes expired idle sessions; ends with the pool.
+async fn reap(pool: Weak<PoolInner>) {
+    let period = match pool.upgrade() {
+        Some(p) => (p.settings().pool_idle_timeout / 2)
+            .clamp(Duration::from_millis(50), Duration::from_secs(30)),
+        None => return,
+    };
+    loop {
+        tokio::time::sleep(period).await;
+        match pool.upgrade() {
+            Some(p) => p.evict_idle(),
+            None => return,
+        };
+    }
+}
+
+// === impl Lease ===
+
+impl Lease {
+    /// The leased session.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    pub fn key(&self) -> &PoolKey {
+        &self.key
+    }
+
+    /// Retires the session: it is removed from the pool and DELETEd in the background.
+    pub fn poison(mut self) {
+        self.poisoned = true;
+    }
+}
+
+impl std::ops::Deref for Lease {
+    type Target = Session;
+
+    fn deref(&self) -> &Session {
+        self.session()
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        // A clone of the handle goes back; this one is dropped with the lease.
+        self.pool
+            .release(self.key.clone(), self.session.clone(), self.poisoned);
+    }
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}

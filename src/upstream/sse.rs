@@ -1,0 +1,237 @@
+//! An incremental, sans-IO parser for `text/event-stream` (the WHATWG "server-sent events"
+//! grammar), as legacy Streamable HTTP servers use it for POST responses and the GET stream.
+//!
+//! Byte chunks go in as they arrive from the network, whole events come out. Lines may end in
+//! CRLF, LF or a lone CR, and a CRLF may be split across two chunks. Comments (`:`) are skipped.
+//! An event is emitted for every blank line that follows at least one field, so that a 2025-11-25
+//! "priming" event (an `id` with empty `data`) still reports its id and `retry` to the caller, who
+//! needs them to resume the stream. Line and event sizes are bounded: a hostile or broken upstream
+//! cannot make the gateway buffer without limit.
+
+use std::time::Duration;
+
+/// Why a stream could not be parsed.
+#[derive(Debug, thiserror::Error)]
+pub enum SseError {
+    #[error("SSE line longer than {0} bytes")]
+    LineTooLong(usize),
+    #[error("SSE event larger than {0} bytes")]
+    EventTooLarge(usize),
+    #[error("SSE stream is not valid UTF-8")]
+    Utf8,
+}
+
+/// One dispatched event. `data` lines are joined with `\n`; it is empty for a priming event.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `id` field of this event, if it carried one.
+    pub id: Option<String>,
+    /// The `event` field (`None` means the default type, `message`).
+    pub event: Option<String>,
+    /// The joined `data` lines.
+    pub data: String,
+    /// A reconnection delay the server asked for in this event.
+    pub retry: Option<Duration>,
+}
+
+/// The parser state: the unfinished line and the unfinished event.
+#[derive(Debug)]
+pub struct SseParser {
+    line: Vec<u8>,
+    event: SseEvent,
+    has_field: bool,
+    has_data: bool,
+    skip_lf: bool,
+    at_start: bool,
+    max_line: usize,
+    max_event: usize,
+}
+
+// === impl SseParser ===
+
+impl SseParser {
+    /// A parser whose events (all data lines together) may not exceed `max_event` bytes.
+    /// A single line is bounded by the same figure plus room for its field name.
+    pub fn new(max_event: usize) -> Self {
+        Self {
+            line: Vec::new(),
+            event: SseEvent::default(),
+            has_field: false,
+            has_data: false,
+            skip_lf: false,
+            at_start: true,
+            max_line: max_event.saturating_add(64),
+            max_event,
+        }
+    }
+
+    /// Feeds one chunk and returns the events it completed, in order.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, SseError> {
+        let mut out = Vec::new();
+        for &byte in chunk {
+            if std::mem::take(&mut self.skip_lf) && byte == b'\n' {
+                continue;
+            }
+            match byte {
+                b'\r' | b'\n' => {
+                    self.skip_lf = byte == b'\r';
+                    self.end_line(&mut out)?;
+                }
+                _ if self.line.len() >= self.max_line => {
+                    return Err(SseError::LineTooLong(self.max_line))
+                }
+                _ => self.line.push(byte),
+            }
+        }
+        Ok(out)
+    }
+
+    fn end_line(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        let mut line = std::mem::take(&mut self.line);
+        if std::mem::take(&mut self.at_start) && line.starts_with("\u{feff}".as_bytes()) {
+            line.drain(..3);
+        }
+        if line.is_empty() {
+            self.dispatch(out);
+            return Ok(());
+        }
+        let text = std::str::from_utf8(&line).map_err(|_| SseError::Utf8)?;
+        if text.starts_with(':') {
+            return Ok(());
+        }
+        let (name, value) = match text.split_once(':') {
+            Some((name, value)) => (name, value.strip_prefix(' ').unwrap_or(value)),
+            None => (text, ""),
+        };
+        self.field(name, value)
+    }
+
+    fn field(&mut self, name: &str, value: &str) -> Result<(), SseError> {
+        match name {
+            "data" => self.push_data(value)?,
+            "event" => self.event.event = Some(value.to_owned()),
+            // An id containing NUL is ignored (WHATWG), so it never reaches a header.
+            "id" if !value.contains('\0') => self.event.id = Some(value.to_owned()),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                let millis = value.parse::<u64>().unwrap_or(u64::MAX);
+                self.event.retry = Some(Duration::from_millis(millis));
+            }
+            _ => return Ok(()),
+        }
+        self.has_field = true;
+        Ok(())
+    }
+
+    fn push_data(&mut self, value: &str) -> Result<(), SseError> {
+        let extra = value.len() + usize::from(self.has_data);
+        if self.event.data.len() + extra > self.max_event {
+            return Err(SseError::EventTooLarge(self.max_event));
+        }
+        if self.has_data {
+            self.event.data.push('\n');
+        }
+        self.event.data.push_str(value);
+        self.has_data = true;
+        Ok(())
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+        if std::mem::take(&mut self.has_field) {
+            out.push(std::mem::take(&mut self.event));
+        }
+        self.event = SseEvent::default();
+        self.has_data = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(parser: &mut SseParser, chunks: &[&[u8]]) -> Vec<SseEvent> {
+        chunks
+            .iter()
+            .flat_map(|c| parser.feed(c).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn event_split_across_every_byte_boundary() {
+        let stream = b"event: message\nid: 7\ndata: {\"a\":1}\n\n";
+        for cut in 0..stream.len() {
+            let mut p = SseParser::new(1024);
+            let events = feed_all(&mut p, &[&stream[..cut], &stream[cut..]]);
+            assert_eq!(events.len(), 1, "cut at {cut}");
+            assert_eq!(events[0].data, "{\"a\":1}");
+            assert_eq!(events[0].id.as_deref(), Some("7"));
+            assert_eq!(events[0].event.as_deref(), Some("message"));
+        }
+    }
+
+    #[test]
+    fn crlf_cr_and_lf_line_endings() {
+        let mut p = SseParser::new(1024);
+        let events = feed_all(&mut p, &[b"data: a\r", b"\ndata: b\r\r\ndata: c\n\n"]);
+        let data: Vec<_> = events.iter().map(|e| e.data.as_str()).collect();
+        assert_eq!(data, ["a\nb", "c"]);
+    }
+
+    #[test]
+    fn multi_line_data_is_joined_with_newlines() {
+        let mut p = SseParser::new(1024);
+        let events = p
+            .feed(b"data: one\ndata:two\ndata\ndata:  three\n\n")
+            .unwrap();
+        assert_eq!(events[0].data, "one\ntwo\n\n three");
+    }
+
+    #[test]
+    fn priming_event_reports_id_and_retry_with_empty_data() {
+        let mut p = SseParser::new(1024);
+        let events = p.feed(b"id: ev-1\nretry: 1500\ndata:\n\n").unwrap();
+        assert_eq!(
+            events,
+            [SseEvent {
+                id: Some("ev-1".into()),
+                event: None,
+                data: String::new(),
+                retry: Some(Duration::from_millis(1500)),
+            }]
+        );
+    }
+
+    #[test]
+    fn comments_blank_lines_and_unknown_fields_emit_nothing() {
+        let mut p = SseParser::new(1024);
+        assert!(p
+            .feed(b": keep-alive\n\n\nfoo: bar\n\n")
+            .unwrap()
+            .is_empty());
+        assert!(p.feed(b"retry: 12x\n\n").unwrap().is_empty());
+    }
+
+    #[test]
+    fn bom_at_stream_start_is_skipped() {
+        let mut p = SseParser::new(1024);
+        let events = p.feed("\u{feff}data: x\n\n".as_bytes()).unwrap();
+        assert_eq!(events[0].data, "x");
+    }
+
+    #[test]
+    fn oversized_event_and_line_are_refused() {
+        let mut p = SseParser::new(8);
+        assert!(matches!(
+            p.feed(b"data: 12345\ndata: 6789\n"),
+            Err(SseError::EventTooLarge(8))
+        ));
+        let mut p = SseParser::new(8);
+        let long = vec![b'x'; 200];
+        assert!(matches!(p.feed(&long), Err(SseError::LineTooLong(_))));
+    }
+
+    #[test]
+    fn invalid_utf8_is_an_error() {
+        let mut p = SseParser::new(64);
+        assert!(matches!(p.feed(b"data: \xff\n"), Err(SseError::Utf8)));
+    }
+}

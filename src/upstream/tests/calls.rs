@@ -1,0 +1,318 @@
+//! Call event streams: SSE responses, server requests on the POST and GET streams, local pings,
+//! resume after an early close, a dying upstream, refused requests and cancellation.
+
+use std::sync::Arc;
+
+use http::Method;
+use serde_json::json;
+
+use super::server::{event, sse_channel, Reply, Script, Seen, TestServer};
+use super::{caps, on_call, once, result, settings, take};
+use crate::protocol::jsonrpc::Outcome;
+use crate::protocol::RequestId;
+use crate::upstream::{Session, UpstreamError, UpstreamEvent};
+
+async fn open(server: &TestServer) -> Session {
+    Session::initialize(Arc::new(settings(server)), &caps())
+        .await
+        .unwrap()
+}
+
+fn is_get(seen: &Seen) -> bool {
+    seen.method == Method::GET
+}
+
+/// A script: `tools/call` streams from `post`, the first plain GET streams from `get`.
+fn post_and_get(
+    post: tokio::sync::mpsc::Receiver<super::server::Chunk>,
+    get: tokio::sync::mpsc::Receiver<super::server::Chunk>,
+) -> Script {
+    let (post, get) = (once(post), once(get));
+    Arc::new(move |seen| match seen.rpc_method() {
+        Some("tools/call") => take(&post),
+        _ if is_get(seen) => take(&get).or(Some(Reply::Hang)),
+        _ => None,
+    })
+}
+
+async fn expect_event(call: &mut crate::upstream::Call) -> UpstreamEvent {
+    call.next_event().await.unwrap().expect("an event")
+}
+
+#[tokio::test]
+async fn sse_call_delivers_request_answered_via_respond_then_response() {
+    let (tx, rx) = sse_channel();
+    let rx = once(rx);
+    let mut server = TestServer::start(on_call(move |_| take(&rx).unwrap())).await;
+    let session = open(&server).await;
+    let mut call = session.call("tools/call", Some(json!({"name": "ask"})));
+    let progress =
+        json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}});
+    let ask =
+        json!({"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"message":"name?"}});
+    tx.send(event(Some("1"), &progress)).await.unwrap();
+    tx.send(event(Some("2"), &ask)).await.unwrap();
+
+    let UpstreamEvent::Notification { method, .. } = expect_event(&mut call).await else {
+        panic!("expected the progress notification first")
+    };
+    assert_eq!(method, "notifications/progress");
+    let UpstreamEvent::Request { id, method, params } = expect_event(&mut call).await else {
+        panic!("expected the elicitation request")
+    };
+    assert_eq!(
+        (id.clone(), method.as_str()),
+        (RequestId::Number(7), "elicitation/create")
+    );
+    assert_eq!(params.unwrap()["message"], "name?");
+
+    let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+    session.respond(&id, Ok(answer.clone())).await.unwrap();
+    let posted = server.wait_for(|s| s.is_response_to(&json!(7))).await;
+    assert_eq!(posted.body["result"], answer);
+    assert_eq!(
+        posted.header("mcp-session-id"),
+        Some(super::server::SESSION)
+    );
+
+    tx.send(event(Some("3"), &result(&json!(1), json!({"content": []}))))
+        .await
+        .unwrap();
+    assert!(matches!(
+        expect_event(&mut call).await,
+        UpstreamEvent::Response(Outcome::Result(_))
+    ));
+    assert!(call.next_event().await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn get_stream_request_goes_to_the_call_holding_the_session() {
+    let (post_tx, post_rx) = sse_channel();
+    let (get_tx, get_rx) = sse_channel();
+    let mut server = TestServer::start(post_and_get(post_rx, get_rx)).await;
+    let session = open(&server).await;
+    let mut call = session.call("tools/call", None);
+    let roots = json!({"jsonrpc":"2.0","id":0,"method":"roots/list"});
+    get_tx.send(event(Some("g1"), &roots)).await.unwrap();
+
+    let UpstreamEvent::Request { id, method, .. } = expect_event(&mut call).await else {
+        panic!("roots/list was not delivered to the call")
+    };
+    assert_eq!(
+        (id.clone(), method.as_str()),
+        (RequestId::Number(0), "roots/list")
+    );
+    session
+        .respond(&id, Ok(json!({"roots": []})))
+        .await
+        .unwrap();
+    server.wait_for(|s| s.is_response_to(&json!(0))).await;
+    post_tx
+        .send(event(None, &result(&json!(1), json!({}))))
+        .await
+        .unwrap();
+    assert!(matches!(
+        expect_event(&mut call).await,
+        UpstreamEvent::Response(_)
+    ));
+    let get = server
+        .seen
+        .lock()
+        .iter()
+        .find(|s| is_get(s))
+        .cloned()
+        .unwrap();
+    assert_eq!(get.header("accept"), Some("text/event-stream"));
+    assert_eq!(get.header("mcp-session-id"), Some(super::server::SESSION));
+}
+
+#[tokio::test]
+async fn get_stream_request_without_a_call_is_refused_with_an_error() {
+    let (_post_tx, post_rx) = sse_channel();
+    let (get_tx, get_rx) = sse_channel();
+    let mut server = TestServer::start(post_and_get(post_rx, get_rx)).await;
+    let _session = open(&server).await;
+    let roots = json!({"jsonrpc":"2.0","id":0,"method":"roots/list"});
+    get_tx.send(event(None, &roots)).await.unwrap();
+    let answer = server.wait_for(|s| s.is_response_to(&json!(0))).await;
+    assert_eq!(answer.body["error"]["code"], json!(-32603));
+    assert!(answer.body.get("result").is_none(), "never invented data");
+}
+
+#[tokio::test]
+async fn ping_is_answered_locally_and_never_surfaced() {
+    let (tx, rx) = sse_channel();
+    let rx = once(rx);
+    let mut server = TestServer::start(on_call(move |_| take(&rx).unwrap())).await;
+    let session = open(&server).await;
+    let mut call = session.call("tools/call", None);
+    tx.send(event(
+        None,
+        &json!({"jsonrpc":"2.0","id":"pg","method":"ping"}),
+    ))
+    .await
+    .unwrap();
+    let pong = server.wait_for(|s| s.is_response_to(&json!("pg"))).await;
+    assert_eq!(pong.body["result"], json!({}));
+    tx.send(event(None, &result(&json!(1), json!({}))))
+        .await
+        .unwrap();
+    assert!(matches!(
+        expect_event(&mut call).await,
+        UpstreamEvent::Response(_)
+    ));
+}
+
+#[tokio::test]
+async fn early_close_resumes_with_get_and_last_event_id() {
+    let script: Script = Arc::new(
+        |seen| match (seen.rpc_method(), seen.header("last-event-id")) {
+            (Some("tools/call"), _) => {
+                let (tx, rx) = sse_channel();
+                // 2025-11-25 polling: a priming event with an id and `retry`, then the server closes.
+                tx.try_send(Ok("id: prime-1\nretry: 20\ndata:\n\n".to_owned()))
+                    .unwrap();
+                Some(Reply::Sse(rx))
+            }
+            (None, Some("prime-1")) if is_get(seen) => {
+                let (tx, rx) = sse_channel();
+                tx.try_send(event(Some("r-2"), &result(&json!(1), json!({"ok": true}))))
+                    .unwrap();
+                Some(Reply::Sse(rx))
+            }
+            _ => None,
+        },
+    );
+    let mut server = TestServer::start(script).await;
+    let session = open(&server).await;
+    let mut call = session.call("tools/call", None);
+    let UpstreamEvent::Response(Outcome::Result(raw)) = expect_event(&mut call).await else {
+        panic!("expected the resumed response")
+    };
+    assert_eq!(raw.get(), r#"{"ok":true}"#);
+    let resumed = server
+        .wait_for(|s| is_get(s) && s.header("last-event-id").is_some())
+        .await;
+    assert_eq!(
+        resumed.header("mcp-session-id"),
+        Some(super::server::SESSION)
+    );
+}
+
+#[tokio::test]
+async fn stream_closed_without_event_id_is_closed_error() {
+    let script = on_call(|_| {
+        let (tx, rx) = sse_channel();
+        tx.try_send(event(
+            None,
+            &json!({"jsonrpc":"2.0","method":"notifications/message"}),
+        ))
+        .unwrap();
+        Reply::Sse(rx)
+    });
+    let server = TestServer::start(script).await;
+    let session = open(&server).await;
+    let mut call = session.call("tools/call", None);
+    assert!(matches!(
+        expect_event(&mut call).await,
+        UpstreamEvent::Notification { .. }
+    ));
+    assert!(matches!(
+        call.next_event().await,
+        Err(UpstreamError::Closed(_))
+    ));
+}
+
+#[tokio::test]
+async fn upstream_dying_mid_call_is_a_closed_error() {
+    let (tx, rx) = sse_channel();
+    let rx = once(rx);
+    let server = TestServer::start(on_call(move |_| take(&rx).unwrap())).await;
+    let session = open(&server).await;
+    let mut call = session.call("tools/call", None);
+    let note = json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}});
+    tx.send(event(None, &note)).await.unwrap();
+    assert!(matches!(
+        expect_event(&mut call).await,
+        UpstreamEvent::Notification { .. }
+    ));
+    server.kill();
+    let err = call.next_event().await.unwrap_err();
+    assert!(matches!(err, UpstreamError::Closed(_)), "{err}");
+    assert!(!session.is_healthy());
+}
+
+#[tokio::test]
+async fn request_refuses_server_requests_on_its_stream() {
+    let script: Script = Arc::new(|seen| {
+        (seen.rpc_method() == Some("tools/list")).then(|| {
+            let (tx, rx) = sse_channel();
+            let ask = json!({"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{}});
+            tx.try_send(event(None, &ask)).unwrap();
+            let id = seen.body["id"].clone();
+            tx.try_send(event(None, &result(&id, json!({"tools": []}))))
+                .unwrap();
+            Reply::Sse(rx)
+        })
+    });
+    let mut server = TestServer::start(script).await;
+    let session = open(&server).await;
+    let outcome = session.request("tools/list", None).await.unwrap();
+    assert!(matches!(outcome, Outcome::Result(ref raw) if raw.get() == r#"{"tools":[]}"#));
+    let refusal = server.wait_for(|s| s.is_response_to(&json!(3))).await;
+    assert_eq!(refusal.body["error"]["code"], json!(-32603));
+}
+
+#[tokio::test]
+async fn cancel_notifies_the_server_and_detaches_the_call() {
+    let (_post_tx, post_rx) = sse_channel();
+    let (get_tx, get_rx) = sse_channel();
+    let mut server = TestServer::start(post_and_get(post_rx, get_rx)).await;
+    let session = open(&server).await;
+    let call = session.call("tools/call", None);
+    let id = serde_json::to_value(call.id()).unwrap();
+    server
+        .wait_for(|s| s.rpc_method() == Some("tools/call"))
+        .await;
+    session.cancel(call, "client went away").await.unwrap();
+    let cancelled = server
+        .wait_for(|s| s.rpc_method() == Some("notifications/cancelled"))
+        .await;
+    assert_eq!(cancelled.body["params"]["requestId"], id);
+    assert_eq!(cancelled.body["params"]["reason"], "client went away");
+    // The cancelled call no longer holds the session: a GET-stream request is refused.
+    let roots = json!({"jsonrpc":"2.0","id":4,"method":"roots/list"});
+    get_tx.send(event(None, &roots)).await.unwrap();
+    let refusal = server.wait_for(|s| s.is_response_to(&json!(4))).await;
+    assert_eq!(refusal.body["error"]["code"], json!(-32603));
+}
+
+#[tokio::test]
+async fn dropped_get_stream_reconnects_with_last_event_id() {
+    let script: Script = Arc::new(|seen| {
+        if !is_get(seen) {
+            return None;
+        }
+        let (tx, rx) = sse_channel();
+        if seen.header("last-event-id") == Some("g-1") {
+            let roots = json!({"jsonrpc":"2.0","id":11,"method":"roots/list"});
+            tx.try_send(event(Some("g-2"), &roots)).unwrap();
+            // Hold this stream open until the client drops it.
+            tokio::spawn(async move { tx.closed().await });
+        } else {
+            // First connection: one event with an id, then the server drops the stream.
+            let note = json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"});
+            tx.try_send(event(Some("g-1"), &note)).unwrap();
+        }
+        Some(Reply::Sse(rx))
+    });
+    let mut server = TestServer::start(script).await;
+    let _session = open(&server).await;
+    let resumed = server
+        .wait_for(|s| is_get(s) && s.header("last-event-id").is_some())
+        .await;
+    assert_eq!(resumed.header("last-event-id"), Some("g-1"));
+    // No call holds the session, so the request on the new stream is refused with an error.
+    let refusal = server.wait_for(|s| s.is_response_to(&json!(11))).await;
+    assert_eq!(refusal.body["error"]["code"], json!(-32603));
+}

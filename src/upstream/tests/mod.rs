@@ -1,0 +1,50 @@
+//! Loopback tests of the upstream client against a scripted legacy server (`server`), one file
+//! per area: session wire behaviour, call streams, and the pool.
+
+mod calls;
+mod pool;
+mod server;
+mod session;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use self::server::{Chunk, Reply, Script, TestServer};
+use super::UpstreamSettings;
+
+/// Settings with short, test-sized bounds.
+fn settings(server: &TestServer) -> UpstreamSettings {
+    let mut s = UpstreamSettings::new(server.url());
+    s.client_name = "test-gateway".to_owned();
+    s.connect_timeout = Duration::from_secs(2);
+    s.request_timeout = Duration::from_secs(5);
+    s.pool_acquire_timeout = Duration::from_millis(300);
+    s
+}
+
+fn caps() -> Value {
+    json!({"roots": {}, "elicitation": {"form": {}}})
+}
+
+/// A one-shot slot for an SSE body the script hands out on the first matching request.
+fn once(rx: mpsc::Receiver<Chunk>) -> Arc<Mutex<Option<mpsc::Receiver<Chunk>>>> {
+    Arc::new(Mutex::new(Some(rx)))
+}
+
+fn take(slot: &Mutex<Option<mpsc::Receiver<Chunk>>>) -> Option<Reply> {
+    slot.lock().take().map(Reply::Sse)
+}
+
+/// A JSON-RPC success response to `id`.
+fn result(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// A script that answers only `tools/call` (and the lifecycle by default).
+fn on_call(reply: impl Fn(&server::Seen) -> Reply + Send + Sync + 'static) -> Script {
+    Arc::new(move |seen| (seen.rpc_method() == Some("tools/call")).then(|| reply(seen)))
+}

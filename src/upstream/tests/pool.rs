@@ -1,0 +1,170 @@
+//! The pool: reuse per key, the size bound, waiting, idle expiry, poisoning and eviction of
+//! unhealthy sessions, and the cached `initialize` answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::Method;
+
+use super::server::{Reply, Seen, TestServer};
+use super::{caps, on_call, settings};
+use crate::upstream::{Pool, PoolKey, PoolStats, UpstreamError};
+
+fn key(principal: &str, fingerprint: u8) -> PoolKey {
+    (Arc::from(principal), fingerprint)
+}
+
+fn inits(seen: &Seen) -> bool {
+    seen.rpc_method() == Some("initialize")
+}
+
+fn deletes(seen: &Seen) -> bool {
+    seen.method == Method::DELETE
+}
+
+async fn server() -> TestServer {
+    TestServer::start(on_call(|_| Reply::Status(404))).await
+}
+
+#[tokio::test]
+async fn idle_session_of_the_same_key_is_reused() {
+    let server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    assert!(pool.initialize_result().is_none());
+    drop(pool.lease(key("alice", 1), &caps()).await.unwrap());
+    let lease = pool.lease(key("alice", 1), &caps()).await.unwrap();
+    assert_eq!(server.count(inits), 1);
+    assert_eq!(
+        pool.stats(),
+        PoolStats {
+            idle: 0,
+            leased: 1,
+            starting: 0
+        }
+    );
+    let other = pool.lease(key("bob", 1), &caps()).await.unwrap();
+    let third = pool.lease(key("alice", 2), &caps()).await.unwrap();
+    assert_eq!(
+        server.count(inits),
+        3,
+        "principal and fingerprint both key the pool"
+    );
+    drop((lease, other, third));
+    assert_eq!(pool.size(), 3);
+    let init = pool.initialize_result().unwrap();
+    assert_eq!(init.server_info["name"], "scripted");
+}
+
+#[tokio::test]
+async fn full_pool_of_leased_sessions_waits_then_gives_up() {
+    let server = server().await;
+    let mut s = settings(&server);
+    s.pool_max_sessions = 1;
+    let pool = Pool::new(s).unwrap();
+    let held = pool.lease(key("a", 0), &caps()).await.unwrap();
+    let started = std::time::Instant::now();
+    let err = pool.lease(key("b", 0), &caps()).await.unwrap_err();
+    assert!(matches!(err, UpstreamError::PoolExhausted(_)));
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    assert_eq!(pool.size(), 1, "the pool never grows past its bound");
+    drop(held);
+}
+
+#[tokio::test]
+async fn waiter_gets_the_session_released_meanwhile() {
+    let server = server().await;
+    let mut s = settings(&server);
+    s.pool_max_sessions = 1;
+    let pool = Pool::new(s).unwrap();
+    let held = pool.lease(key("a", 0), &caps()).await.unwrap();
+    let waiter = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.lease(key("a", 0), &caps()).await.map(drop) })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    drop(held);
+    waiter.await.unwrap().unwrap();
+    assert_eq!(server.count(inits), 1);
+}
+
+#[tokio::test]
+async fn full_pool_evicts_the_least_recently_used_idle_session() {
+    let mut server = server().await;
+    let mut s = settings(&server);
+    s.pool_max_sessions = 1;
+    let pool = Pool::new(s).unwrap();
+    drop(pool.lease(key("a", 0), &caps()).await.unwrap());
+    let _b = pool.lease(key("b", 0), &caps()).await.unwrap();
+    server.wait_for(deletes).await;
+    assert_eq!(
+        pool.stats(),
+        PoolStats {
+            idle: 0,
+            leased: 1,
+            starting: 0
+        }
+    );
+}
+
+#[tokio::test]
+async fn idle_sessions_expire_and_are_deleted() {
+    let mut server = server().await;
+    let mut s = settings(&server);
+    s.pool_idle_timeout = Duration::from_millis(100);
+    let pool = Pool::new(s).unwrap();
+    drop(pool.lease(key("a", 0), &caps()).await.unwrap());
+    assert_eq!(pool.stats().idle, 1);
+    server.wait_for(deletes).await;
+    assert_eq!(pool.size(), 0);
+}
+
+#[tokio::test]
+async fn poisoned_lease_is_deleted_and_replaced() {
+    let mut server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    pool.lease(key("a", 0), &caps()).await.unwrap().poison();
+    server.wait_for(deletes).await;
+    assert_eq!(pool.size(), 0);
+    drop(pool.lease(key("a", 0), &caps()).await.unwrap());
+    assert_eq!(server.count(inits), 2);
+}
+
+#[tokio::test]
+async fn lease_dropped_after_a_session_error_is_not_reused() {
+    let mut server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    let lease = pool.lease(key("a", 0), &caps()).await.unwrap();
+    let err = lease.request("tools/call", None).await.unwrap_err();
+    assert!(matches!(err, UpstreamError::SessionExpired));
+    drop(lease);
+    server.wait_for(deletes).await;
+    assert_eq!(pool.size(), 0);
+}
+
+#[tokio::test]
+async fn failed_initialize_frees_its_reservation() {
+    let server = TestServer::start(std::sync::Arc::new(|seen: &Seen| {
+        inits(seen).then_some(Reply::Status(500))
+    }))
+    .await;
+    let mut s = settings(&server);
+    s.pool_max_sessions = 1;
+    let pool = Pool::new(s).unwrap();
+    for _ in 0..2 {
+        let err = pool.lease(key("a", 0), &caps()).await.unwrap_err();
+        assert!(matches!(err, UpstreamError::Http { .. }), "{err}");
+    }
+    assert_eq!(pool.size(), 0);
+}
+
+#[tokio::test]
+async fn discover_opens_a_session_once_then_uses_the_cached_answer() {
+    let server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    let first = pool.discover(key("a", 0), &caps()).await.unwrap();
+    let second = pool.discover(key("b", 0), &caps()).await.unwrap();
+    assert!(Arc::ptr_eq(&first, &second));
+    assert_eq!(first.protocol_version, "2025-11-25");
+    assert_eq!(server.count(inits), 1);
+    assert_eq!(pool.stats().idle, 1, "the session went back to the pool");
+}

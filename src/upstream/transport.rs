@@ -1,0 +1,190 @@
+//! The HTTP exchanges with the legacy server: POST, GET (streams) and DELETE.
+//!
+//! One keep-alive `hyper-util` client is built per pool and cloned into every session, so the
+//! hot path never builds a client or a TLS/TCP stack per request. Every request carries only
+//! what the gateway itself decides: the configured extra headers and the session's own
+//! `Mcp-Session-Id` and `MCP-Protocol-Version`; nothing from the front client.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+use super::{UpstreamError, UpstreamSettings};
+use crate::protocol::headers;
+
+/// The first revision whose clients send `MCP-Protocol-Version` on every request.
+const VERSION_HEADER_SINCE: &str = "2025-06-18";
+/// Largest error body read to explain a failed status.
+const ERROR_BODY_LIMIT: usize = 4096;
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+const ACCEPT_SSE: &str = "text/event-stream";
+
+type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+/// A shareable handle on the upstream's HTTP endpoint.
+#[derive(Clone)]
+pub(crate) struct Transport {
+    client: HttpClient,
+    settings: Arc<UpstreamSettings>,
+}
+
+/// The headers a session adds to every request after `initialize`.
+#[derive(Clone, Default)]
+pub(crate) struct SessionHeaders {
+    session_id: Option<HeaderValue>,
+    version: Option<HeaderValue>,
+}
+
+// === impl SessionHeaders ===
+
+impl SessionHeaders {
+    /// Headers for a negotiated `version`; the version header exists from 2025-06-18 on.
+    pub(crate) fn new(session_id: Option<HeaderValue>, version: &str) -> Self {
+        let version = (version >= VERSION_HEADER_SINCE)
+            .then(|| HeaderValue::from_str(version).ok())
+            .flatten();
+        Self {
+            session_id,
+            version,
+        }
+    }
+
+    fn apply(&self, map: &mut HeaderMap) {
+        if let Some(id) = &self.session_id {
+            map.insert(headers::SESSION_ID, id.clone());
+        }
+        if let Some(v) = &self.version {
+            map.insert(headers::PROTOCOL_VERSION, v.clone());
+        }
+    }
+
+    fn has_session(&self) -> bool {
+        self.session_id.is_some()
+    }
+}
+
+// === impl Transport ===
+
+impl Transport {
+    /// Builds the keep-alive client; only plain `http` URLs are accepted.
+    pub(crate) fn new(settings: Arc<UpstreamSettings>) -> Result<Self, UpstreamError> {
+        if settings.url.scheme_str() != Some("http") || settings.url.host().is_none() {
+            return Err(UpstreamError::Settings(format!(
+                "upstream url {} must be an absolute http:// URL",
+                settings.url
+            )));
+        }
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(settings.connect_timeout));
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(settings.pool_idle_timeout)
+            .build(connector);
+        Ok(Self { client, settings })
+    }
+
+    pub(crate) fn settings(&self) -> &UpstreamSettings {
+        &self.settings
+    }
+
+    /// POSTs one JSON-RPC message; the response status is checked.
+    pub(crate) async fn post(
+        &self,
+        session: &SessionHeaders,
+        body: Vec<u8>,
+    ) -> Result<Response<Incoming>, UpstreamError> {
+        let mut req = self.request(Method::POST, session, Bytes::from(body));
+        req.headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        req.headers_mut()
+            .insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
+        let resp = self.send(req).await?;
+        check(resp, session.has_session()).await
+    }
+
+    /// Opens a GET stream, resuming after `last_event_id` if given. `Ok(None)` means 405: the
+    /// server offers no GET stream.
+    pub(crate) async fn get(
+        &self,
+        session: &SessionHeaders,
+        last_event_id: Option<&str>,
+    ) -> Result<Option<Response<Incoming>>, UpstreamError> {
+        let mut req = self.request(Method::GET, session, Bytes::new());
+        req.headers_mut()
+            .insert(ACCEPT, HeaderValue::from_static(ACCEPT_SSE));
+        if let Some(id) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+            req.headers_mut().insert(headers::LAST_EVENT_ID, id);
+        }
+        let resp = self.send(req).await?;
+        if resp.status() == StatusCode::METHOD_NOT_ALLOWED {
+            return Ok(None);
+        }
+        check(resp, session.has_session()).await.map(Some)
+    }
+
+    /// Ends the session; 405 (the server does not let clients end sessions) is not an error.
+    pub(crate) async fn delete(&self, session: &SessionHeaders) -> Result<(), UpstreamError> {
+        let req = self.request(Method::DELETE, session, Bytes::new());
+        let resp = self.send(req).await?;
+        if resp.status() == StatusCode::METHOD_NOT_ALLOWED {
+            return Ok(());
+        }
+        check(resp, session.has_session()).await.map(drop)
+    }
+
+    fn request(
+        &self,
+        method: Method,
+        session: &SessionHeaders,
+        body: Bytes,
+    ) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = method;
+        *req.uri_mut() = self.settings.url.clone();
+        let map = req.headers_mut();
+        for (name, value) in &self.settings.extra_headers {
+            map.append(name, value.clone());
+        }
+        session.apply(map);
+        req
+    }
+
+    /// Sends a request and waits for the response head, bounded by the request timeout.
+    async fn send(&self, req: Request<Full<Bytes>>) -> Result<Response<Incoming>, UpstreamError> {
+        let timeout = self.settings.request_timeout;
+        match tokio::time::timeout(timeout, self.client.request(req)).await {
+            Err(_) => Err(UpstreamError::Timeout(timeout)),
+            Ok(Err(e)) if e.is_connect() => Err(UpstreamError::Connect(e)),
+            Ok(Err(e)) => Err(UpstreamError::Transport(e)),
+            Ok(Ok(resp)) => Ok(resp),
+        }
+    }
+}
+
+/// Turns a failed status into an error: 404 on a request with a session id means the session
+/// expired (the spec makes the client start a new one); other failures keep a body excerpt.
+async fn check(
+    resp: Response<Incoming>,
+    has_session: bool,
+) -> Result<Response<Incoming>, UpstreamError> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    if status == StatusCode::NOT_FOUND && has_session {
+        return Err(UpstreamError::SessionExpired);
+    }
+    let body = Limited::new(resp.into_body(), ERROR_BODY_LIMIT).collect();
+    let text = match tokio::time::timeout(std::time::Duration::from_secs(2), body).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        _ => Bytes::new(),
+    };
+    Err(UpstreamError::http(status, &text))
+}
