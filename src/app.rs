@@ -20,7 +20,7 @@ use crate::config::{Config, StateConfig, UpstreamTarget};
 use crate::demo::{DemoHandle, DemoOptions};
 use crate::front::{Front, FrontState};
 use crate::metrics::{Metrics, MetricsError};
-use crate::mrtr::{parse_key_lines, CodecSettings, KeyError, KeyRing, StateCodec};
+use crate::mrtr::{parse_key_lines, CodecSettings, KeyError, KeyRing, LegacyVersion, StateCodec};
 use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
 use crate::upstream::{Pool, UpstreamError, UpstreamSettings};
 
@@ -67,9 +67,9 @@ impl Gateway {
         };
         let pool = Arc::new(Pool::new(upstream_settings(&cfg, demo.as_ref()))?);
         let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
-        let version = cfg.upstream.protocol_version.clone();
-        let bridge = Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version.clone());
-        let front_state = FrontState::new(cfg.front.clone(), Auth::new(&cfg.auth), metrics.clone(), pool.clone(), bridge, version.clone());
+        let version = LegacyVersion::parse(&cfg.upstream.protocol_version).unwrap_or(LegacyVersion::V2025_11_25);
+        let bridge = Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version);
+        let front_state = FrontState::new(cfg.front.clone(), Auth::new(&cfg.auth), metrics.clone(), pool.clone(), bridge, version);
         let (stop, stopped) = watch::channel(false);
         let ready = Readiness::default();
         let mut tasks = JoinSet::new();
@@ -202,9 +202,9 @@ async fn spawn_admin(
 }
 
 /// Marks the gateway ready once the upstream answers an `initialize`, retrying with backoff.
-async fn probe_readiness(pool: Arc<Pool>, version: String, ready: Readiness, stop: impl Future<Output = ()>) {
+async fn probe_readiness(pool: Arc<Pool>, version: LegacyVersion, ready: Readiness, stop: impl Future<Output = ()>) {
     let probe = async {
-        let caps = ClientCaps::from_modern(&json!({})).map(|c| (c.fingerprint(), c.legacy_initialize(&version)));
+        let caps = ClientCaps::from_modern(&json!({})).map(|c| (c.fingerprint(), c.legacy_initialize(version)));
         let Ok((fingerprint, init)) = caps else { return };
         let mut delay = Duration::from_millis(100);
         loop {

@@ -61,7 +61,7 @@ pub struct Bridge {
     metrics: Arc<Metrics>,
     limits: MrtrConfig,
     /// The protocol version proposed upstream, which shapes the declared capabilities.
-    upstream_version: String,
+    upstream_version: LegacyVersion,
 }
 
 // === impl Bridge ===
@@ -72,7 +72,7 @@ impl Bridge {
         codec: StateCodec,
         metrics: Arc<Metrics>,
         limits: MrtrConfig,
-        upstream_version: String,
+        upstream_version: LegacyVersion,
     ) -> Self {
         Self { pool, codec, metrics, limits, upstream_version }
     }
@@ -87,7 +87,7 @@ impl Bridge {
         };
         let (round, journal) = self.open_state(req.state.as_deref(), &binding)?;
         let key = (req.principal.clone(), req.caps.fingerprint());
-        let init_caps = req.caps.legacy_initialize(&self.upstream_version);
+        let init_caps = req.caps.legacy_initialize(self.upstream_version);
         let lease = self.pool.lease(key, &init_caps).await.map_err(upstream_error)?;
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::Internal("upstream negotiated an unknown version".into()))?;

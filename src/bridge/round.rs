@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::guard::CallGuard;
 use super::{upstream_error, Bridge, MrtrRequest, Reply};
+use crate::capabilities::ClientCaps;
 use crate::error::{map_upstream_error, FrontError};
 use crate::mrtr::{next_round, Binding, Decision, Journal, Replay, ReplayError};
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
@@ -128,7 +129,13 @@ impl Run<'_> {
             respond(session, &id, Err(e)).await;
             return Step::Continue;
         }
-        let required = crate::capabilities::required_for(method, params);
+        let required = match ClientCaps::required_for(method, params) {
+            Ok(r) => r,
+            Err(e) => {
+                respond(session, &id, Err(error(codes::INVALID_PARAMS, e.to_string()))).await;
+                return Step::Continue;
+            }
+        };
         if let Some(missing) = self.req.caps.missing(&required) {
             // An `inputRequests` the client cannot serve must never be sent: fail with -32021.
             let label = capability_label(method);

@@ -23,7 +23,7 @@ use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;
 use crate::error::FrontError;
 use crate::metrics::Metrics;
-use crate::mrtr::{arguments_digest, input_responses};
+use crate::mrtr::{arguments_digest, input_responses, LegacyVersion};
 use crate::protocol::jsonrpc::{Envelope, EnvelopeError, Request as RpcRequest};
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
@@ -38,7 +38,7 @@ pub struct FrontState {
     pub pool: Arc<Pool>,
     pub bridge: Bridge,
     /// Protocol version proposed upstream (shapes the declared capabilities).
-    pub upstream_version: String,
+    pub upstream_version: LegacyVersion,
     in_flight: Semaphore,
     cache_fields: String,
 }
@@ -68,7 +68,7 @@ pub(super) struct Outcome {
 // === impl FrontState ===
 
 impl FrontState {
-    pub fn new(cfg: FrontConfig, auth: Auth, metrics: Arc<Metrics>, pool: Arc<Pool>, bridge: Bridge, upstream_version: String) -> Self {
+    pub fn new(cfg: FrontConfig, auth: Auth, metrics: Arc<Metrics>, pool: Arc<Pool>, bridge: Bridge, upstream_version: LegacyVersion) -> Self {
         let cache_fields = respond::cache_fields(cfg.cache_ttl_ms, cfg.cache_scope.as_str());
         let in_flight = Semaphore::new(cfg.max_in_flight);
         Self { cfg, auth, metrics, pool, bridge, upstream_version, in_flight, cache_fields }
@@ -149,7 +149,7 @@ impl FrontState {
         let init = match self.pool.initialize_result() {
             Some(init) => init,
             None => {
-                let caps = call.caps.legacy_initialize(&self.upstream_version);
+                let caps = call.caps.legacy_initialize(self.upstream_version);
                 let key = (call.principal.clone(), call.caps.fingerprint());
                 let lease = self.pool.lease(key, &caps).await.map_err(upstream_error)?;
                 lease.session().initialize_result().clone()
@@ -161,7 +161,7 @@ impl FrontState {
     }
 
     async fn relay(&self, call: &Call, method: RelayMethod) -> Result<Vec<u8>, FrontError> {
-        let caps = call.caps.legacy_initialize(&self.upstream_version);
+        let caps = call.caps.legacy_initialize(self.upstream_version);
         let key = (call.principal.clone(), call.caps.fingerprint());
         let params = upstream_params(call.params.as_ref());
         let raw = relay::relay(&self.pool, key, &caps, method, params).await?;
