@@ -62,14 +62,24 @@ impl Gateway {
     pub async fn start(cfg: Config) -> Result<Self, AppError> {
         let metrics = Arc::new(Metrics::new()?);
         let demo = match &cfg.upstream.target {
-            UpstreamTarget::Embedded => Some(crate::demo::spawn_loopback(DemoOptions::default()).map_err(AppError::Demo)?),
+            UpstreamTarget::Embedded => {
+                Some(crate::demo::spawn_loopback(DemoOptions::default()).map_err(AppError::Demo)?)
+            }
             UpstreamTarget::Url(_) => None,
         };
         let pool = Arc::new(Pool::new(upstream_settings(&cfg, demo.as_ref()))?);
         let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
-        let version = LegacyVersion::parse(&cfg.upstream.protocol_version).unwrap_or(LegacyVersion::V2025_11_25);
+        let version =
+            LegacyVersion::parse(&cfg.upstream.protocol_version).unwrap_or(LegacyVersion::V2025_11_25);
         let bridge = Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version);
-        let front_state = FrontState::new(cfg.front.clone(), Auth::new(&cfg.auth), metrics.clone(), pool.clone(), bridge, version);
+        let front_state = FrontState::new(
+            cfg.front.clone(),
+            Auth::new(&cfg.auth),
+            metrics.clone(),
+            pool.clone(),
+            bridge,
+            version,
+        );
         let (stop, stopped) = watch::channel(false);
         let ready = Readiness::default();
         let mut tasks = JoinSet::new();
@@ -82,7 +92,9 @@ impl Gateway {
         let opts = ServeOptions { max_connections: cfg.front.max_connections, drain: cfg.front.drain, tls };
         tasks.spawn(serve(front_listener, Front(Arc::new(front_state)), opts, signal(stopped.clone())));
         let admin_addr = match cfg.admin_listen {
-            Some(addr) => Some(spawn_admin(&mut tasks, addr, &metrics, &ready, &pool, stopped.clone()).await?),
+            Some(addr) => {
+                Some(spawn_admin(&mut tasks, addr, &metrics, &ready, &pool, stopped.clone()).await?)
+            }
             None => None,
         };
         tasks.spawn(probe_readiness(pool, version, ready.clone(), signal(stopped)));
@@ -120,7 +132,9 @@ fn announce(gw: &Gateway, path: &str) {
     tracing::info!(front = %url, admin = ?gw.admin_addr, "mrtr-gateway listening");
     if let Some(demo) = &gw.demo {
         tracing::info!(demo_upstream = %demo.url(), "no upstream configured: fronting the embedded demo legacy server");
-        println!("mrtr-gateway is serving MCP 2026-07-28 at {url} in front of the embedded demo legacy server.");
+        println!(
+            "mrtr-gateway is serving MCP 2026-07-28 at {url} in front of the embedded demo legacy server."
+        );
         println!("Try it (a tool that asks for your name):\n{}", example_curl(&url));
     }
 }
@@ -202,9 +216,15 @@ async fn spawn_admin(
 }
 
 /// Marks the gateway ready once the upstream answers an `initialize`, retrying with backoff.
-async fn probe_readiness(pool: Arc<Pool>, version: LegacyVersion, ready: Readiness, stop: impl Future<Output = ()>) {
+async fn probe_readiness(
+    pool: Arc<Pool>,
+    version: LegacyVersion,
+    ready: Readiness,
+    stop: impl Future<Output = ()>,
+) {
     let probe = async {
-        let caps = ClientCaps::from_modern(&json!({})).map(|c| (c.fingerprint(), c.legacy_initialize(version)));
+        let caps =
+            ClientCaps::from_modern(&json!({})).map(|c| (c.fingerprint(), c.legacy_initialize(version)));
         let Ok((fingerprint, init)) = caps else { return };
         let mut delay = Duration::from_millis(100);
         loop {

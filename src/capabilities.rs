@@ -133,9 +133,7 @@ impl ClientCaps {
 
     /// `data.requiredCapabilities` for `-32021` when `required` is not fully declared.
     pub fn missing(&self, required: &Required) -> Option<Value> {
-        let missing = Self {
-            bits: required.bits & !self.bits,
-        };
+        let missing = Self { bits: required.bits & !self.bits };
         if missing.bits == 0 {
             return None;
         }
@@ -149,8 +147,7 @@ impl ClientCaps {
             caps.insert("elicitation".to_owned(), value);
         }
         if missing.bits & (SAMPLING | SAMPLING_TOOLS | SAMPLING_CONTEXT) != 0 {
-            let value =
-                missing.sub_objects(&[(SAMPLING_TOOLS, "tools"), (SAMPLING_CONTEXT, "context")]);
+            let value = missing.sub_objects(&[(SAMPLING_TOOLS, "tools"), (SAMPLING_CONTEXT, "context")]);
             caps.insert("sampling".to_owned(), value);
         }
         if missing.has(ROOTS) {
@@ -178,9 +175,7 @@ impl ClientCaps {
 impl Required {
     /// Both needs at once, for a round that asks several questions.
     pub fn union(self, other: Self) -> Self {
-        Self {
-            bits: self.bits | other.bits,
-        }
+        Self { bits: self.bits | other.bits }
     }
 }
 
@@ -190,10 +185,7 @@ fn sampling_needs(tools: Option<&Value>, choice: Option<&Value>, context: Option
     if present(tools) || present(choice) {
         bits |= SAMPLING_TOOLS;
     }
-    if matches!(
-        context.and_then(Value::as_str),
-        Some("thisServer" | "allServers")
-    ) {
+    if matches!(context.and_then(Value::as_str), Some("thisServer" | "allServers")) {
         bits |= SAMPLING_CONTEXT;
     }
     bits
@@ -211,11 +203,7 @@ fn member<'a>(
     }
 }
 
-fn sub_member(
-    parent: &Map<String, Value>,
-    name: &str,
-    path: &'static str,
-) -> Result<bool, CapsError> {
+fn sub_member(parent: &Map<String, Value>, name: &str, path: &'static str) -> Result<bool, CapsError> {
     match parent.get(name) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Object(_)) => Ok(true),
@@ -241,31 +229,15 @@ mod tests {
         let all = json!({"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}, "context": {}}, "roots": {}});
         let cases = [
             (json!({}), V2025_11_25, json!({})),
-            (
-                json!({"elicitation": {}}),
-                V2025_11_25,
-                json!({"elicitation": {"form": {}}}),
-            ),
-            (
-                json!({"elicitation": {"url": {}}}),
-                V2025_11_25,
-                json!({"elicitation": {"url": {}}}),
-            ),
+            (json!({"elicitation": {}}), V2025_11_25, json!({"elicitation": {"form": {}}})),
+            (json!({"elicitation": {"url": {}}}), V2025_11_25, json!({"elicitation": {"url": {}}})),
             (
                 all.clone(),
                 V2025_11_25,
                 json!({"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}, "context": {}}, "roots": {}}),
             ),
-            (
-                json!({"sampling": {}, "roots": {}}),
-                V2025_11_25,
-                json!({"sampling": {}, "roots": {}}),
-            ),
-            (
-                all.clone(),
-                V2025_06_18,
-                json!({"elicitation": {}, "sampling": {}, "roots": {}}),
-            ),
+            (json!({"sampling": {}, "roots": {}}), V2025_11_25, json!({"sampling": {}, "roots": {}})),
+            (all.clone(), V2025_06_18, json!({"elicitation": {}, "sampling": {}, "roots": {}})),
             (json!({"elicitation": {"url": {}}}), V2025_06_18, json!({})),
             (all, V2025_03_26, json!({"sampling": {}, "roots": {}})),
             (json!({"elicitation": {}}), V2025_03_26, json!({})),
@@ -281,10 +253,7 @@ mod tests {
         let cases = [
             (json!([]), "clientCapabilities must be a JSON object"),
             (json!({"sampling": true}), "clientCapabilities.sampling"),
-            (
-                json!({"elicitation": {"url": 1}}),
-                "clientCapabilities.elicitation.url",
-            ),
+            (json!({"elicitation": {"url": 1}}), "clientCapabilities.elicitation.url"),
             (json!({"roots": "yes"}), "clientCapabilities.roots"),
         ];
         for (declared, message) in cases {
@@ -310,10 +279,7 @@ mod tests {
             json!({"sampling": {"context": {}}}),
             json!({"roots": {}}),
         ];
-        let prints: Vec<u8> = declared
-            .iter()
-            .map(|d| caps(d.clone()).fingerprint())
-            .collect();
+        let prints: Vec<u8> = declared.iter().map(|d| caps(d.clone()).fingerprint()).collect();
         assert_eq!(prints, [0, 1, 2, 3, 4, 12, 20, 32]);
         assert_eq!(
             caps(json!({"elicitation": {}})).fingerprint(),
@@ -324,42 +290,17 @@ mod tests {
     #[test]
     fn required_and_missing_table() {
         let cases = [
-            (
-                "elicitation/create",
-                json!({"message": "m"}),
-                json!({}),
-                Some(json!({"elicitation": {}})),
-            ),
-            (
-                "elicitation/create",
-                json!({"mode": "form"}),
-                json!({"elicitation": {}}),
-                None,
-            ),
+            ("elicitation/create", json!({"message": "m"}), json!({}), Some(json!({"elicitation": {}}))),
+            ("elicitation/create", json!({"mode": "form"}), json!({"elicitation": {}}), None),
             (
                 "elicitation/create",
                 json!({"mode": "url", "url": "u"}),
                 json!({"elicitation": {}}),
                 Some(json!({"elicitation": {"url": {}}})),
             ),
-            (
-                "elicitation/create",
-                json!({"mode": "url"}),
-                json!({"elicitation": {"url": {}}}),
-                None,
-            ),
-            (
-                "sampling/createMessage",
-                json!({"messages": []}),
-                json!({}),
-                Some(json!({"sampling": {}})),
-            ),
-            (
-                "sampling/createMessage",
-                json!({"messages": []}),
-                json!({"sampling": {}}),
-                None,
-            ),
+            ("elicitation/create", json!({"mode": "url"}), json!({"elicitation": {"url": {}}}), None),
+            ("sampling/createMessage", json!({"messages": []}), json!({}), Some(json!({"sampling": {}}))),
+            ("sampling/createMessage", json!({"messages": []}), json!({"sampling": {}}), None),
             (
                 "sampling/createMessage",
                 json!({"tools": []}),
@@ -378,24 +319,14 @@ mod tests {
                 json!({"sampling": {}}),
                 Some(json!({"sampling": {"context": {}}})),
             ),
-            (
-                "sampling/createMessage",
-                json!({"includeContext": "none"}),
-                json!({"sampling": {}}),
-                None,
-            ),
+            ("sampling/createMessage", json!({"includeContext": "none"}), json!({"sampling": {}}), None),
             (
                 "sampling/createMessage",
                 json!({"tools": [], "includeContext": "allServers"}),
                 json!({"sampling": {"tools": {}, "context": {}}}),
                 None,
             ),
-            (
-                "roots/list",
-                json!({}),
-                json!({"sampling": {}}),
-                Some(json!({"roots": {}})),
-            ),
+            ("roots/list", json!({}), json!({"sampling": {}}), Some(json!({"roots": {}}))),
             ("roots/list", json!({}), json!({"roots": {}}), None),
         ];
         for (method, params, declared, expected) in cases {
@@ -414,10 +345,7 @@ mod tests {
         let roots = ClientCaps::required_for("roots/list", None).unwrap();
         let missing = caps(json!({})).missing(&form.union(roots)).unwrap();
         assert_eq!(missing, json!({"elicitation": {}, "roots": {}}));
-        assert!(matches!(
-            ClientCaps::required_for("tools/call", None),
-            Err(CapsError::UnknownMethod(_))
-        ));
+        assert!(matches!(ClientCaps::required_for("tools/call", None), Err(CapsError::UnknownMethod(_))));
         assert!(matches!(
             ClientCaps::required_for("elicitation/create", Some(&json!({"mode": "x"}))),
             Err(CapsError::UnknownMode(_))

@@ -8,7 +8,7 @@ use crate::upstream::{Call, Lease, UpstreamError, UpstreamEvent};
 const DROPPED: &str = "the client went away";
 
 /// A leased session with its call in flight.
-pub struct CallGuard {
+pub(super) struct CallGuard {
     lease: Option<Lease>,
     call: Option<Call>,
 }
@@ -16,12 +16,12 @@ pub struct CallGuard {
 // === impl CallGuard ===
 
 impl CallGuard {
-    pub fn new(lease: Lease, call: Call) -> Self {
+    pub(super) fn new(lease: Lease, call: Call) -> Self {
         Self { lease: Some(lease), call: Some(call) }
     }
 
     /// The next event of the call; `Ok(None)` once it has ended.
-    pub async fn next_event(&mut self) -> Result<Option<UpstreamEvent>, UpstreamError> {
+    pub(super) async fn next_event(&mut self) -> Result<Option<UpstreamEvent>, UpstreamError> {
         match self.call.as_mut() {
             Some(call) => call.next_event().await,
             None => Ok(None),
@@ -29,13 +29,13 @@ impl CallGuard {
     }
 
     /// The call finished upstream: release the session for reuse.
-    pub fn finished(mut self) {
+    pub(super) fn finished(mut self) {
         self.call = None;
         self.lease = None;
     }
 
     /// Cancels the call upstream and returns the lease, so pending requests can still be answered.
-    pub async fn cancel(mut self, reason: &str) -> Option<Lease> {
+    pub(super) async fn cancel(mut self, reason: &str) -> Option<Lease> {
         let lease = self.lease.take()?;
         if let Some(call) = self.call.take() {
             if let Err(e) = lease.session().cancel(call, reason).await {
@@ -46,14 +46,14 @@ impl CallGuard {
     }
 
     /// Cancels the call and evicts the session (it may be wedged).
-    pub async fn poison_after_cancel(self, reason: &str) {
+    pub(super) async fn poison_after_cancel(self, reason: &str) {
         if let Some(lease) = self.cancel(reason).await {
             lease.poison();
         }
     }
 
     /// The upstream failed: the session is not reused.
-    pub fn poison(mut self) {
+    pub(super) fn poison(mut self) {
         self.call = None;
         if let Some(lease) = self.lease.take() {
             lease.poison();

@@ -122,7 +122,8 @@ impl Bridge {
         if !has_state {
             return Ok(journal);
         }
-        let limits = AnswerLimits { max_answer_bytes: self.limits.max_answer_bytes, ..AnswerLimits::default() };
+        let limits =
+            AnswerLimits { max_answer_bytes: self.limits.max_answer_bytes, ..AnswerLimits::default() };
         journal
             .accept_responses(responses, version, &limits)
             .map_err(|e| FrontError::InvalidParams(format!("inputResponses: {e}")))?;

@@ -29,8 +29,11 @@ pub fn upstream_params(params: Option<&Value>) -> Value {
 
 fn legacy_meta(meta: &Value) -> Option<Value> {
     let Value::Object(meta) = meta else { return None };
-    let kept: Map<String, Value> =
-        meta.iter().filter(|(k, _)| !k.starts_with(ENVELOPE_PREFIX)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let kept: Map<String, Value> = meta
+        .iter()
+        .filter(|(k, _)| !k.starts_with(ENVELOPE_PREFIX))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     (!kept.is_empty()).then_some(Value::Object(kept))
 }
 
@@ -44,7 +47,10 @@ mod tests {
     fn strips_retry_fields_and_envelope() {
         let p = json!({"name": "t", "arguments": {"a": 1}, "requestState": "s", "inputResponses": {},
             "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": 3}});
-        assert_eq!(upstream_params(Some(&p)), json!({"name": "t", "arguments": {"a": 1}, "_meta": {"progressToken": 3}}));
+        assert_eq!(
+            upstream_params(Some(&p)),
+            json!({"name": "t", "arguments": {"a": 1}, "_meta": {"progressToken": 3}})
+        );
         let p = json!({"name": "t", "_meta": {"io.modelcontextprotocol/clientCapabilities": {}}});
         assert_eq!(upstream_params(Some(&p)), json!({"name": "t"}));
         assert_eq!(upstream_params(None), json!({}));

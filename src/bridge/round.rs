@@ -15,7 +15,8 @@ use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::{codes, methods, RequestId};
 use crate::upstream::{Lease, Session, UpstreamEvent};
 
-const ASKED_REASON: &str = "mrtr-gateway returned this request to its client as input_required; the call will be replayed";
+const ASKED_REASON: &str =
+    "mrtr-gateway returned this request to its client as input_required; the call will be replayed";
 
 /// Where progress notifications of the current round go, and the token the client chose.
 #[derive(Debug)]
@@ -40,7 +41,10 @@ enum Step {
     /// The upstream answered the call.
     Finished(Outcome),
     /// End the front request with this error: cancel the call and refuse `open` upstream.
-    Abort { refuse: RequestId, error: FrontError },
+    Abort {
+        refuse: RequestId,
+        error: FrontError,
+    },
 }
 
 /// Why the loop woke up without an event.
@@ -170,7 +174,12 @@ impl Run<'_> {
         }
     }
 
-    async fn end_round(&self, guard: CallGuard, replay: Replay, open: Vec<RequestId>) -> Result<Reply, FrontError> {
+    async fn end_round(
+        &self,
+        guard: CallGuard,
+        replay: Replay,
+        open: Vec<RequestId>,
+    ) -> Result<Reply, FrontError> {
         if let Some(lease) = guard.cancel(ASKED_REASON).await {
             refuse_all(&lease, &open, ASKED_REASON).await;
         }

@@ -113,13 +113,9 @@ impl Tool {
         match self {
             Tool::Echo => "Echoes the message back.",
             Tool::Greet => "Asks the user's name (form elicitation) and greets them.",
-            Tool::ConfirmTwice => {
-                "Asks a name, then asks to confirm it: two sequential elicitations."
-            }
+            Tool::ConfirmTwice => "Asks a name, then asks to confirm it: two sequential elicitations.",
             Tool::Summarize => "Asks the client's model to summarize the text (sampling).",
-            Tool::ListRoots => {
-                "Lists the client's roots (roots/list on the standalone GET stream)."
-            }
+            Tool::ListRoots => "Lists the client's roots (roots/list on the standalone GET stream).",
             Tool::AskThree => "Sends an elicitation, a sampling request and roots/list at once.",
             Tool::CountDown => "Counts down, sending progress notifications, then answers.",
             Tool::UrlLogin => "Asks the user to log in through a URL-mode elicitation.",
@@ -159,11 +155,8 @@ fn object(properties: Value, required: &[&str]) -> Value {
 
 /// The `tools/list` result for a session.
 pub(crate) fn tools_list(caps: ClientCaps) -> Value {
-    let tools: Vec<Value> = Tool::ALL
-        .into_iter()
-        .filter(|tool| tool.offered(caps))
-        .map(Tool::definition)
-        .collect();
+    let tools: Vec<Value> =
+        Tool::ALL.into_iter().filter(|tool| tool.offered(caps)).map(Tool::definition).collect();
     json!({ "tools": tools })
 }
 
@@ -223,16 +216,9 @@ pub(crate) fn complete(params: Option<&Value>) -> Option<Value> {
     }
     let argument = params.get("argument");
     let name = argument.and_then(|a| a.get("name")).and_then(Value::as_str);
-    let prefix = argument
-        .and_then(|a| a.get("value"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let prefix = argument.and_then(|a| a.get("value")).and_then(Value::as_str).unwrap_or("");
     let values: Vec<&str> = match name {
-        Some("style") => STYLES
-            .iter()
-            .copied()
-            .filter(|s| s.starts_with(prefix))
-            .collect(),
+        Some("style") => STYLES.iter().copied().filter(|s| s.starts_with(prefix)).collect(),
         _ => Vec::new(),
     };
     Some(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
@@ -243,29 +229,16 @@ mod tests {
     use super::*;
 
     fn names(list: &Value) -> Vec<&str> {
-        list["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|tool| tool["name"].as_str().unwrap())
-            .collect()
+        list["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect()
     }
 
     #[test]
     fn tools_are_gated_by_capability() {
         let bare = tools_list(ClientCaps::default());
         assert_eq!(names(&bare), ["echo", "count_down", "hang", "die"]);
-        let full = ClientCaps {
-            elicitation: true,
-            elicitation_url: true,
-            sampling: true,
-            roots: true,
-        };
+        let full = ClientCaps { elicitation: true, elicitation_url: true, sampling: true, roots: true };
         assert_eq!(names(&tools_list(full)).len(), Tool::ALL.len());
-        let form_only = ClientCaps {
-            elicitation: true,
-            ..ClientCaps::default()
-        };
+        let form_only = ClientCaps { elicitation: true, ..ClientCaps::default() };
         let listed = tools_list(form_only);
         assert!(names(&listed).contains(&"greet"));
         assert!(!names(&listed).contains(&"url_login"));
@@ -288,10 +261,7 @@ mod tests {
             "argument": {"name": "style", "value": "f"}
         });
         let result = complete(Some(&params)).unwrap();
-        assert_eq!(
-            result["completion"]["values"],
-            json!(["formal", "friendly", "funny"])
-        );
+        assert_eq!(result["completion"]["values"], json!(["formal", "friendly", "funny"]));
         let other = json!({"ref": {"type": "ref/prompt", "name": "other"}, "argument": {}});
         assert!(complete(Some(&other)).is_none());
     }

@@ -22,25 +22,13 @@ use crate::protocol::{methods, RequestId};
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum AskError {
     #[error("{method} failed: MCP error {}: {}", .error.code, .error.message)]
-    Rejected {
-        method: &'static str,
-        error: ErrorObject,
-    },
+    Rejected { method: &'static str, error: ErrorObject },
     #[error("{method} timed out after {} ms (MCP error -32001: Request timed out)", .after.as_millis())]
-    TimedOut {
-        method: &'static str,
-        after: Duration,
-    },
+    TimedOut { method: &'static str, after: Duration },
     #[error("{method} could not be sent: {source}")]
-    Stream {
-        method: &'static str,
-        source: SseError,
-    },
+    Stream { method: &'static str, source: SseError },
     #[error("{method} could not be sent: {source}")]
-    Session {
-        method: &'static str,
-        source: SessionError,
-    },
+    Session { method: &'static str, source: SessionError },
     #[error("{method} was abandoned: the session ended")]
     SessionEnded { method: &'static str },
 }
@@ -87,36 +75,21 @@ impl CallContext {
         route: Route,
     ) -> Result<Value, AskError> {
         let deadline = Instant::now() + self.request_timeout;
-        let timed_out = AskError::TimedOut {
-            method,
-            after: self.request_timeout,
-        };
-        timeout_at(deadline, self.ask_on(method, &params, route))
-            .await
-            .unwrap_or(Err(timed_out))
+        let timed_out = AskError::TimedOut { method, after: self.request_timeout };
+        timeout_at(deadline, self.ask_on(method, &params, route)).await.unwrap_or(Err(timed_out))
     }
 
-    async fn ask_on(
-        &self,
-        method: &'static str,
-        params: &Value,
-        route: Route,
-    ) -> Result<Value, AskError> {
+    async fn ask_on(&self, method: &'static str, params: &Value, route: Route) -> Result<Value, AskError> {
         let stream = match route {
             Route::Post => self.stream.clone(),
             Route::Standalone => self.session.standalone_writer().await,
         };
-        let (id, answer) = self
-            .session
-            .register_request()
-            .map_err(|source| AskError::Session { method, source })?;
+        let (id, answer) =
+            self.session.register_request().map_err(|source| AskError::Session { method, source })?;
         self.stats.record_request_opened();
         let _outstanding = Outstanding { ctx: self, id };
         let bytes = request_bytes(&RequestId::Number(id), method, Some(params));
-        stream
-            .message(&bytes)
-            .await
-            .map_err(|source| AskError::Stream { method, source })?;
+        stream.message(&bytes).await.map_err(|source| AskError::Stream { method, source })?;
         self.stats.record_request_sent();
         settle(method, answer.await.ok())
     }

@@ -35,14 +35,9 @@ pub(crate) enum InitializeError {
 }
 
 /// Answers `initialize`, creating the session.
-pub(crate) fn answer(
-    shared: &Shared,
-    request: &Request,
-) -> Result<Response<DemoBody>, InitializeError> {
+pub(crate) fn answer(shared: &Shared, request: &Request) -> Result<Response<DemoBody>, InitializeError> {
     let params = request.params.as_ref();
-    let requested = params
-        .and_then(|p| p.get("protocolVersion"))
-        .and_then(Value::as_str);
+    let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
     let version = negotiate(requested);
     let caps = ClientCaps::from_initialize(params.and_then(|p| p.get("capabilities")));
     let limits = SessionLimits {
@@ -53,10 +48,7 @@ pub(crate) fn answer(
     let raw = serde_json::value::to_raw_value(&result(version))?;
     let header = HeaderValue::from_str(&id).map_err(|_| InitializeError::Collision)?;
     let session = Arc::new(Session::new(id, version, caps, limits));
-    shared
-        .store
-        .insert(session)
-        .map_err(|_| InitializeError::Collision)?;
+    shared.store.insert(session).map_err(|_| InitializeError::Collision)?;
     shared.stats.record_initialize();
     let mut response = json_response(StatusCode::OK, result_bytes(&request.id, &raw));
     response.headers_mut().insert(headers::SESSION_ID, header);
@@ -65,11 +57,7 @@ pub(crate) fn answer(
 
 /// Echoes a supported requested version, else offers the latest.
 fn negotiate(requested: Option<&str>) -> &'static str {
-    LEGACY_VERSIONS
-        .iter()
-        .copied()
-        .find(|version| Some(*version) == requested)
-        .unwrap_or(LATEST)
+    LEGACY_VERSIONS.iter().copied().find(|version| Some(*version) == requested).unwrap_or(LATEST)
 }
 
 fn result(version: &str) -> Value {

@@ -105,19 +105,9 @@ pub struct DemoServer {
 impl DemoServer {
     pub fn new(options: DemoOptions) -> Self {
         let stats = Arc::new(DemoStats::default());
-        let store = SessionStore::new(
-            options.max_sessions,
-            options.session_idle_timeout,
-            Arc::clone(&stats),
-        );
-        let shared = Shared {
-            options,
-            stats,
-            store,
-        };
-        Self {
-            shared: Arc::new(shared),
-        }
+        let store = SessionStore::new(options.max_sessions, options.session_idle_timeout, Arc::clone(&stats));
+        let shared = Shared { options, stats, store };
+        Self { shared: Arc::new(shared) }
     }
 
     /// The server's counters.
@@ -133,11 +123,7 @@ impl DemoServer {
 }
 
 /// Serves a demo server on `listener` until `shutdown` completes.
-pub async fn serve(
-    listener: TcpListener,
-    options: DemoOptions,
-    shutdown: impl Future,
-) -> io::Result<()> {
+pub async fn serve(listener: TcpListener, options: DemoOptions, shutdown: impl Future) -> io::Result<()> {
     DemoServer::new(options).serve(listener, shutdown).await
 }
 
@@ -166,12 +152,7 @@ pub fn spawn_loopback(options: DemoOptions) -> io::Result<DemoHandle> {
     let stats = server.stats();
     let (stop, stopped) = oneshot::channel::<()>();
     let task = runtime.spawn(server.serve(listener, stopped));
-    Ok(DemoHandle {
-        addr,
-        stats,
-        stop: Some(stop),
-        task,
-    })
+    Ok(DemoHandle { addr, stats, stop: Some(stop), task })
 }
 
 // === impl DemoHandle ===

@@ -37,20 +37,15 @@ pub(crate) enum ServerError {
 }
 
 /// Serves `listener` until `shutdown` completes.
-pub(crate) async fn run(
-    shared: Arc<Shared>,
-    listener: TcpListener,
-    shutdown: impl Future,
-) -> io::Result<()> {
+pub(crate) async fn run(shared: Arc<Shared>, listener: TcpListener, shutdown: impl Future) -> io::Result<()> {
     let (drain, draining) = watch::channel(false);
     let mut connections = JoinSet::new();
     let sweeper = tokio::spawn(sweep(Arc::clone(&shared)));
     let result = accept_until(&shared, &listener, &mut connections, &draining, shutdown).await;
     shared.store.close_all();
     let _ = drain.send(true);
-    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
-        while connections.join_next().await.is_some() {}
-    });
+    let drained =
+        tokio::time::timeout(DRAIN_TIMEOUT, async { while connections.join_next().await.is_some() {} });
     if drained.await.is_err() {
         tracing::warn!("demo server: connections still open after the drain; cutting them");
     }
@@ -99,10 +94,7 @@ async fn connection(
 ) {
     let service = service_fn(move |request| http::handle(Arc::clone(&shared), request));
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_TIMEOUT);
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
     let conn = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
     tokio::select! {

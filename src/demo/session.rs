@@ -94,12 +94,7 @@ impl ClientCaps {
 // === impl Session ===
 
 impl Session {
-    pub(crate) fn new(
-        id: String,
-        version: &'static str,
-        caps: ClientCaps,
-        limits: SessionLimits,
-    ) -> Self {
+    pub(crate) fn new(id: String, version: &'static str, caps: ClientCaps, limits: SessionLimits) -> Self {
         Self {
             id,
             version,
@@ -185,23 +180,15 @@ impl Session {
     }
 
     fn live_standalone(&self) -> Option<SseWriter> {
-        self.standalone
-            .lock()
-            .as_ref()
-            .filter(|writer| !writer.is_closed())
-            .cloned()
+        self.standalone.lock().as_ref().filter(|writer| !writer.is_closed()).cloned()
     }
 
     /// Allocates the next server → client request id (integers from 0, per session) and the
     /// channel its answer will arrive on.
-    pub(crate) fn register_request(
-        &self,
-    ) -> Result<(i64, oneshot::Receiver<Answer>), SessionError> {
+    pub(crate) fn register_request(&self) -> Result<(i64, oneshot::Receiver<Answer>), SessionError> {
         let mut pending = self.pending.lock();
         if pending.len() >= self.limits.max_outstanding {
-            return Err(SessionError::TooManyOutstanding(
-                self.limits.max_outstanding,
-            ));
+            return Err(SessionError::TooManyOutstanding(self.limits.max_outstanding));
         }
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -267,10 +254,7 @@ mod tests {
     use serde_json::json;
 
     fn session(max_outstanding: usize, max_calls: usize) -> Session {
-        let limits = SessionLimits {
-            max_outstanding,
-            max_calls,
-        };
+        let limits = SessionLimits { max_outstanding, max_calls };
         Session::new("s".into(), "2025-11-25", ClientCaps::default(), limits)
     }
 
@@ -292,10 +276,7 @@ mod tests {
         let (first, _rx0) = session.register_request().unwrap();
         let (second, rx1) = session.register_request().unwrap();
         assert_eq!((first, second), (0, 1));
-        assert!(matches!(
-            session.register_request(),
-            Err(SessionError::TooManyOutstanding(2))
-        ));
+        assert!(matches!(session.register_request(), Err(SessionError::TooManyOutstanding(2))));
         assert!(session.deliver(&RequestId::Number(1), Ok(json!({"x": 1}))));
         assert_eq!(rx1.await.unwrap().unwrap(), json!({"x": 1}));
         assert!(!session.deliver(&RequestId::Number(1), Ok(json!({}))));
@@ -306,10 +287,7 @@ mod tests {
     async fn second_live_standalone_stream_is_refused() {
         let session = session(1, 1);
         let body = session.open_standalone().unwrap();
-        assert!(matches!(
-            session.open_standalone(),
-            Err(SessionError::StreamBusy)
-        ));
+        assert!(matches!(session.open_standalone(), Err(SessionError::StreamBusy)));
         drop(body);
         assert!(session.open_standalone().is_ok());
     }

@@ -116,10 +116,9 @@ impl Body for SseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
         self.rx.poll_recv(cx).map(|item| match item? {
             Item::Data(bytes) => Some(Ok(Frame::data(bytes))),
-            Item::Abort => Some(Err(io::Error::new(
-                io::ErrorKind::ConnectionAborted,
-                "the handler aborted the stream",
-            ))),
+            Item::Abort => {
+                Some(Err(io::Error::new(io::ErrorKind::ConnectionAborted, "the handler aborted the stream")))
+            }
         })
     }
 }
@@ -136,10 +135,7 @@ mod tests {
         writer.message(br#"{"a":1}"#).await.unwrap();
         drop(writer);
         let bytes = body.collect().await.unwrap().to_bytes();
-        assert_eq!(
-            &bytes[..],
-            b"id: 5\ndata: \n\nevent: message\nid: 6\ndata: {\"a\":1}\n\n"
-        );
+        assert_eq!(&bytes[..], b"id: 5\ndata: \n\nevent: message\nid: 6\ndata: {\"a\":1}\n\n");
     }
 
     #[tokio::test]

@@ -143,11 +143,7 @@ impl DemoStats {
     }
 
     pub(crate) fn record_answer(&self, is_error: bool, matched: bool) {
-        bump(if is_error {
-            &self.errors
-        } else {
-            &self.answers
-        });
+        bump(if is_error { &self.errors } else { &self.answers });
         if !matched {
             bump(&self.unmatched_answers);
         }

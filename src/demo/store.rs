@@ -32,12 +32,7 @@ pub(crate) struct SessionStore {
 
 impl SessionStore {
     pub(crate) fn new(max_sessions: usize, idle_timeout: Duration, stats: Arc<DemoStats>) -> Self {
-        Self {
-            sessions: Mutex::new(HashMap::new()),
-            max_sessions: max_sessions.max(1),
-            idle_timeout,
-            stats,
-        }
+        Self { sessions: Mutex::new(HashMap::new()), max_sessions: max_sessions.max(1), idle_timeout, stats }
     }
 
     /// Adds a session, first evicting idle ones and, if still full, the least recently used.
@@ -71,9 +66,7 @@ impl SessionStore {
     /// Ends the session with this id; false if there was none.
     pub(crate) fn delete(&self, id: &str) -> bool {
         let removed = self.sessions.lock().remove(id);
-        removed
-            .map(|session| self.end(&session, SessionEnd::Deleted))
-            .is_some()
+        removed.map(|session| self.end(&session, SessionEnd::Deleted)).is_some()
     }
 
     /// Ends every session idle since before `now - idle_timeout`.
@@ -106,10 +99,7 @@ impl SessionStore {
 }
 
 fn least_recent(sessions: &HashMap<String, Arc<Session>>) -> Option<String> {
-    sessions
-        .values()
-        .min_by_key(|session| session.last_seen())
-        .map(|session| session.id().to_owned())
+    sessions.values().min_by_key(|session| session.last_seen()).map(|session| session.id().to_owned())
 }
 
 #[cfg(test)]
@@ -118,16 +108,8 @@ mod tests {
     use crate::demo::session::{ClientCaps, SessionLimits};
 
     fn session(id: &str) -> Arc<Session> {
-        let limits = SessionLimits {
-            max_outstanding: 1,
-            max_calls: 1,
-        };
-        Arc::new(Session::new(
-            id.into(),
-            "2025-11-25",
-            ClientCaps::default(),
-            limits,
-        ))
+        let limits = SessionLimits { max_outstanding: 1, max_calls: 1 };
+        Arc::new(Session::new(id.into(), "2025-11-25", ClientCaps::default(), limits))
     }
 
     fn store(max: usize, idle: Duration) -> (SessionStore, Arc<DemoStats>) {
@@ -166,9 +148,6 @@ mod tests {
         assert_eq!(stats.sessions_evicted(), 1);
         assert_eq!(stats.sessions_alive(), 0);
         assert!(matches!(store.insert(session("x")), Ok(())));
-        assert!(matches!(
-            store.insert(session("x")),
-            Err(StoreError::Collision)
-        ));
+        assert!(matches!(store.insert(session("x")), Err(StoreError::Collision)));
     }
 }

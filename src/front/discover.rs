@@ -9,7 +9,7 @@ use crate::protocol::{meta, FRONT_SUPPORTED_VERSIONS};
 use crate::upstream::InitializeResult;
 
 /// Builds the `DiscoverResult` object.
-pub fn discover_result(init: &InitializeResult, ttl_ms: u64, scope: &str) -> Value {
+pub(super) fn discover_result(init: &InitializeResult, ttl_ms: u64, scope: &str) -> Value {
     let mut result = Map::new();
     result.insert("resultType".into(), json!("complete"));
     result.insert("supportedVersions".into(), json!(FRONT_SUPPORTED_VERSIONS));
@@ -48,9 +48,12 @@ fn modern_capabilities(legacy: &Value) -> Value {
 
 fn without(value: &Value, fields: &[&str]) -> Value {
     match value {
-        Value::Object(map) => {
-            Value::Object(map.iter().filter(|(k, _)| !fields.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect())
-        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !fields.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
         _ => json!({}),
     }
 }
@@ -63,6 +66,9 @@ mod tests {
     fn capabilities_are_filtered() {
         let legacy = json!({"tools": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": true},
             "logging": {}, "tasks": {"list": {}}, "completions": {}, "prompts": {}});
-        assert_eq!(modern_capabilities(&legacy), json!({"tools": {}, "resources": {}, "completions": {}, "prompts": {}}));
+        assert_eq!(
+            modern_capabilities(&legacy),
+            json!({"tools": {}, "resources": {}, "completions": {}, "prompts": {}})
+        );
     }
 }

@@ -13,7 +13,7 @@ use crate::protocol::methods::RelayMethod;
 use crate::upstream::{Pool, PoolKey};
 
 /// Runs a relayed method upstream and returns its raw result.
-pub async fn relay(
+pub(super) async fn relay(
     pool: &Pool,
     key: PoolKey,
     init_caps: &Value,

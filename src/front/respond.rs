@@ -2,7 +2,6 @@
 //! the splice that stamps `resultType` (and cache hints) onto an upstream result without parsing
 //! it into a tree and serialising it again.
 
-use bytes::Bytes;
 use http::header::{HeaderValue, ALLOW, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
 use serde::Serialize;
@@ -17,7 +16,7 @@ use crate::protocol::RequestId;
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// A JSON response with the given status.
-pub fn json(status: StatusCode, bytes: Vec<u8>) -> Response<FrontBody> {
+pub(super) fn json(status: StatusCode, bytes: Vec<u8>) -> Response<FrontBody> {
     let mut r = Response::new(FrontBody::full(bytes));
     *r.status_mut() = status;
     r.headers_mut().insert(CONTENT_TYPE, JSON);
@@ -25,7 +24,7 @@ pub fn json(status: StatusCode, bytes: Vec<u8>) -> Response<FrontBody> {
 }
 
 /// An error response: the JSON-RPC error with the status and headers the error calls for.
-pub fn error(id: Option<&RequestId>, e: &FrontError) -> Response<FrontBody> {
+pub(super) fn error(id: Option<&RequestId>, e: &FrontError) -> Response<FrontBody> {
     let mut r = json(e.status(), error_bytes(id, &e.to_object()));
     match e {
         FrontError::Unauthorized(_) => {
@@ -41,14 +40,14 @@ pub fn error(id: Option<&RequestId>, e: &FrontError) -> Response<FrontBody> {
 }
 
 /// 202 Accepted with no body (an accepted notification).
-pub fn accepted() -> Response<FrontBody> {
+pub(super) fn accepted() -> Response<FrontBody> {
     let mut r = Response::new(FrontBody::empty());
     *r.status_mut() = StatusCode::ACCEPTED;
     r
 }
 
 /// The bytes of a complete response: `result` with `resultType` and `extra` fields spliced in.
-pub fn complete_bytes(id: &RequestId, result: &RawValue, extra: &str) -> Vec<u8> {
+pub(super) fn complete_bytes(id: &RequestId, result: &RawValue, extra: &str) -> Vec<u8> {
     let spliced = stamp(result.get(), extra);
     match RawValue::from_string(spliced) {
         Ok(raw) => result_bytes(id, &raw),
@@ -57,7 +56,7 @@ pub fn complete_bytes(id: &RequestId, result: &RawValue, extra: &str) -> Vec<u8>
 }
 
 /// The bytes of an `input_required` response.
-pub fn input_required_bytes(id: &RequestId, requests: &Map<String, Value>, state: &str) -> Vec<u8> {
+pub(super) fn input_required_bytes(id: &RequestId, requests: &Map<String, Value>, state: &str) -> Vec<u8> {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Body<'a> {
@@ -76,14 +75,14 @@ pub fn input_required_bytes(id: &RequestId, requests: &Map<String, Value>, state
 }
 
 /// Cache-hint fields for cacheable results (`"ttlMs":N,"cacheScope":"…"`).
-pub fn cache_fields(ttl_ms: u64, scope: &str) -> String {
+pub(super) fn cache_fields(ttl_ms: u64, scope: &str) -> String {
     format!(r#","ttlMs":{ttl_ms},"cacheScope":"{scope}""#)
 }
 
 /// Inserts `"resultType":"complete"` plus `extra` (which starts with a comma, or is empty) at
 /// the front of a JSON object's text. A result that already names a `resultType` (a server that
 /// speaks some 2026 already) takes the slow path: parsed, set, written back.
-pub fn stamp(object: &str, extra: &str) -> String {
+pub(super) fn stamp(object: &str, extra: &str) -> String {
     if object.contains("\"resultType\"") {
         return stamp_parsed(object, extra);
     }
@@ -103,15 +102,12 @@ pub fn stamp(object: &str, extra: &str) -> String {
 fn stamp_parsed(object: &str, extra: &str) -> String {
     let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(object) else { return object.to_owned() };
     map.insert("resultType".into(), Value::String("complete".into()));
-    if let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(&format!("{{{}}}", extra.trim_start_matches(','))) {
+    if let Ok(Value::Object(fields)) =
+        serde_json::from_str::<Value>(&format!("{{{}}}", extra.trim_start_matches(',')))
+    {
         map.extend(fields);
     }
     Value::Object(map).to_string()
-}
-
-/// Wraps a JSON-RPC message as the SSE stream's next event.
-pub fn sse_frame(message: &[u8]) -> Bytes {
-    super::body::sse_event(message)
 }
 
 #[cfg(test)]
@@ -127,7 +123,10 @@ mod tests {
         assert_eq!(stamp("{}", r#","ttlMs":0"#), r#"{"resultType":"complete","ttlMs":0}"#);
         let s = stamp(r#"{"tools":[{"name":"a"}]}"#, &cache_fields(5, "private"));
         let v: Value = serde_json::from_str(&s).unwrap();
-        assert_eq!(v, json!({"resultType":"complete","ttlMs":5,"cacheScope":"private","tools":[{"name":"a"}]}));
+        assert_eq!(
+            v,
+            json!({"resultType":"complete","ttlMs":5,"cacheScope":"private","tools":[{"name":"a"}]})
+        );
     }
 
     #[test]
@@ -145,8 +144,13 @@ mod tests {
         assert_eq!(v["result"]["resultType"], "complete");
         let mut req = Map::new();
         req.insert("k".into(), json!({"method":"roots/list"}));
-        let v: Value = serde_json::from_slice(&input_required_bytes(&RequestId::String("a".into()), &req, "v1.x")).unwrap();
-        assert_eq!(v["result"], json!({"resultType":"input_required","inputRequests":{"k":{"method":"roots/list"}},"requestState":"v1.x"}));
+        let v: Value =
+            serde_json::from_slice(&input_required_bytes(&RequestId::String("a".into()), &req, "v1.x"))
+                .unwrap();
+        assert_eq!(
+            v["result"],
+            json!({"resultType":"input_required","inputRequests":{"k":{"method":"roots/list"}},"requestState":"v1.x"})
+        );
     }
 
     #[test]

@@ -68,7 +68,14 @@ pub(super) struct Outcome {
 // === impl FrontState ===
 
 impl FrontState {
-    pub fn new(cfg: FrontConfig, auth: Auth, metrics: Arc<Metrics>, pool: Arc<Pool>, bridge: Bridge, upstream_version: LegacyVersion) -> Self {
+    pub fn new(
+        cfg: FrontConfig,
+        auth: Auth,
+        metrics: Arc<Metrics>,
+        pool: Arc<Pool>,
+        bridge: Bridge,
+        upstream_version: LegacyVersion,
+    ) -> Self {
         let cache_fields = respond::cache_fields(cfg.cache_ttl_ms, cfg.cache_scope.as_str());
         let in_flight = Semaphore::new(cfg.max_in_flight);
         Self { cfg, auth, metrics, pool, bridge, upstream_version, in_flight, cache_fields }
@@ -79,7 +86,9 @@ impl FrontState {
         let (parts, body) = req.into_parts();
         let (method, outcome) = match self.prepare(&parts, body).await {
             Ok(Envelope::Request(r)) => self.request(&parts, r).await,
-            Ok(Envelope::Notification(_)) => ("notification", Outcome::plain("accepted", respond::accepted())),
+            Ok(Envelope::Notification(_)) => {
+                ("notification", Outcome::plain("accepted", respond::accepted()))
+            }
             Ok(Envelope::Response(_)) => {
                 let e = FrontError::InvalidRequest("clients must not send JSON-RPC responses".into());
                 ("response", Outcome::error(None, &e))
@@ -125,7 +134,8 @@ impl FrontState {
     fn validate(&self, parts: &Parts, kind: FrontMethod, r: RpcRequest) -> Result<Call, FrontError> {
         let meta = validate::request_meta(r.params.as_ref())?;
         validate::check_headers(&parts.headers, &r.method, kind, r.params.as_ref(), &meta.protocol_version)?;
-        let principal = self.auth.principal(&parts.headers).map_err(|e| FrontError::Unauthorized(e.to_string()))?;
+        let principal =
+            self.auth.principal(&parts.headers).map_err(|e| FrontError::Unauthorized(e.to_string()))?;
         let caps = ClientCaps::from_modern(&meta.capabilities)
             .map_err(|e| FrontError::InvalidParams(format!("_meta clientCapabilities: {e}")))?;
         let accepts = guard::accepts(&parts.headers)?;
@@ -156,7 +166,8 @@ impl FrontState {
             }
         };
         let result = discover::discover_result(&init, self.cfg.cache_ttl_ms, self.cfg.cache_scope.as_str());
-        let raw = serde_json::value::to_raw_value(&result).map_err(|e| FrontError::Internal(e.to_string()))?;
+        let raw =
+            serde_json::value::to_raw_value(&result).map_err(|e| FrontError::Internal(e.to_string()))?;
         Ok(crate::protocol::jsonrpc::result_bytes(&call.id, &raw))
     }
 
@@ -175,7 +186,11 @@ impl FrontState {
             Ok(r) => r,
             Err(e) => return Outcome::error(Some(&id), &e),
         };
-        let cache = if method == MrtrMethod::ResourcesRead && req.state.is_none() { self.cache_fields.clone() } else { String::new() };
+        let cache = if method == MrtrMethod::ResourcesRead && req.state.is_none() {
+            self.cache_fields.clone()
+        } else {
+            String::new()
+        };
         match (&call.meta.progress_token, call.accepts.sse) {
             (Some(token), true) => stream::run_streaming(self.clone(), id, req, token.clone(), cache).await,
             _ => reply_outcome(&id, self.bridge.run(req, None).await, &cache),
@@ -200,20 +215,21 @@ impl FrontState {
 /// Builds the bridge's request from a validated call.
 fn mrtr_request(call: &Call, method: MrtrMethod) -> Result<MrtrRequest, FrontError> {
     let params = call.params.as_ref();
-    let target = params
-        .and_then(|p| p.get(method.target_field()))
-        .and_then(Value::as_str)
-        .ok_or_else(|| FrontError::InvalidParams(format!("params.{} must be a string", method.target_field())))?;
+    let target =
+        params.and_then(|p| p.get(method.target_field())).and_then(Value::as_str).ok_or_else(|| {
+            FrontError::InvalidParams(format!("params.{} must be a string", method.target_field()))
+        })?;
     let arguments = method.arguments_field().and_then(|f| params.and_then(|p| p.get(f)));
     let state = match params.and_then(|p| p.get("requestState")) {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(FrontError::InvalidParams("requestState must be a string".into())),
     };
-    let responses = input_responses(params).map_err(|e| FrontError::InvalidParams(format!("inputResponses: {e}")))?;
+    let responses =
+        input_responses(params).map_err(|e| FrontError::InvalidParams(format!("inputResponses: {e}")))?;
     Ok(MrtrRequest {
         principal: call.principal.clone(),
-        caps: call.caps.clone(),
+        caps: call.caps,
         method,
         target: target.to_owned(),
         arguments: arguments_digest(arguments),
@@ -226,9 +242,10 @@ fn mrtr_request(call: &Call, method: MrtrMethod) -> Result<MrtrRequest, FrontErr
 /// The outcome of a bridge run as a JSON response.
 pub(super) fn reply_outcome(id: &RequestId, reply: Result<Reply, FrontError>, cache: &str) -> Outcome {
     match reply {
-        Ok(Reply::Complete(raw)) => {
-            Outcome::plain("complete", respond::json(StatusCode::OK, respond::complete_bytes(id, &raw, cache)))
-        }
+        Ok(Reply::Complete(raw)) => Outcome::plain(
+            "complete",
+            respond::json(StatusCode::OK, respond::complete_bytes(id, &raw, cache)),
+        ),
         Ok(Reply::InputRequired { requests, state, round }) => Outcome {
             label: "input_required",
             round: Some(round),

@@ -41,14 +41,21 @@ pub(super) async fn run_streaming(
 ) -> Outcome {
     let (tx, mut rx) = mpsc::channel(PROGRESS_QUEUE);
     let worker = state.clone();
-    let mut run = AbortOnDrop(tokio::spawn(async move { worker.bridge.run(req, Some(Progress { token, tx })).await }));
+    let mut run =
+        AbortOnDrop(tokio::spawn(async move { worker.bridge.run(req, Some(Progress { token, tx })).await }));
     tokio::select! {
         joined = &mut run.0 => reply_outcome(&id, flatten(joined), &cache),
         Some(first) = rx.recv() => commit_sse(id, run, rx, first, cache),
     }
 }
 
-fn commit_sse(id: RequestId, run: AbortOnDrop, mut rx: mpsc::Receiver<Value>, first: Value, cache: String) -> Outcome {
+fn commit_sse(
+    id: RequestId,
+    run: AbortOnDrop,
+    mut rx: mpsc::Receiver<Value>,
+    first: Value,
+    cache: String,
+) -> Outcome {
     let (out, body) = mpsc::channel::<Bytes>(PROGRESS_QUEUE);
     tokio::spawn(async move {
         let mut run = run;

@@ -11,9 +11,7 @@ use crate::mrtr::translate::InputKind;
 
 /// Checks an answer against the result schema of its kind; the error says what is wrong.
 pub fn validate_answer(kind: InputKind, answer: &Value) -> Result<(), String> {
-    let object = answer
-        .as_object()
-        .ok_or_else(|| format!("{} must be a JSON object", result_name(kind)))?;
+    let object = answer.as_object().ok_or_else(|| format!("{} must be a JSON object", result_name(kind)))?;
     match kind {
         InputKind::Elicitation => validate_elicit(object),
         InputKind::Sampling => validate_sampling(object),
@@ -36,9 +34,9 @@ fn validate_elicit(object: &Map<String, Value>) -> Result<(), String> {
     }
     match object.get("content") {
         None | Some(Value::Null) => Ok(()),
-        Some(Value::Object(content)) => content
-            .iter()
-            .try_for_each(|(name, value)| elicit_value(name, value)),
+        Some(Value::Object(content)) => {
+            content.iter().try_for_each(|(name, value)| elicit_value(name, value))
+        }
         Some(_) => Err("`content` must be an object".to_owned()),
     }
 }
@@ -52,10 +50,7 @@ fn elicit_value(name: &str, value: &Value) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "`content.{}` must be a string, number, boolean or array of strings",
-            clip(name)
-        ))
+        Err(format!("`content.{}` must be a string, number, boolean or array of strings", clip(name)))
     }
 }
 
@@ -69,9 +64,7 @@ fn validate_sampling(object: &Map<String, Value>) -> Result<(), String> {
     }
     match object.get("content") {
         Some(block @ Value::Object(_)) => content_block(block),
-        Some(Value::Array(blocks)) if !blocks.is_empty() => {
-            blocks.iter().try_for_each(content_block)
-        }
+        Some(Value::Array(blocks)) if !blocks.is_empty() => blocks.iter().try_for_each(content_block),
         _ => Err("`content` must be a content block or a non-empty array of blocks".to_owned()),
     }
 }
@@ -85,22 +78,15 @@ fn content_block(block: &Value) -> Result<(), String> {
 }
 
 fn validate_roots(object: &Map<String, Value>) -> Result<(), String> {
-    let roots = object
-        .get("roots")
-        .and_then(Value::as_array)
-        .ok_or_else(|| "`roots` must be an array".to_owned())?;
+    let roots =
+        object.get("roots").and_then(Value::as_array).ok_or_else(|| "`roots` must be an array".to_owned())?;
     roots.iter().enumerate().try_for_each(|(i, root)| {
-        let uri_ok = root
-            .get("uri")
-            .and_then(Value::as_str)
-            .is_some_and(|uri| uri.starts_with("file://"));
+        let uri_ok = root.get("uri").and_then(Value::as_str).is_some_and(|uri| uri.starts_with("file://"));
         let name_ok = root.get("name").is_none_or(Value::is_string);
         if uri_ok && name_ok && root.is_object() {
             Ok(())
         } else {
-            Err(format!(
-                "`roots[{i}]` must be {{uri: \"file://…\", name?: string}}"
-            ))
+            Err(format!("`roots[{i}]` must be {{uri: \"file://…\", name?: string}}"))
         }
     })
 }
@@ -125,28 +111,12 @@ mod tests {
                 true,
             ),
             (Elicitation, json!({"action": "decline"}), true),
-            (
-                Elicitation,
-                json!({"action": "cancel", "content": null}),
-                true,
-            ),
+            (Elicitation, json!({"action": "cancel", "content": null}), true),
             (Elicitation, json!({"action": "maybe"}), false),
             (Elicitation, json!({"content": {}}), false),
-            (
-                Elicitation,
-                json!({"action": "accept", "content": {"x": {"nested": 1}}}),
-                false,
-            ),
-            (
-                Elicitation,
-                json!({"action": "accept", "content": {"x": [1, 2]}}),
-                false,
-            ),
-            (
-                Elicitation,
-                json!({"action": "accept", "content": "Alice"}),
-                false,
-            ),
+            (Elicitation, json!({"action": "accept", "content": {"x": {"nested": 1}}}), false),
+            (Elicitation, json!({"action": "accept", "content": {"x": [1, 2]}}), false),
+            (Elicitation, json!({"action": "accept", "content": "Alice"}), false),
             (Elicitation, json!(12345), false),
             (
                 Sampling,
@@ -158,42 +128,18 @@ mod tests {
                 json!({"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "image", "data": "", "mimeType": "image/png"}], "model": "m"}),
                 true,
             ),
-            (
-                Sampling,
-                json!({"role": "assistant", "content": [], "model": "m"}),
-                false,
-            ),
-            (
-                Sampling,
-                json!({"role": "assistant", "content": {"text": "no type"}, "model": "m"}),
-                false,
-            ),
-            (
-                Sampling,
-                json!({"role": "system", "content": {"type": "text"}, "model": "m"}),
-                false,
-            ),
-            (
-                Sampling,
-                json!({"role": "assistant", "content": {"type": "text"}}),
-                false,
-            ),
+            (Sampling, json!({"role": "assistant", "content": [], "model": "m"}), false),
+            (Sampling, json!({"role": "assistant", "content": {"text": "no type"}, "model": "m"}), false),
+            (Sampling, json!({"role": "system", "content": {"type": "text"}, "model": "m"}), false),
+            (Sampling, json!({"role": "assistant", "content": {"type": "text"}}), false),
             (
                 Roots,
                 json!({"roots": [{"uri": "file:///test/root", "name": "Test Root"}, {"uri": "file:///x"}]}),
                 true,
             ),
             (Roots, json!({"roots": []}), true),
-            (
-                Roots,
-                json!({"roots": [{"uri": "https://example.com"}]}),
-                false,
-            ),
-            (
-                Roots,
-                json!({"roots": [{"uri": "file:///x", "name": 3}]}),
-                false,
-            ),
+            (Roots, json!({"roots": [{"uri": "https://example.com"}]}), false),
+            (Roots, json!({"roots": [{"uri": "file:///x", "name": 3}]}), false),
             (Roots, json!({"roots": {}}), false),
         ];
         for (kind, answer, valid) in cases {
@@ -204,8 +150,7 @@ mod tests {
 
     #[test]
     fn errors_say_what_is_wrong() {
-        let err = validate_answer(InputKind::Roots, &json!({"roots": [{"uri": "http://x"}]}))
-            .unwrap_err();
+        let err = validate_answer(InputKind::Roots, &json!({"roots": [{"uri": "http://x"}]})).unwrap_err();
         assert!(err.contains("roots[0]") && err.contains("file://"), "{err}");
         let err = validate_answer(InputKind::Elicitation, &json!(12345)).unwrap_err();
         assert!(err.contains("ElicitResult"), "{err}");

@@ -188,9 +188,7 @@ impl fmt::Display for Digest {
 impl Serialize for Digest {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut buf = [0u8; DIGEST_TEXT_LEN];
-        let len = URL_SAFE_NO_PAD
-            .encode_slice(self.0, &mut buf)
-            .map_err(serde::ser::Error::custom)?;
+        let len = URL_SAFE_NO_PAD.encode_slice(self.0, &mut buf).map_err(serde::ser::Error::custom)?;
         let text = std::str::from_utf8(&buf[..len]).map_err(serde::ser::Error::custom)?;
         serializer.serialize_str(text)
     }
@@ -211,8 +209,7 @@ mod tests {
     #[test]
     fn canonical_form_sorts_keys_and_drops_whitespace() {
         let value: Value =
-            serde_json::from_str(r#"{ "b": [1, {"z": null, "a": true}], "a": "x\n", "é": 1.5 }"#)
-                .unwrap();
+            serde_json::from_str(r#"{ "b": [1, {"z": null, "a": true}], "a": "x\n", "é": 1.5 }"#).unwrap();
         assert_eq!(
             String::from_utf8(canonical_json(&value)).unwrap(),
             r#"{"a":"x\n","b":[1,{"a":true,"z":null}],"é":1.5}"#
@@ -221,8 +218,7 @@ mod tests {
 
     #[test]
     fn question_digest_ignores_key_order_and_volatile_fields() {
-        let a =
-            json!({"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}});
+        let a = json!({"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}});
         let b = json!({
             "requestedSchema": {"properties": {}, "type": "object"},
             "_meta": {"progressToken": 7},
@@ -240,14 +236,8 @@ mod tests {
     fn question_digest_separates_methods_and_params() {
         let params = json!({"message": "Name?"});
         let base = question_digest("elicitation/create", Some(&params));
-        assert_ne!(
-            base,
-            question_digest("sampling/createMessage", Some(&params))
-        );
-        assert_ne!(
-            base,
-            question_digest("elicitation/create", Some(&json!({"message": "Name!"})))
-        );
+        assert_ne!(base, question_digest("sampling/createMessage", Some(&params)));
+        assert_ne!(base, question_digest("elicitation/create", Some(&json!({"message": "Name!"}))));
         // Volatile fields are removed only at the top level of params.
         let nested = json!({"message": "Name?", "x": {"_meta": 1}});
         assert_ne!(base, question_digest("elicitation/create", Some(&nested)));
@@ -258,10 +248,7 @@ mod tests {
         let empty = question_digest("roots/list", Some(&json!({})));
         assert_eq!(empty, question_digest("roots/list", None));
         assert_eq!(empty, question_digest("roots/list", Some(&Value::Null)));
-        assert_eq!(
-            empty,
-            question_digest("roots/list", Some(&json!({"_meta": {"a": 1}})))
-        );
+        assert_eq!(empty, question_digest("roots/list", Some(&json!({"_meta": {"a": 1}}))));
     }
 
     #[test]

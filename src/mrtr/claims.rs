@@ -147,10 +147,7 @@ mod tests {
         let text = serde_json::to_string(&sealed).unwrap();
         let claims: StateClaims = serde_json::from_str(&text).unwrap();
         assert_eq!(claims.method, MrtrMethod::PromptsGet);
-        assert_eq!(
-            (claims.issued_at, claims.expires_at, claims.round),
-            (10, 20, 2)
-        );
+        assert_eq!((claims.issued_at, claims.expires_at, claims.round), (10, 20, 2));
         assert_eq!(claims.binding().principal, "alice");
         assert_eq!(serde_json::to_string(&claims).unwrap(), text);
         assert!(text.contains("\"m\":2"));
@@ -170,10 +167,7 @@ mod tests {
     fn round_cap() {
         assert_eq!(next_round(0, DEFAULT_MAX_ROUNDS).unwrap(), 1);
         assert_eq!(next_round(7, DEFAULT_MAX_ROUNDS).unwrap(), 8);
-        assert!(matches!(
-            next_round(8, DEFAULT_MAX_ROUNDS),
-            Err(ClaimsError::TooManyRounds { max: 8 })
-        ));
+        assert!(matches!(next_round(8, DEFAULT_MAX_ROUNDS), Err(ClaimsError::TooManyRounds { max: 8 })));
         assert!(next_round(u32::MAX, u32::MAX).is_err());
     }
 }

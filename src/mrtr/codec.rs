@@ -116,11 +116,7 @@ impl StateError {
 
 impl Default for CodecSettings {
     fn default() -> Self {
-        Self {
-            ttl: DEFAULT_TTL,
-            skew: DEFAULT_SKEW,
-            max_token_bytes: DEFAULT_MAX_TOKEN_BYTES,
-        }
+        Self { ttl: DEFAULT_TTL, skew: DEFAULT_SKEW, max_token_bytes: DEFAULT_MAX_TOKEN_BYTES }
     }
 }
 
@@ -173,19 +169,11 @@ impl StateCodec {
     }
 
     /// Opens a token and checks it against the incoming request's binding at `now`.
-    pub fn open_at(
-        &self,
-        token: &str,
-        binding: &Binding,
-        now: u64,
-    ) -> Result<StateClaims, StateError> {
+    pub fn open_at(&self, token: &str, binding: &Binding, now: u64) -> Result<StateClaims, StateError> {
         self.check_size(token.len())?;
-        let body = token
-            .strip_prefix(TOKEN_PREFIX)
-            .ok_or(StateError::Malformed("unknown prefix"))?;
-        let mut buf = URL_SAFE_NO_PAD
-            .decode(body)
-            .map_err(|_| StateError::Malformed("not unpadded base64url"))?;
+        let body = token.strip_prefix(TOKEN_PREFIX).ok_or(StateError::Malformed("unknown prefix"))?;
+        let mut buf =
+            URL_SAFE_NO_PAD.decode(body).map_err(|_| StateError::Malformed("not unpadded base64url"))?;
         let claims = self.decrypt(&mut buf)?;
         self.check_time(&claims, now)?;
         check_binding(&claims, binding)?;
@@ -194,10 +182,7 @@ impl StateCodec {
 
     fn check_size(&self, size: usize) -> Result<(), StateError> {
         if size > self.settings.max_token_bytes {
-            return Err(StateError::TooLarge {
-                size,
-                limit: self.settings.max_token_bytes,
-            });
+            return Err(StateError::TooLarge { size, limit: self.settings.max_token_bytes });
         }
         Ok(())
     }
@@ -217,8 +202,8 @@ impl StateCodec {
             .decrypt_in_place_detached(nonce, &aad(id), sealed, Tag::from_slice(tag))
             .map_err(|_| StateError::Integrity)?;
         // `from_slice` refuses anything after the claims object.
-        let claims: StateClaims = serde_json::from_slice(sealed)
-            .map_err(|_| StateError::Malformed("claims do not decode"))?;
+        let claims: StateClaims =
+            serde_json::from_slice(sealed).map_err(|_| StateError::Malformed("claims do not decode"))?;
         if claims.version != FORMAT_VERSION {
             return Err(StateError::Version(claims.version));
         }
@@ -228,16 +213,10 @@ impl StateCodec {
     fn check_time(&self, claims: &StateClaims, now: u64) -> Result<(), StateError> {
         let skew = self.settings.skew.as_secs();
         if claims.issued_at > now.saturating_add(skew) {
-            return Err(StateError::NotYetValid {
-                issued_at: claims.issued_at,
-                now,
-            });
+            return Err(StateError::NotYetValid { issued_at: claims.issued_at, now });
         }
         if now > claims.expires_at.saturating_add(skew) {
-            return Err(StateError::Expired {
-                expires_at: claims.expires_at,
-                now,
-            });
+            return Err(StateError::Expired { expires_at: claims.expires_at, now });
         }
         Ok(())
     }

@@ -27,11 +27,7 @@ pub enum InputError {
     #[error("inputResponses[{key:?}]: {reason}")]
     Invalid { key: String, reason: String },
     #[error("inputResponses[{key:?}] is {size} bytes; at most {limit} are accepted")]
-    TooLarge {
-        key: String,
-        size: usize,
-        limit: usize,
-    },
+    TooLarge { key: String, size: usize, limit: usize },
     #[error("this request chain already holds {limit} answers")]
     TooManyAnswers { limit: usize },
 }
@@ -107,10 +103,7 @@ pub fn input_responses(params: Option<&Value>) -> Result<Option<&Map<String, Val
 
 impl Default for AnswerLimits {
     fn default() -> Self {
-        Self {
-            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
-            max_answers: DEFAULT_MAX_ANSWERS,
-        }
+        Self { max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES, max_answers: DEFAULT_MAX_ANSWERS }
     }
 }
 
@@ -141,9 +134,7 @@ impl Journal {
             }
         }
         if self.answered.len() + fresh.len() > limits.max_answers {
-            return Err(InputError::TooManyAnswers {
-                limit: limits.max_answers,
-            });
+            return Err(InputError::TooManyAnswers { limit: limits.max_answers });
         }
         let count = fresh.len();
         self.pending.retain(|p| !responses.contains_key(&p.key));
@@ -152,10 +143,7 @@ impl Journal {
     }
 
     fn accepted(&self, answered: usize) -> Accepted {
-        Accepted {
-            answered,
-            missing: self.pending.len(),
-        }
+        Accepted { answered, missing: self.pending.len() }
     }
 
     /// Takes the next minted key number; `None` once the counter is spent.
@@ -171,28 +159,16 @@ fn answered(
     version: LegacyVersion,
     limits: &AnswerLimits,
 ) -> Result<Answered, InputError> {
-    let invalid = |reason: String| InputError::Invalid {
-        key: pending.key.clone(),
-        reason,
-    };
+    let invalid = |reason: String| InputError::Invalid { key: pending.key.clone(), reason };
     let size = serialized_len(answer);
     if size > limits.max_answer_bytes {
-        return Err(InputError::TooLarge {
-            key: pending.key.clone(),
-            size,
-            limit: limits.max_answer_bytes,
-        });
+        return Err(InputError::TooLarge { key: pending.key.clone(), size, limit: limits.max_answer_bytes });
     }
     validate_answer(pending.kind, answer).map_err(invalid)?;
-    let legacy = to_legacy_result(pending.kind, answer.clone(), version)
-        .map_err(|e| invalid(e.to_string()))?;
+    let legacy =
+        to_legacy_result(pending.kind, answer.clone(), version).map_err(|e| invalid(e.to_string()))?;
     let result = serde_json::value::to_raw_value(&legacy).map_err(|e| invalid(e.to_string()))?;
-    Ok(Answered {
-        digest: pending.digest,
-        occurrence: pending.occurrence,
-        kind: pending.kind,
-        result,
-    })
+    Ok(Answered { digest: pending.digest, occurrence: pending.occurrence, kind: pending.kind, result })
 }
 
 /// Serialised length of a value, counted without building the text.

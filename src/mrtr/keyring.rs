@@ -111,10 +111,7 @@ fn parse_key_line(line: &str, number: usize) -> Result<KeySecret, KeyError> {
     }
     let bytes = decode_secret(encoded).ok_or(KeyError::Base64 { line: number })?;
     if bytes.len() != SECRET_LEN {
-        return Err(KeyError::Length {
-            line: number,
-            len: bytes.len(),
-        });
+        return Err(KeyError::Length { line: number, len: bytes.len() });
     }
     KeySecret::from_slice(&bytes, label.map(str::to_owned))
 }
@@ -132,9 +129,7 @@ fn decode_secret(encoded: &str) -> Option<Zeroizing<Vec<u8>>> {
 /// True for 1-64 characters of `[A-Za-z0-9_.-]`.
 pub(crate) fn valid_label(label: &str) -> bool {
     (1..=MAX_LABEL_LEN).contains(&label.len())
-        && label
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        && label.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 // === impl KeySecret ===
@@ -147,10 +142,7 @@ impl KeySecret {
                 return Err(KeyError::BadLabel(label.clone()));
             }
         }
-        Ok(Self {
-            bytes: Zeroizing::new(bytes),
-            label,
-        })
+        Ok(Self { bytes: Zeroizing::new(bytes), label })
     }
 
     /// Copies a 32-byte slice into a secret.
@@ -179,28 +171,22 @@ impl KeySecret {
         let hkdf = Hkdf::<Sha256>::new(Some(HKDF_SALT), self.bytes.as_ref());
         let mut okm = Zeroizing::new([0u8; 32]);
         // HKDF-SHA256 fails only past 8160 output bytes; 32 and 4 are far below.
-        hkdf.expand(AEAD_INFO, okm.as_mut())
-            .map_err(|_| KeyError::Derive)?;
+        hkdf.expand(AEAD_INFO, okm.as_mut()).map_err(|_| KeyError::Derive)?;
         let id = match &self.label {
             Some(label) => label_id(label),
             None => {
                 let mut id = [0u8; KEY_ID_LEN];
-                hkdf.expand(KEY_ID_INFO, &mut id)
-                    .map_err(|_| KeyError::Derive)?;
+                hkdf.expand(KEY_ID_INFO, &mut id).map_err(|_| KeyError::Derive)?;
                 KeyId(id)
             }
         };
-        let cipher =
-            XChaCha20Poly1305::new_from_slice(okm.as_ref()).map_err(|_| KeyError::Derive)?;
+        let cipher = XChaCha20Poly1305::new_from_slice(okm.as_ref()).map_err(|_| KeyError::Derive)?;
         Ok(RingKey { id, cipher })
     }
 }
 
 fn label_id(label: &str) -> KeyId {
-    let hash = Sha256::new()
-        .chain_update(LABEL_ID_DOMAIN)
-        .chain_update(label.as_bytes())
-        .finalize();
+    let hash = Sha256::new().chain_update(LABEL_ID_DOMAIN).chain_update(label.as_bytes()).finalize();
     let mut id = [0u8; KEY_ID_LEN];
     id.copy_from_slice(&hash[..KEY_ID_LEN]);
     KeyId(id)
@@ -208,10 +194,7 @@ fn label_id(label: &str) -> KeyId {
 
 impl fmt::Debug for KeySecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeySecret")
-            .field("label", &self.label)
-            .field("bytes", &"<redacted>")
-            .finish()
+        f.debug_struct("KeySecret").field("label", &self.label).field("bytes", &"<redacted>").finish()
     }
 }
 
@@ -226,10 +209,7 @@ impl KeyRing {
         }
         let mut secrets = secrets.iter();
         let sealing = secrets.next().ok_or(KeyError::Empty)?.derive()?;
-        let mut ring = Self {
-            sealing,
-            older: Vec::with_capacity(secrets.len()),
-        };
+        let mut ring = Self { sealing, older: Vec::with_capacity(secrets.len()) };
         for secret in secrets {
             let key = secret.derive()?;
             if ring.ids().any(|id| id == key.id) {
@@ -358,9 +338,7 @@ mod tests {
     #[test]
     fn empty_and_oversized_rings_are_refused() {
         assert!(matches!(KeyRing::new(Vec::new()), Err(KeyError::Empty)));
-        let many = (0..=MAX_KEYS as u8)
-            .map(|i| KeySecret::new([i; 32], None).unwrap())
-            .collect();
+        let many = (0..=MAX_KEYS as u8).map(|i| KeySecret::new([i; 32], None).unwrap()).collect();
         assert!(matches!(KeyRing::new(many), Err(KeyError::TooMany(_))));
         assert!(KeySecret::from_slice(&[0; 31], None).is_err());
         assert!(KeySecret::new([0; 32], Some(String::new())).is_err());

@@ -82,11 +82,7 @@ impl Replay {
     }
 
     /// Decides on one pushed request, in the order the upstream sent them.
-    pub fn decide(
-        &mut self,
-        method: &str,
-        params: Option<&Value>,
-    ) -> Result<Decision, ReplayError> {
+    pub fn decide(&mut self, method: &str, params: Option<&Value>) -> Result<Decision, ReplayError> {
         let digest = question_digest(method, params);
         let counter = self.occurrences.entry(digest).or_insert(0);
         let occurrence = *counter;
@@ -95,19 +91,12 @@ impl Replay {
             return Ok(Decision::Answer(result));
         }
         if self.asked.len() >= self.max_questions {
-            return Err(ReplayError::TooManyQuestions {
-                limit: self.max_questions,
-            });
+            return Err(ReplayError::TooManyQuestions { limit: self.max_questions });
         }
         let (kind, request) = input_request(method, params)?;
         let key = self.key_for(kind, digest, occurrence, params)?;
         self.requests.insert(key.clone(), request);
-        self.asked.push(Pending {
-            key: key.clone(),
-            digest,
-            occurrence,
-            kind,
-        });
+        self.asked.push(Pending { key: key.clone(), digest, occurrence, kind });
         Ok(Decision::Ask { key })
     }
 
@@ -120,19 +109,12 @@ impl Replay {
     pub fn finish(mut self) -> RoundOutcome {
         let diverged = self.new_question && self.used.iter().any(|used| !used);
         self.journal.pending = self.asked;
-        RoundOutcome {
-            input_requests: self.requests,
-            journal: self.journal,
-            diverged,
-        }
+        RoundOutcome { input_requests: self.requests, journal: self.journal, diverged }
     }
 
     fn recorded(&mut self, digest: Digest, occurrence: u32) -> Option<Box<RawValue>> {
-        let index = self
-            .journal
-            .answered
-            .iter()
-            .position(|a| a.digest == digest && a.occurrence == occurrence)?;
+        let index =
+            self.journal.answered.iter().position(|a| a.digest == digest && a.occurrence == occurrence)?;
         if let Some(used) = self.used.get_mut(index) {
             *used = true;
         }
@@ -155,10 +137,7 @@ impl Replay {
         if previous.is_none() {
             self.new_question = true;
         }
-        match previous
-            .or_else(|| key_hint(params))
-            .filter(|key| !self.requests.contains_key(key))
-        {
+        match previous.or_else(|| key_hint(params)).filter(|key| !self.requests.contains_key(key)) {
             Some(key) => Ok(key),
             None => self.mint(kind),
         }

@@ -24,19 +24,13 @@ pub enum TranslateError {
     #[error("elicitation mode `{0}` is unknown (expected `form` or `url`)")]
     UnknownMode(String),
     #[error("`{method}` params need a string `{field}`")]
-    MissingField {
-        method: &'static str,
-        field: &'static str,
-    },
+    MissingField { method: &'static str, field: &'static str },
     #[error("protocol {0} has no elicitation; the upstream cannot receive an elicitation result")]
     NoElicitation(&'static str),
     #[error("protocol {version} takes one sampling content block, the answer has {count}")]
     ContentBlocks { version: &'static str, count: usize },
     #[error("protocol {version} has no sampling content block of type `{block}`")]
-    BlockType {
-        version: &'static str,
-        block: String,
-    },
+    BlockType { version: &'static str, block: String },
 }
 
 /// The legacy revision an upstream session negotiated.
@@ -124,10 +118,7 @@ impl InputKind {
 }
 
 /// Classifies a pushed legacy request and translates it (see [`to_input_request`]).
-pub fn input_request(
-    method: &str,
-    params: Option<&Value>,
-) -> Result<(InputKind, Value), TranslateError> {
+pub fn input_request(method: &str, params: Option<&Value>) -> Result<(InputKind, Value), TranslateError> {
     let kind = InputKind::from_method(method)
         .ok_or_else(|| TranslateError::UnknownMethod(method.chars().take(64).collect()))?;
     Ok((kind, to_input_request(kind, params)?))
@@ -162,9 +153,7 @@ fn stable_fields(map: &Map<String, Value>) -> Map<String, Value> {
         .collect()
 }
 
-fn elicitation_params(
-    mut params: Map<String, Value>,
-) -> Result<Map<String, Value>, TranslateError> {
+fn elicitation_params(mut params: Map<String, Value>) -> Result<Map<String, Value>, TranslateError> {
     match params.get("mode") {
         None => Ok(params),
         Some(Value::String(mode)) if mode == "form" => Ok(params),
@@ -174,12 +163,7 @@ fn elicitation_params(
             for field in ["message", "url"] {
                 match params.remove(field) {
                     Some(value @ Value::String(_)) => url_params.insert(field.to_owned(), value),
-                    _ => {
-                        return Err(TranslateError::MissingField {
-                            method: ELICITATION_CREATE,
-                            field,
-                        })
-                    }
+                    _ => return Err(TranslateError::MissingField { method: ELICITATION_CREATE, field }),
                 };
             }
             Ok(url_params)
@@ -217,10 +201,7 @@ fn single_block(mut answer: Value, version: LegacyVersion) -> Result<Value, Tran
     };
     if let Value::Array(blocks) = content {
         if blocks.len() != 1 {
-            return Err(TranslateError::ContentBlocks {
-                version: version.as_str(),
-                count: blocks.len(),
-            });
+            return Err(TranslateError::ContentBlocks { version: version.as_str(), count: blocks.len() });
         }
         let block = blocks.swap_remove(0);
         *content = block;
@@ -297,8 +278,7 @@ mod tests {
 
     #[test]
     fn roots_request_without_params_has_none() {
-        let request =
-            to_input_request(InputKind::Roots, Some(&json!({"_meta": {"x": 1}}))).unwrap();
+        let request = to_input_request(InputKind::Roots, Some(&json!({"_meta": {"x": 1}}))).unwrap();
         assert_eq!(request, json!({"method": "roots/list"}));
         let sampling = json!({"messages": [], "maxTokens": 5, "task": {}, "_meta": {}});
         let request = to_input_request(InputKind::Sampling, Some(&sampling)).unwrap();
@@ -309,11 +289,7 @@ mod tests {
     fn sampling_content_follows_the_upstream_version() {
         let answer = json!({"role": "assistant", "model": "m",
                             "content": [{"type": "text", "text": "Paris"}]});
-        let new = to_legacy_result(
-            InputKind::Sampling,
-            answer.clone(),
-            LegacyVersion::V2025_11_25,
-        );
+        let new = to_legacy_result(InputKind::Sampling, answer.clone(), LegacyVersion::V2025_11_25);
         assert_eq!(new.unwrap(), answer);
         for version in [LegacyVersion::V2025_06_18, LegacyVersion::V2025_03_26] {
             let old = to_legacy_result(InputKind::Sampling, answer.clone(), version).unwrap();

@@ -35,16 +35,9 @@ const MAX_RETRY: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub enum UpstreamEvent {
     /// A server request to answer with [`Session::respond`].
-    Request {
-        id: RequestId,
-        method: String,
-        params: Option<Value>,
-    },
+    Request { id: RequestId, method: String, params: Option<Value> },
     /// A notification (progress, log message, list change, …).
-    Notification {
-        method: String,
-        params: Option<Value>,
-    },
+    Notification { method: String, params: Option<Value> },
     /// The call's response; no event follows it.
     Response(Outcome),
 }
@@ -109,15 +102,11 @@ impl Call {
         let next = tokio::time::timeout_at(self.deadline, self.rx.recv()).await;
         let result = match next {
             Err(_) => Err(UpstreamError::Timeout(self.timeout)),
-            Ok(None) => Err(UpstreamError::Closed(
-                "call ended without a response".to_owned(),
-            )),
+            Ok(None) => Err(UpstreamError::Closed("call ended without a response".to_owned())),
             Ok(Some(event)) => event,
         };
-        self.finished = !matches!(
-            result,
-            Ok(UpstreamEvent::Request { .. } | UpstreamEvent::Notification { .. })
-        );
+        self.finished =
+            !matches!(result, Ok(UpstreamEvent::Request { .. } | UpstreamEvent::Notification { .. }));
         self.session.inner.note(result).map(Some)
     }
 }
@@ -131,9 +120,7 @@ impl Drop for Call {
 
 impl std::fmt::Debug for Call {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Call")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
+        f.debug_struct("Call").field("id", &self.id).finish_non_exhaustive()
     }
 }
 
@@ -175,15 +162,13 @@ async fn resume(inner: &Inner, id: i64, mut cursor: Cursor) -> Result<(), Upstre
     for _ in 0..MAX_RESUMES {
         let Some(last) = cursor.last_event_id.clone() else {
             return Err(UpstreamError::Closed(
-                "response stream ended before the response, with no event id to resume from"
-                    .to_owned(),
+                "response stream ended before the response, with no event id to resume from".to_owned(),
             ));
         };
         tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
         let Some(resp) = inner.transport.get(&inner.headers, Some(&last)).await? else {
             return Err(UpstreamError::Closed(
-                "response stream ended early and the server does not allow resuming it (405)"
-                    .to_owned(),
+                "response stream ended early and the server does not allow resuming it (405)".to_owned(),
             ));
         };
         let mut stream = MessageStream::new(resp, max)?.with_cursor(cursor);
@@ -192,7 +177,5 @@ async fn resume(inner: &Inner, id: i64, mut cursor: Cursor) -> Result<(), Upstre
         }
         cursor = stream.cursor().clone();
     }
-    Err(UpstreamError::Closed(format!(
-        "no response after resuming the stream {MAX_RESUMES} times"
-    )))
+    Err(UpstreamError::Closed(format!("no response after resuming the stream {MAX_RESUMES} times")))
 }

@@ -54,13 +54,7 @@ pub(crate) struct Router {
 impl Router {
     /// Registers a call; the first surfacing call becomes the GET-stream target.
     pub(crate) fn insert(&mut self, id: i64, tx: EventTx, surfaces_requests: bool) {
-        self.calls.insert(
-            id,
-            Slot {
-                tx,
-                surfaces_requests,
-            },
-        );
+        self.calls.insert(id, Slot { tx, surfaces_requests });
         if surfaces_requests && self.attached.is_none() {
             self.attached = Some(id);
         }
@@ -82,23 +76,16 @@ impl Router {
     /// call whose POST stream carried it.
     pub(crate) fn route(&mut self, env: Envelope, origin: Origin) -> (Action, bool) {
         match env {
-            Envelope::Request(req) if req.method == methods::PING => (
-                Action::Answer(req.id, Ok(Value::Object(Default::default()))),
-                false,
-            ),
+            Envelope::Request(req) if req.method == methods::PING => {
+                (Action::Answer(req.id, Ok(Value::Object(Default::default()))), false)
+            }
             Envelope::Request(req) => (self.route_request(req, origin), false),
             Envelope::Notification(n) => match self.target(origin) {
                 Some(slot) => {
-                    let event = UpstreamEvent::Notification {
-                        method: n.method,
-                        params: n.params,
-                    };
+                    let event = UpstreamEvent::Notification { method: n.method, params: n.params };
                     (Action::Deliver(slot.tx.clone(), event), false)
                 }
-                None => (
-                    Action::Ignore("notification with no call to attribute it to"),
-                    false,
-                ),
+                None => (Action::Ignore("notification with no call to attribute it to"), false),
             },
             Envelope::Response(resp) => self.route_response(resp, origin),
         }
@@ -115,24 +102,16 @@ impl Router {
     fn route_request(&self, req: crate::protocol::jsonrpc::Request, origin: Origin) -> Action {
         match self.target(origin) {
             Some(slot) if slot.surfaces_requests => {
-                let event = UpstreamEvent::Request {
-                    id: req.id,
-                    method: req.method,
-                    params: req.params,
-                };
+                let event = UpstreamEvent::Request { id: req.id, method: req.method, params: req.params };
                 Action::Deliver(slot.tx.clone(), event)
             }
             Some(_) => Action::Answer(
                 req.id,
-                Err(internal(
-                    "the client cannot be asked for input during this method",
-                )),
+                Err(internal("the client cannot be asked for input during this method")),
             ),
             None => Action::Answer(
                 req.id,
-                Err(internal(
-                    "no client request in flight to attribute this request to",
-                )),
+                Err(internal("no client request in flight to attribute this request to")),
             ),
         }
     }
@@ -142,36 +121,21 @@ impl Router {
             (Some(RequestId::Number(n)), _) => n,
             // An error with no id on a call's own stream answers that call.
             (None, Origin::Post(n)) => n,
-            _ => {
-                return (
-                    Action::Ignore("response to a request this session never sent"),
-                    false,
-                )
-            }
+            _ => return (Action::Ignore("response to a request this session never sent"), false),
         };
         let Some(slot) = self.calls.remove(&id) else {
-            return (
-                Action::Ignore("response to a call no longer in flight"),
-                false,
-            );
+            return (Action::Ignore("response to a call no longer in flight"), false);
         };
         if self.attached == Some(id) {
             self.attached = None;
         }
         let ends_origin = origin == Origin::Post(id);
-        (
-            Action::Deliver(slot.tx, UpstreamEvent::Response(resp.outcome)),
-            ends_origin,
-        )
+        (Action::Deliver(slot.tx, UpstreamEvent::Response(resp.outcome)), ends_origin)
     }
 }
 
 fn internal(message: &str) -> ErrorObject {
-    ErrorObject {
-        code: codes::INTERNAL_ERROR,
-        message: message.to_owned(),
-        data: None,
-    }
+    ErrorObject { code: codes::INTERNAL_ERROR, message: message.to_owned(), data: None }
 }
 
 #[cfg(test)]
@@ -208,9 +172,7 @@ mod tests {
         let mut router = Router::default();
         let env = parse(r#"{"jsonrpc":"2.0","id":0,"method":"roots/list"}"#);
         let (action, _) = router.route(env, Origin::Get);
-        let Action::Answer(RequestId::Number(0), Err(e)) = action else {
-            panic!("expected an error answer")
-        };
+        let Action::Answer(RequestId::Number(0), Err(e)) = action else { panic!("expected an error answer") };
         assert_eq!(e.code, codes::INTERNAL_ERROR);
     }
 
@@ -218,15 +180,9 @@ mod tests {
     fn list_request_refuses_server_requests_on_its_own_stream() {
         let (mut router, _rx) = router_with(3, false);
         let env = parse(r#"{"jsonrpc":"2.0","id":9,"method":"elicitation/create","params":{}}"#);
-        assert!(matches!(
-            router.route(env, Origin::Post(3)).0,
-            Action::Answer(_, Err(_))
-        ));
+        assert!(matches!(router.route(env, Origin::Post(3)).0, Action::Answer(_, Err(_))));
         let env = parse(r#"{"jsonrpc":"2.0","id":10,"method":"roots/list"}"#);
-        assert!(matches!(
-            router.route(env, Origin::Get).0,
-            Action::Answer(_, Err(_))
-        ));
+        assert!(matches!(router.route(env, Origin::Get).0, Action::Answer(_, Err(_))));
     }
 
     #[test]
@@ -244,16 +200,10 @@ mod tests {
         let (mut router, _rx) = router_with(2, true);
         let env = parse(r#"{"jsonrpc":"2.0","id":2,"result":{}}"#);
         let (action, ends) = router.route(env, Origin::Post(2));
-        assert!(matches!(
-            action,
-            Action::Deliver(_, UpstreamEvent::Response(_))
-        ));
+        assert!(matches!(action, Action::Deliver(_, UpstreamEvent::Response(_))));
         assert!(ends);
         assert!(!router.is_pending(2));
         let env = parse(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
-        assert!(matches!(
-            router.route(env, Origin::Get).0,
-            Action::Answer(_, Err(_))
-        ));
+        assert!(matches!(router.route(env, Origin::Get).0, Action::Answer(_, Err(_))));
     }
 }

@@ -60,10 +60,7 @@ impl UpstreamError {
     /// True when the upstream died (refused the connection, dropped it, or ended a stream
     /// before the response), as opposed to hanging ([`Self::Timeout`]) or refusing.
     pub fn is_dead(&self) -> bool {
-        matches!(
-            self,
-            Self::Connect(_) | Self::Transport(_) | Self::Closed(_)
-        )
+        matches!(self, Self::Connect(_) | Self::Transport(_) | Self::Closed(_))
     }
 
     /// True when the session that produced this error must not be reused.

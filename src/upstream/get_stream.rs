@@ -66,18 +66,12 @@ fn backoff(failures: u32, retry: Option<Duration>) -> Duration {
     retry.unwrap_or(BASE_DELAY).max(exp).min(MAX_DELAY)
 }
 
-async fn connect_and_read(
-    session: &Weak<Inner>,
-    cursor: &mut Cursor,
-) -> Result<End, UpstreamError> {
+async fn connect_and_read(session: &Weak<Inner>, cursor: &mut Cursor) -> Result<End, UpstreamError> {
     let (transport, headers) = match session.upgrade() {
         Some(inner) => (inner.transport.clone(), inner.headers.clone()),
         None => return Ok(End::SessionGone),
     };
-    let Some(resp) = transport
-        .get(&headers, cursor.last_event_id.as_deref())
-        .await?
-    else {
+    let Some(resp) = transport.get(&headers, cursor.last_event_id.as_deref()).await? else {
         return Ok(End::Unsupported);
     };
     let max = transport.settings().max_event_bytes;
@@ -112,9 +106,6 @@ mod tests {
         assert!(backoff(3, None) > backoff(1, None));
         assert_eq!(backoff(30, None), MAX_DELAY);
         assert_eq!(backoff(0, Some(Duration::from_secs(3600))), MAX_DELAY);
-        assert_eq!(
-            backoff(0, Some(Duration::from_secs(1))),
-            Duration::from_secs(1)
-        );
+        assert_eq!(backoff(0, Some(Duration::from_secs(1))), Duration::from_secs(1));
     }
 }

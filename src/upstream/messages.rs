@@ -41,20 +41,14 @@ pub(crate) struct MessageStream {
 impl MessageStream {
     /// Classifies the response by its content type; anything but JSON or SSE is an error.
     pub(crate) fn new(resp: Response<Incoming>, max_bytes: usize) -> Result<Self, UpstreamError> {
-        let kind = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        let kind =
+            resp.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
         let framing = if kind.starts_with("text/event-stream") {
             Framing::Sse(SseParser::new(max_bytes))
         } else if kind.starts_with("application/json") {
             Framing::Json { done: false }
         } else {
-            return Err(UpstreamError::Protocol(format!(
-                "unexpected response content type {kind:?}"
-            )));
+            return Err(UpstreamError::Protocol(format!("unexpected response content type {kind:?}")));
         };
         Ok(Self {
             body: Some(resp.into_body()),

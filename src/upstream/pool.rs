@@ -131,21 +131,11 @@ impl Pool {
             state.leased += 1;
         }
         *self.inner.initialize.lock() = Some(session.initialize_result().clone());
-        Ok(Lease {
-            session,
-            key,
-            pool: self.inner.clone(),
-            poisoned: false,
-        })
+        Ok(Lease { session, key, pool: self.inner.clone(), poisoned: false })
     }
 
     fn lease_of(&self, key: PoolKey, session: Session) -> Lease {
-        Lease {
-            session,
-            key,
-            pool: self.inner.clone(),
-            poisoned: false,
-        }
+        Lease { session, key, pool: self.inner.clone(), poisoned: false }
     }
 
     /// The upstream's `initialize` answer for `server/discover`: the cached one, or the one of
@@ -165,11 +155,7 @@ impl Pool {
     /// Current counts (poll this for metrics).
     pub fn stats(&self) -> PoolStats {
         let state = self.inner.state.lock();
-        PoolStats {
-            idle: state.idle.len(),
-            leased: state.leased,
-            starting: state.starting,
-        }
+        PoolStats { idle: state.idle.len(), leased: state.leased, starting: state.starting }
     }
 
     /// Sessions open or opening.
@@ -214,9 +200,7 @@ impl PoolInner {
             if let Some(entry) = pos.and_then(|pos| state.idle.remove(pos)) {
                 state.leased += 1;
                 Step::Reuse(entry.session)
-            } else if state.idle.len() + state.leased + state.starting
-                < self.settings().pool_max_sessions
-            {
+            } else if state.idle.len() + state.leased + state.starting < self.settings().pool_max_sessions {
                 state.starting += 1;
                 Step::Start
             } else if let Some(lru) = state.idle.pop_front() {
@@ -236,10 +220,8 @@ impl PoolInner {
         let ttl = self.settings().pool_idle_timeout;
         let now = Instant::now();
         let mut state = self.state.lock();
-        let (keep, stale): (VecDeque<_>, VecDeque<_>) = state
-            .idle
-            .drain(..)
-            .partition(|e| e.session.is_healthy() && now.duration_since(e.since) < ttl);
+        let (keep, stale): (VecDeque<_>, VecDeque<_>) =
+            state.idle.drain(..).partition(|e| e.session.is_healthy() && now.duration_since(e.since) < ttl);
         state.idle = keep;
         stale.into_iter().map(|e| e.session).collect()
     }
@@ -261,11 +243,7 @@ impl PoolInner {
             state.leased -= 1;
             if !retire {
                 let since = Instant::now();
-                state.idle.push_back(Idle {
-                    key,
-                    session: session.clone(),
-                    since,
-                });
+                state.idle.push_back(Idle { key, session: session.clone(), since });
             }
         }
         if retire {
@@ -306,8 +284,9 @@ fn close_in_background(sessions: Vec<Session>) {
 /// Periodically closes expired idle sessions; ends with the pool.
 async fn reap(pool: Weak<PoolInner>) {
     let period = match pool.upgrade() {
-        Some(p) => (p.settings().pool_idle_timeout / 2)
-            .clamp(Duration::from_millis(50), Duration::from_secs(30)),
+        Some(p) => {
+            (p.settings().pool_idle_timeout / 2).clamp(Duration::from_millis(50), Duration::from_secs(30))
+        }
         None => return,
     };
     loop {
@@ -348,15 +327,12 @@ impl std::ops::Deref for Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         // A clone of the handle goes back; this one is dropped with the lease.
-        self.pool
-            .release(self.key.clone(), self.session.clone(), self.poisoned);
+        self.pool.release(self.key.clone(), self.session.clone(), self.poisoned);
     }
 }
 
 impl std::fmt::Debug for Lease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lease")
-            .field("key", &self.key)
-            .finish_non_exhaustive()
+        f.debug_struct("Lease").field("key", &self.key).finish_non_exhaustive()
     }
 }

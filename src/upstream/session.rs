@@ -110,10 +110,9 @@ impl Session {
     ) -> Result<Self, UpstreamError> {
         let timeout = transport.settings().request_timeout;
         let deadline = Instant::now() + timeout;
-        let (session_id, raw) =
-            tokio::time::timeout_at(deadline, handshake(&transport, capabilities))
-                .await
-                .map_err(|_| UpstreamError::Timeout(timeout))??;
+        let (session_id, raw) = tokio::time::timeout_at(deadline, handshake(&transport, capabilities))
+            .await
+            .map_err(|_| UpstreamError::Timeout(timeout))??;
         let init = match InitializeResult::parse(raw) {
             Ok(init) => init,
             Err(e) => {
@@ -146,9 +145,7 @@ impl Session {
             healthy: AtomicBool::new(true),
             get_task: Mutex::new(None),
         };
-        Self {
-            inner: Arc::new(inner),
-        }
+        Self { inner: Arc::new(inner) }
     }
 
     /// The server's `initialize` answer.
@@ -184,21 +181,13 @@ impl Session {
 
     /// A request whose server requests are refused upstream (list methods and the like): it
     /// may not return `input_required`, so nothing can be surfaced to the front.
-    pub async fn request(
-        &self,
-        method: &str,
-        params: Option<Value>,
-    ) -> Result<Outcome, UpstreamError> {
+    pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Outcome, UpstreamError> {
         let mut call = self.start(method, params, false);
         loop {
             match call.next_event().await? {
                 Some(super::UpstreamEvent::Response(outcome)) => return Ok(outcome),
                 Some(_) => continue,
-                None => {
-                    return Err(UpstreamError::Closed(
-                        "request ended without a response".to_owned(),
-                    ))
-                }
+                None => return Err(UpstreamError::Closed("request ended without a response".to_owned())),
             }
         }
     }
@@ -237,8 +226,7 @@ impl std::fmt::Debug for Session {
 impl Inner {
     /// Routes one message text and acts on it; true when it ended the origin call.
     pub(crate) async fn dispatch(&self, text: &str, origin: Origin) -> Result<bool, UpstreamError> {
-        let env = Envelope::parse(text.as_bytes())
-            .map_err(|e| UpstreamError::Protocol(format!("{e}")))?;
+        let env = Envelope::parse(text.as_bytes()).map_err(|e| UpstreamError::Protocol(format!("{e}")))?;
         let (action, ends_origin) = self.router.lock().route(env, origin);
         match action {
             Action::Deliver(tx, event) => {
@@ -314,11 +302,7 @@ async fn handshake(
         "capabilities": capabilities,
         "clientInfo": { "name": settings.client_name, "version": settings.client_version },
     });
-    let body = request_bytes(
-        &RequestId::Number(INITIALIZE_ID),
-        methods::INITIALIZE,
-        Some(&params),
-    );
+    let body = request_bytes(&RequestId::Number(INITIALIZE_ID), methods::INITIALIZE, Some(&params));
     let resp = transport.post(&SessionHeaders::default(), body).await?;
     let session_id = resp.headers().get(headers::SESSION_ID).cloned();
     let mut stream = MessageStream::new(resp, settings.max_event_bytes)?;
@@ -328,14 +312,11 @@ async fn handshake(
         if let Envelope::Response(resp) = env {
             return match resp.outcome {
                 Outcome::Result(raw) => Ok((session_id, raw)),
-                Outcome::Error(e) => Err(UpstreamError::Initialize(format!(
-                    "server refused ({}): {}",
-                    e.code, e.message
-                ))),
+                Outcome::Error(e) => {
+                    Err(UpstreamError::Initialize(format!("server refused ({}): {}", e.code, e.message)))
+                }
             };
         }
     }
-    Err(UpstreamError::Initialize(
-        "stream ended before the initialize response".to_owned(),
-    ))
+    Err(UpstreamError::Initialize("stream ended before the initialize response".to_owned()))
 }

@@ -42,10 +42,7 @@ impl std::fmt::Debug for UpstreamSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UpstreamSettings")
             .field("url", &self.url)
-            .field(
-                "extra_headers",
-                &self.extra_headers.keys().collect::<Vec<_>>(),
-            )
+            .field("extra_headers", &self.extra_headers.keys().collect::<Vec<_>>())
             .field("client_name", &self.client_name)
             .field("preferred_version", &self.preferred_version)
             .field("request_timeout", &self.request_timeout)

@@ -77,9 +77,7 @@ impl SseParser {
                     self.skip_lf = byte == b'\r';
                     self.end_line(&mut out)?;
                 }
-                _ if self.line.len() >= self.max_line => {
-                    return Err(SseError::LineTooLong(self.max_line))
-                }
+                _ if self.line.len() >= self.max_line => return Err(SseError::LineTooLong(self.max_line)),
                 _ => self.line.push(byte),
             }
         }
@@ -149,10 +147,7 @@ mod tests {
     use super::*;
 
     fn feed_all(parser: &mut SseParser, chunks: &[&[u8]]) -> Vec<SseEvent> {
-        chunks
-            .iter()
-            .flat_map(|c| parser.feed(c).unwrap())
-            .collect()
+        chunks.iter().flat_map(|c| parser.feed(c).unwrap()).collect()
     }
 
     #[test]
@@ -179,9 +174,7 @@ mod tests {
     #[test]
     fn multi_line_data_is_joined_with_newlines() {
         let mut p = SseParser::new(1024);
-        let events = p
-            .feed(b"data: one\ndata:two\ndata\ndata:  three\n\n")
-            .unwrap();
+        let events = p.feed(b"data: one\ndata:two\ndata\ndata:  three\n\n").unwrap();
         assert_eq!(events[0].data, "one\ntwo\n\n three");
     }
 
@@ -203,10 +196,7 @@ mod tests {
     #[test]
     fn comments_blank_lines_and_unknown_fields_emit_nothing() {
         let mut p = SseParser::new(1024);
-        assert!(p
-            .feed(b": keep-alive\n\n\nfoo: bar\n\n")
-            .unwrap()
-            .is_empty());
+        assert!(p.feed(b": keep-alive\n\n\nfoo: bar\n\n").unwrap().is_empty());
         assert!(p.feed(b"retry: 12x\n\n").unwrap().is_empty());
     }
 
@@ -220,10 +210,7 @@ mod tests {
     #[test]
     fn oversized_event_and_line_are_refused() {
         let mut p = SseParser::new(8);
-        assert!(matches!(
-            p.feed(b"data: 12345\ndata: 6789\n"),
-            Err(SseError::EventTooLarge(8))
-        ));
+        assert!(matches!(p.feed(b"data: 12345\ndata: 6789\n"), Err(SseError::EventTooLarge(8))));
         let mut p = SseParser::new(8);
         let long = vec![b'x'; 200];
         assert!(matches!(p.feed(&long), Err(SseError::LineTooLong(_))));

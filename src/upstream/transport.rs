@@ -47,13 +47,9 @@ pub(crate) struct SessionHeaders {
 impl SessionHeaders {
     /// Headers for a negotiated `version`; the version header exists from 2025-06-18 on.
     pub(crate) fn new(session_id: Option<HeaderValue>, version: &str) -> Self {
-        let version = (version >= VERSION_HEADER_SINCE)
-            .then(|| HeaderValue::from_str(version).ok())
-            .flatten();
-        Self {
-            session_id,
-            version,
-        }
+        let version =
+            (version >= VERSION_HEADER_SINCE).then(|| HeaderValue::from_str(version).ok()).flatten();
+        Self { session_id, version }
     }
 
     fn apply(&self, map: &mut HeaderMap) {
@@ -101,10 +97,8 @@ impl Transport {
         body: Vec<u8>,
     ) -> Result<Response<Incoming>, UpstreamError> {
         let mut req = self.request(Method::POST, session, Bytes::from(body));
-        req.headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        req.headers_mut()
-            .insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
+        req.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        req.headers_mut().insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
         let resp = self.send(req).await?;
         check(resp, session.has_session()).await
     }
@@ -117,8 +111,7 @@ impl Transport {
         last_event_id: Option<&str>,
     ) -> Result<Option<Response<Incoming>>, UpstreamError> {
         let mut req = self.request(Method::GET, session, Bytes::new());
-        req.headers_mut()
-            .insert(ACCEPT, HeaderValue::from_static(ACCEPT_SSE));
+        req.headers_mut().insert(ACCEPT, HeaderValue::from_static(ACCEPT_SSE));
         if let Some(id) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
             req.headers_mut().insert(headers::LAST_EVENT_ID, id);
         }
@@ -139,12 +132,7 @@ impl Transport {
         check(resp, session.has_session()).await.map(drop)
     }
 
-    fn request(
-        &self,
-        method: Method,
-        session: &SessionHeaders,
-        body: Bytes,
-    ) -> Request<Full<Bytes>> {
+    fn request(&self, method: Method, session: &SessionHeaders, body: Bytes) -> Request<Full<Bytes>> {
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = method;
         *req.uri_mut() = self.settings.url.clone();
@@ -170,10 +158,7 @@ impl Transport {
 
 /// Turns a failed status into an error: 404 on a request with a session id means the session
 /// expired (the spec makes the client start a new one); other failures keep a body excerpt.
-async fn check(
-    resp: Response<Incoming>,
-    has_session: bool,
-) -> Result<Response<Incoming>, UpstreamError> {
+async fn check(resp: Response<Incoming>, has_session: bool) -> Result<Response<Incoming>, UpstreamError> {
     let status = resp.status();
     if status.is_success() {
         return Ok(resp);

@@ -23,10 +23,7 @@ async fn echo_streams_a_primed_response() {
     let reply = events.event().await;
     assert!(reply.id.is_some());
     let reply = reply.json();
-    assert_eq!(
-        (reply["id"].as_i64(), tool_text(&reply)),
-        (Some(id), "Echo: hi")
-    );
+    assert_eq!((reply["id"].as_i64(), tool_text(&reply)), (Some(id), "Echo: hi"));
     assert!(events.next().await.unwrap().is_none());
     let (_, mut events) = client.call_tool("echo", json!({})).await;
     let reply = events.message().await;
@@ -56,10 +53,7 @@ async fn die_breaks_the_stream_without_a_response() {
     let (server, mut client) = session(DemoOptions::default()).await;
     let (_, mut events) = client.call_tool("die", json!({})).await;
     assert!(events.event().await.data.is_empty(), "priming comes first");
-    assert!(
-        events.next().await.is_err(),
-        "the stream must break, not end cleanly"
-    );
+    assert!(events.next().await.is_err(), "the stream must break, not end cleanly");
     assert_eq!(server.stats.tool_calls("die"), 1);
     let (_, response) = client.call("ping", json!({})).await;
     assert_eq!(response.status(), StatusCode::OK, "the server survives");
@@ -73,19 +67,10 @@ async fn cancellation_stops_a_hanging_call() {
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": id, "reason": "test"}});
     assert_eq!(client.post(&cancel).await.status(), StatusCode::ACCEPTED);
-    assert!(
-        events.next().await.unwrap().is_none(),
-        "no response after a cancel"
-    );
-    assert_eq!(
-        (server.stats.cancellations(), server.stats.calls_stopped()),
-        (1, 1)
-    );
+    assert!(events.next().await.unwrap().is_none(), "no response after a cancel");
+    assert_eq!((server.stats.cancellations(), server.stats.calls_stopped()), (1, 1));
     client.post(&cancel).await;
-    assert_eq!(
-        (server.stats.cancellations(), server.stats.calls_stopped()),
-        (2, 1)
-    );
+    assert_eq!((server.stats.cancellations(), server.stats.calls_stopped()), (2, 1));
 }
 
 #[tokio::test]
@@ -97,12 +82,7 @@ async fn calls_are_bounded_in_time_and_number() {
     };
     let (_server, mut client) = session(options).await;
     let (_, mut events) = client.call_tool("hang", json!({})).await;
-    let (_, busy) = client
-        .call(
-            "tools/call",
-            json!({"name": "echo", "arguments": {"message": "x"}}),
-        )
-        .await;
+    let (_, busy) = client.call("tools/call", json!({"name": "echo", "arguments": {"message": "x"}})).await;
     assert_eq!(busy.status(), StatusCode::TOO_MANY_REQUESTS);
     let reply = events.message().await;
     assert_eq!(reply["error"]["code"], -32001);
@@ -120,10 +100,7 @@ async fn delete_and_shutdown_end_running_calls() {
     let (_, mut events) = client.call_tool("hang", json!({})).await;
     events.event().await;
     let stats = std::sync::Arc::clone(&server.stats);
-    tokio::time::timeout(WAIT, server.shutdown())
-        .await
-        .unwrap()
-        .unwrap();
+    tokio::time::timeout(WAIT, server.shutdown()).await.unwrap().unwrap();
     assert!(events.next().await.unwrap().is_none());
     assert_eq!(stats.sessions_alive(), 0);
 }

@@ -27,23 +27,14 @@ async fn greet_elicits_on_the_post_stream() {
     assert_eq!(ask["method"], "elicitation/create");
     assert_eq!(ask["id"], 0);
     assert_eq!(ask["params"]["message"], "What is your name?");
-    assert_eq!(
-        ask["params"]["requestedSchema"]["required"],
-        json!(["name"])
-    );
+    assert_eq!(ask["params"]["requestedSchema"]["required"], json!(["name"]));
     assert!(ask["params"].get("mode").is_none());
     client.answer(&ask["id"], accept_name("Ada")).await;
     let reply = events.message().await;
     assert_eq!(reply["id"], call_id);
     assert_eq!(tool_text(&reply), "Hello, Ada!");
-    assert!(
-        events.next().await.unwrap().is_none(),
-        "the stream ends after the response"
-    );
-    assert_eq!(
-        (server.stats.answers(), server.stats.tool_calls("greet")),
-        (1, 1)
-    );
+    assert!(events.next().await.unwrap().is_none(), "the stream ends after the response");
+    assert_eq!((server.stats.answers(), server.stats.tool_calls("greet")), (1, 1));
     assert_eq!(server.stats.outstanding(), 0);
 }
 
@@ -55,13 +46,8 @@ async fn declined_greeting_and_old_sessions_have_no_priming_event() {
     let (_, mut events) = client.call_tool("greet", json!({})).await;
     let first = events.event().await;
     assert!(!first.data.is_empty(), "2025-06-18 streams are not primed");
-    client
-        .answer(&first.json()["id"], json!({"action": "decline"}))
-        .await;
-    assert_eq!(
-        tool_text(&events.message().await),
-        "No name given (decline)."
-    );
+    client.answer(&first.json()["id"], json!({"action": "decline"})).await;
+    assert_eq!(tool_text(&events.message().await), "No name given (decline).");
 }
 
 #[tokio::test]
@@ -72,48 +58,28 @@ async fn confirm_twice_asks_twice_in_sequence() {
     client.answer(&first["id"], accept_name("Lin")).await;
     let second = events.message().await;
     assert_eq!(second["id"], 1);
-    assert!(second["params"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("Lin"));
-    assert_eq!(
-        second["params"]["requestedSchema"]["properties"]["ok"]["type"],
-        "boolean"
-    );
-    client
-        .answer(
-            &second["id"],
-            json!({"action": "accept", "content": {"ok": true}}),
-        )
-        .await;
+    assert!(second["params"]["message"].as_str().unwrap().contains("Lin"));
+    assert_eq!(second["params"]["requestedSchema"]["properties"]["ok"]["type"], "boolean");
+    client.answer(&second["id"], json!({"action": "accept", "content": {"ok": true}})).await;
     assert_eq!(tool_text(&events.message().await), "Confirmed Lin: true");
 }
 
 #[tokio::test]
 async fn summarize_samples_and_an_error_answer_fails_the_tool() {
     let (server, mut client) = session(DemoOptions::default()).await;
-    let (_, mut events) = client
-        .call_tool("summarize", json!({"text": "long story"}))
-        .await;
+    let (_, mut events) = client.call_tool("summarize", json!({"text": "long story"})).await;
     let ask = events.message().await;
     assert_eq!(ask["method"], "sampling/createMessage");
     assert_eq!(ask["params"]["maxTokens"], 100);
     assert!(ask["params"]["systemPrompt"].is_string());
-    let text = ask["params"]["messages"][0]["content"]["text"]
-        .as_str()
-        .unwrap();
+    let text = ask["params"]["messages"][0]["content"]["text"].as_str().unwrap();
     assert!(text.contains("long story"));
     let answer = json!({"role": "assistant", "model": "m1",
         "content": [{"type": "text", "text": "short"}]});
     client.answer(&ask["id"], answer).await;
-    assert_eq!(
-        tool_text(&events.message().await),
-        "Summary: short (model m1)"
-    );
+    assert_eq!(tool_text(&events.message().await), "Summary: short (model m1)");
 
-    let (_, mut events) = client
-        .call_tool("summarize", json!({"text": "again"}))
-        .await;
+    let (_, mut events) = client.call_tool("summarize", json!({"text": "again"})).await;
     let ask = events.message().await;
     let refusal = json!({"jsonrpc": "2.0", "id": ask["id"],
         "error": {"code": -1, "message": "User rejected sampling request"}});
@@ -121,10 +87,7 @@ async fn summarize_samples_and_an_error_answer_fails_the_tool() {
     let reply = events.message().await;
     assert_eq!(reply["result"]["isError"], true);
     let text = tool_text(&reply);
-    assert!(
-        text.contains("sampling/createMessage") && text.contains("User rejected"),
-        "{text}"
-    );
+    assert!(text.contains("sampling/createMessage") && text.contains("User rejected"), "{text}");
     assert_eq!(server.stats.errors(), 1);
 }
 
@@ -134,11 +97,7 @@ async fn list_roots_goes_out_on_the_get_stream_once_one_opens() {
     let (_, mut call) = client.call_tool("list_roots", json!({})).await;
     call.event().await; // priming
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(
-        server.stats.requests_sent(),
-        0,
-        "roots/list waits for a GET stream"
-    );
+    assert_eq!(server.stats.requests_sent(), 0, "roots/list waits for a GET stream");
     let mut standalone = Events::new(client.get_stream().await);
     let priming = standalone.event().await;
     assert!(priming.id.is_some() && priming.data.is_empty());
@@ -146,10 +105,7 @@ async fn list_roots_goes_out_on_the_get_stream_once_one_opens() {
     assert_eq!(ask["method"], "roots/list");
     let roots = json!({"roots": [{"uri": "file:///a"}, {"uri": "file:///b", "name": "b"}]});
     client.answer(&ask["id"], roots).await;
-    assert_eq!(
-        tool_text(&call.message().await),
-        "Roots: file:///a, file:///b"
-    );
+    assert_eq!(tool_text(&call.message().await), "Roots: file:///a, file:///b");
 }
 
 #[tokio::test]
@@ -161,10 +117,7 @@ async fn ask_three_has_three_requests_outstanding_before_any_answer() {
     let second = call.message().await;
     let roots = standalone.message().await;
     assert_eq!(server.stats.outstanding(), 3);
-    let mut methods = [
-        first["method"].as_str().unwrap(),
-        second["method"].as_str().unwrap(),
-    ];
+    let mut methods = [first["method"].as_str().unwrap(), second["method"].as_str().unwrap()];
     methods.sort_unstable();
     assert_eq!(methods, ["elicitation/create", "sampling/createMessage"]);
     assert_eq!(roots["method"], "roots/list");
@@ -177,9 +130,7 @@ async fn ask_three_has_three_requests_outstanding_before_any_answer() {
         };
         client.answer(&ask["id"], answer).await;
     }
-    client
-        .answer(&roots["id"], json!({"roots": [{"uri": "file:///r"}]}))
-        .await;
+    client.answer(&roots["id"], json!({"roots": [{"uri": "file:///r"}]})).await;
     let text = tool_text(&call.message().await).to_owned();
     assert_eq!(text, "Name: Kim; Summary: s (model m); Roots: file:///r");
 }
@@ -192,10 +143,7 @@ async fn url_login_and_flaky_question_differ_on_every_run() {
         let (_, mut events) = client.call_tool("url_login", json!({})).await;
         let ask = events.message().await;
         assert_eq!(ask["params"]["mode"], "url");
-        assert!(ask["params"]["url"]
-            .as_str()
-            .unwrap()
-            .starts_with("https://"));
+        assert!(ask["params"]["url"].as_str().unwrap().starts_with("https://"));
         seen.push(ask["params"]["elicitationId"].clone());
         client.answer(&ask["id"], json!({"action": "accept"})).await;
         assert_eq!(tool_text(&events.message().await), "Logged in (accept)");
@@ -210,18 +158,12 @@ async fn url_login_and_flaky_question_differ_on_every_run() {
         events.message().await;
     }
     messages.dedup();
-    assert!(
-        messages.len() > 1,
-        "three rolls were all equal: {messages:?}"
-    );
+    assert!(messages.len() > 1, "three rolls were all equal: {messages:?}");
 }
 
 #[tokio::test]
 async fn an_unanswered_request_times_out_into_an_error_result() {
-    let options = DemoOptions {
-        request_timeout: Duration::from_millis(200),
-        ..DemoOptions::default()
-    };
+    let options = DemoOptions { request_timeout: Duration::from_millis(200), ..DemoOptions::default() };
     let (server, mut client) = session(options).await;
     let (_, mut events) = client.call_tool("greet", json!({})).await;
     let ask = events.message().await;
@@ -245,18 +187,14 @@ async fn the_prompt_and_the_resource_elicit_a_name() {
     let text = &reply["result"]["messages"][0]["content"]["text"];
     assert_eq!(text, "Write a pirate greeting for Bo.");
 
-    let (_, response) = client
-        .call("resources/read", json!({"uri": "demo://profile"}))
-        .await;
+    let (_, response) = client.call("resources/read", json!({"uri": "demo://profile"})).await;
     let mut events = Events::new(response);
     let ask = events.message().await;
     client.answer(&ask["id"], accept_name("Cy")).await;
     let reply = events.message().await;
     assert_eq!(reply["result"]["contents"][0]["text"], "Profile of Cy");
 
-    let (_, response) = client
-        .call("resources/read", json!({"uri": "demo://nothing"}))
-        .await;
+    let (_, response) = client.call("resources/read", json!({"uri": "demo://nothing"})).await;
     let reply = Events::new(response).message().await;
     assert_eq!(reply["error"]["code"], -32002);
 }

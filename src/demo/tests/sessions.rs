@@ -8,10 +8,7 @@ use crate::demo::DemoOptions;
 
 fn tool_names(list: &Value) -> Vec<String> {
     let tools = list["result"]["tools"].as_array().unwrap();
-    tools
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect()
+    tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
 }
 
 #[tokio::test]
@@ -21,10 +18,7 @@ async fn initialize_negotiates_and_opens_a_session() {
     let result = &init["result"];
     assert_eq!(result["protocolVersion"], "2025-06-18");
     for capability in ["tools", "prompts", "resources", "completions", "logging"] {
-        assert!(
-            result["capabilities"].get(capability).is_some(),
-            "{capability}"
-        );
+        assert!(result["capabilities"].get(capability).is_some(), "{capability}");
     }
     assert_eq!(result["serverInfo"]["name"], "mrtr-demo-legacy");
     assert!(result["instructions"].as_str().unwrap().contains("greet"));
@@ -44,10 +38,7 @@ async fn requests_without_a_valid_session_are_refused() {
     let mut client = TestClient::new(server.url());
     let missing = client.post(&ping).await;
     assert_eq!(missing.status(), StatusCode::BAD_REQUEST);
-    assert!(read_json(missing).await["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("Mcp-Session-Id"));
+    assert!(read_json(missing).await["error"]["message"].as_str().unwrap().contains("Mcp-Session-Id"));
     client.session = Some("not-a-session".into());
     assert_eq!(client.post(&ping).await.status(), StatusCode::NOT_FOUND);
 
@@ -61,10 +52,7 @@ async fn requests_without_a_valid_session_are_refused() {
     client.version = "2025-11-25".into();
     assert_eq!(client.delete().await.status(), StatusCode::OK);
     assert_eq!(client.post(&ping).await.status(), StatusCode::NOT_FOUND);
-    assert_eq!(
-        (server.stats.deletes(), server.stats.sessions_alive()),
-        (1, 0)
-    );
+    assert_eq!((server.stats.deletes(), server.stats.sessions_alive()), (1, 0));
 }
 
 #[tokio::test]
@@ -88,10 +76,7 @@ async fn tools_are_listed_only_for_declared_capabilities() {
     let (_, mut events) = bare.call_tool("greet", json!({})).await;
     let reply = events.message().await;
     assert_eq!(reply["result"]["isError"], true);
-    assert!(reply["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap()
-        .contains("Tool greet not found"));
+    assert!(reply["result"]["content"][0]["text"].as_str().unwrap().contains("Tool greet not found"));
     assert_eq!(server.stats.tool_calls("greet"), 1);
 
     let (mut full, _) = TestClient::connect(server.url(), full_caps(), "2025-11-25").await;
@@ -121,18 +106,11 @@ async fn transport_checks_answer_with_the_sdk_statuses() {
 
 #[tokio::test]
 async fn oversized_bodies_are_refused() {
-    let options = DemoOptions {
-        max_body_bytes: 200,
-        ..DemoOptions::default()
-    };
+    let options = DemoOptions { max_body_bytes: 200, ..DemoOptions::default() };
     let server = start(options);
     let (client, _) = TestClient::connect(server.url(), json!({}), "2025-03-26").await;
-    let big =
-        json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x".repeat(300)}});
-    assert_eq!(
-        client.post(&big).await.status(),
-        StatusCode::PAYLOAD_TOO_LARGE
-    );
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x".repeat(300)}});
+    assert_eq!(client.post(&big).await.status(), StatusCode::PAYLOAD_TOO_LARGE);
 }
 
 #[tokio::test]
@@ -141,25 +119,13 @@ async fn prompts_resources_and_completions_answer_plain_json() {
     let (mut client, _) = TestClient::connect(server.url(), full_caps(), "2025-11-25").await;
     let (_, prompts) = client.call("prompts/list", json!({})).await;
     assert_eq!(prompts.headers()["content-type"], "application/json");
-    assert_eq!(
-        read_json(prompts).await["result"]["prompts"][0]["name"],
-        "greeting_prompt"
-    );
+    assert_eq!(read_json(prompts).await["result"]["prompts"][0]["name"], "greeting_prompt");
     let (_, resources) = client.call("resources/list", json!({})).await;
-    assert_eq!(
-        read_json(resources).await["result"]["resources"][0]["uri"],
-        "demo://profile"
-    );
+    assert_eq!(read_json(resources).await["result"]["resources"][0]["uri"], "demo://profile");
     let (_, templates) = client.call("resources/templates/list", json!({})).await;
-    assert_eq!(
-        read_json(templates).await["result"]["resourceTemplates"],
-        json!([])
-    );
+    assert_eq!(read_json(templates).await["result"]["resourceTemplates"], json!([]));
     let params = json!({"ref": {"type": "ref/prompt", "name": "greeting_prompt"},
         "argument": {"name": "style", "value": "p"}});
     let (_, completion) = client.call("completion/complete", params).await;
-    assert_eq!(
-        read_json(completion).await["result"]["completion"]["values"],
-        json!(["pirate"])
-    );
+    assert_eq!(read_json(completion).await["result"]["completion"]["values"], json!(["pirate"]));
 }

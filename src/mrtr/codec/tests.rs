@@ -39,10 +39,8 @@ fn journal(answers: &[&str]) -> Journal {
             digest: question_digest("elicitation/create", Some(&json!({ "n": i }))),
             occurrence: 0,
             kind: InputKind::Elicitation,
-            result: serde_json::value::to_raw_value(
-                &json!({"action": "accept", "content": {"text": text}}),
-            )
-            .unwrap(),
+            result: serde_json::value::to_raw_value(&json!({"action": "accept", "content": {"text": text}}))
+                .unwrap(),
         })
         .collect();
     let pending = vec![Pending {
@@ -51,17 +49,11 @@ fn journal(answers: &[&str]) -> Journal {
         occurrence: 0,
         kind: InputKind::Roots,
     }];
-    Journal {
-        answered,
-        pending,
-        next_key: answers.len() as u32,
-    }
+    Journal { answered, pending, next_key: answers.len() as u32 }
 }
 
 fn raw(token: &str) -> Vec<u8> {
-    URL_SAFE_NO_PAD
-        .decode(token.strip_prefix(TOKEN_PREFIX).unwrap())
-        .unwrap()
+    URL_SAFE_NO_PAD.decode(token.strip_prefix(TOKEN_PREFIX).unwrap()).unwrap()
 }
 
 fn token_of(bytes: &[u8]) -> String {
@@ -80,10 +72,7 @@ fn seal_open_round_trip() {
     assert!(token.starts_with("v1."));
     let claims = codec.open_at(&token, &binding(), NOW + 10).unwrap();
     assert_eq!(claims.binding(), binding());
-    assert_eq!(
-        (claims.round, claims.issued_at, claims.expires_at),
-        (2, NOW, NOW + 600)
-    );
+    assert_eq!((claims.round, claims.issued_at, claims.expires_at), (2, NOW, NOW + 600));
     assert!(same_journal(&claims.journal, &journal));
     // Random nonces: the same claims never give the same token.
     assert_ne!(token, codec.seal_at(&binding(), 2, &journal, NOW).unwrap());
@@ -103,16 +92,12 @@ fn tampering_with_any_region_is_rejected() {
     for (region, offset, reason) in regions {
         let mut tampered = bytes.clone();
         tampered[offset] ^= 0x01;
-        let err = codec
-            .open_at(&token_of(&tampered), &binding(), NOW)
-            .unwrap_err();
+        let err = codec.open_at(&token_of(&tampered), &binding(), NOW).unwrap_err();
         assert_eq!(err.reason(), reason, "{region}: {err}");
     }
     for prefix in ["v2.", "V1.", "", "v1"] {
         let body = token.strip_prefix(TOKEN_PREFIX).unwrap();
-        let err = codec
-            .open_at(&format!("{prefix}{body}"), &binding(), NOW)
-            .unwrap_err();
+        let err = codec.open_at(&format!("{prefix}{body}"), &binding(), NOW).unwrap_err();
         assert_eq!(err.reason(), "malformed", "prefix {prefix:?}");
     }
 }
@@ -122,19 +107,12 @@ fn appended_or_padded_text_is_rejected() {
     let codec = codec(&[(1, None)]);
     let token = codec.seal_at(&binding(), 1, &journal(&[]), NOW).unwrap();
     for suffix in ["A", "AA", "AAAA", "=", "-TAMPERED", " "] {
-        let err = codec
-            .open_at(&format!("{token}{suffix}"), &binding(), NOW)
-            .unwrap_err();
-        assert!(
-            matches!(err.reason(), "malformed" | "integrity"),
-            "{suffix:?}: {err}"
-        );
+        let err = codec.open_at(&format!("{token}{suffix}"), &binding(), NOW).unwrap_err();
+        assert!(matches!(err.reason(), "malformed" | "integrity"), "{suffix:?}: {err}");
     }
     let mut truncated = raw(&token);
     truncated.truncate(HEADER_LEN + TAG_LEN - 1);
-    let err = codec
-        .open_at(&token_of(&truncated), &binding(), NOW)
-        .unwrap_err();
+    let err = codec.open_at(&token_of(&truncated), &binding(), NOW).unwrap_err();
     assert_eq!(err.reason(), "malformed");
 }
 
@@ -157,15 +135,11 @@ fn trailing_plaintext_after_the_claims_is_rejected() {
     // Re-seal the same plaintext with one byte after the JSON object.
     let mut plain = bytes[HEADER_LEN..end].to_vec();
     plain.push(b'x');
-    let tag = cipher
-        .encrypt_in_place_detached(&nonce, &aad(id), &mut plain)
-        .unwrap();
+    let tag = cipher.encrypt_in_place_detached(&nonce, &aad(id), &mut plain).unwrap();
     let mut forged = bytes[..HEADER_LEN].to_vec();
     forged.extend_from_slice(&plain);
     forged.extend_from_slice(&tag);
-    let err = codec
-        .open_at(&token_of(&forged), &binding(), NOW)
-        .unwrap_err();
+    let err = codec.open_at(&token_of(&forged), &binding(), NOW).unwrap_err();
     assert_eq!(err.reason(), "malformed", "{err}");
 }
 
@@ -174,13 +148,9 @@ fn wrong_key_and_unknown_key_id() {
     let sealer = codec(&[(1, Some("k"))]);
     let token = sealer.seal_at(&binding(), 1, &journal(&[]), NOW).unwrap();
     // Same id, other secret: the tag fails.
-    let err = codec(&[(2, Some("k"))])
-        .open_at(&token, &binding(), NOW)
-        .unwrap_err();
+    let err = codec(&[(2, Some("k"))]).open_at(&token, &binding(), NOW).unwrap_err();
     assert_eq!(err.reason(), "integrity");
-    let err = codec(&[(1, None)])
-        .open_at(&token, &binding(), NOW)
-        .unwrap_err();
+    let err = codec(&[(1, None)]).open_at(&token, &binding(), NOW).unwrap_err();
     assert!(matches!(err, StateError::UnknownKey(_)), "{err}");
 }
 
@@ -190,22 +160,11 @@ fn key_rotation_keeps_old_tokens_open() {
     let token = old.seal_at(&binding(), 1, &journal(&["a"]), NOW).unwrap();
     let rotated = codec(&[(2, Some("2026-11")), (1, Some("2026-10"))]);
     assert!(rotated.open_at(&token, &binding(), NOW).is_ok());
-    let fresh = rotated
-        .seal_at(&binding(), 2, &journal(&["a"]), NOW)
-        .unwrap();
+    let fresh = rotated.seal_at(&binding(), 2, &journal(&["a"]), NOW).unwrap();
     assert_eq!(raw(&fresh)[..KEY_ID_LEN], rotated.ring.sealing().0 .0);
-    assert_eq!(
-        old.open_at(&fresh, &binding(), NOW).unwrap_err().reason(),
-        "unknown_key"
-    );
+    assert_eq!(old.open_at(&fresh, &binding(), NOW).unwrap_err().reason(), "unknown_key");
     let retired = codec(&[(2, Some("2026-11"))]);
-    assert_eq!(
-        retired
-            .open_at(&token, &binding(), NOW)
-            .unwrap_err()
-            .reason(),
-        "unknown_key"
-    );
+    assert_eq!(retired.open_at(&token, &binding(), NOW).unwrap_err().reason(), "unknown_key");
 }
 
 #[test]
@@ -214,9 +173,7 @@ fn expiry_and_issue_time_honour_the_skew() {
     let token = codec.seal_at(&binding(), 1, &journal(&[]), NOW).unwrap();
     let last_valid = NOW + 600 + 30;
     assert!(codec.open_at(&token, &binding(), last_valid).is_ok());
-    let err = codec
-        .open_at(&token, &binding(), last_valid + 1)
-        .unwrap_err();
+    let err = codec.open_at(&token, &binding(), last_valid + 1).unwrap_err();
     assert!(matches!(err, StateError::Expired { .. }), "{err}");
     assert!(codec.open_at(&token, &binding(), NOW - 30).is_ok());
     let err = codec.open_at(&token, &binding(), NOW - 31).unwrap_err();
@@ -229,54 +186,26 @@ fn each_binding_mismatch_has_its_own_reason() {
     let token = codec.seal_at(&binding(), 1, &journal(&[]), NOW).unwrap();
     let mut other = binding();
     other.principal = "mallory".to_owned();
-    assert_eq!(
-        codec.open_at(&token, &other, NOW).unwrap_err().reason(),
-        "principal"
-    );
+    assert_eq!(codec.open_at(&token, &other, NOW).unwrap_err().reason(), "principal");
     let mut other = binding();
     other.method = MrtrMethod::PromptsGet;
-    assert_eq!(
-        codec.open_at(&token, &other, NOW).unwrap_err().reason(),
-        "method"
-    );
+    assert_eq!(codec.open_at(&token, &other, NOW).unwrap_err().reason(), "method");
     let mut other = binding();
     other.target = "delete_everything".to_owned();
-    assert_eq!(
-        codec.open_at(&token, &other, NOW).unwrap_err().reason(),
-        "target"
-    );
+    assert_eq!(codec.open_at(&token, &other, NOW).unwrap_err().reason(), "target");
     let mut other = binding();
     other.arguments = arguments_digest(Some(&json!({"location": "Paris"})));
-    assert_eq!(
-        codec.open_at(&token, &other, NOW).unwrap_err().reason(),
-        "arguments"
-    );
+    assert_eq!(codec.open_at(&token, &other, NOW).unwrap_err().reason(), "arguments");
 }
 
 #[test]
 fn oversize_tokens_are_refused_before_decoding() {
-    let settings = CodecSettings {
-        max_token_bytes: 256,
-        ..CodecSettings::default()
-    };
+    let settings = CodecSettings { max_token_bytes: 256, ..CodecSettings::default() };
     let codec = StateCodec::new(ring(&[(1, None)]), settings);
     // Not even valid base64: the size check must come first.
-    let err = codec
-        .open_at(&"*".repeat(257), &binding(), NOW)
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StateError::TooLarge {
-                size: 257,
-                limit: 256
-            }
-        ),
-        "{err}"
-    );
-    let err = codec
-        .seal_at(&binding(), 1, &journal(&["x".repeat(300).as_str()]), NOW)
-        .unwrap_err();
+    let err = codec.open_at(&"*".repeat(257), &binding(), NOW).unwrap_err();
+    assert!(matches!(err, StateError::TooLarge { size: 257, limit: 256 }), "{err}");
+    let err = codec.seal_at(&binding(), 1, &journal(&["x".repeat(300).as_str()]), NOW).unwrap_err();
     assert_eq!(err.reason(), "too_large");
 }
 
@@ -297,13 +226,9 @@ fn other_format_versions_are_refused() {
     let (id, cipher) = codec.ring.sealing();
     let nonce = [7u8; NONCE_LEN];
     let mut plain = serde_json::to_vec(&claims).unwrap();
-    let tag = cipher
-        .encrypt_in_place_detached(XNonce::from_slice(&nonce), &aad(id), &mut plain)
-        .unwrap();
+    let tag = cipher.encrypt_in_place_detached(XNonce::from_slice(&nonce), &aad(id), &mut plain).unwrap();
     let bytes = [&id.0[..], &nonce, &plain, &tag].concat();
-    let err = codec
-        .open_at(&token_of(&bytes), &binding(), NOW)
-        .unwrap_err();
+    let err = codec.open_at(&token_of(&bytes), &binding(), NOW).unwrap_err();
     assert_eq!(err.reason(), "version");
 }
 
@@ -315,14 +240,8 @@ fn reasons_are_distinct_labels() {
         StateError::UnknownKey(KeyId([0; 4])),
         StateError::Integrity,
         StateError::Version(0),
-        StateError::Expired {
-            expires_at: 0,
-            now: 0,
-        },
-        StateError::NotYetValid {
-            issued_at: 0,
-            now: 0,
-        },
+        StateError::Expired { expires_at: 0, now: 0 },
+        StateError::NotYetValid { issued_at: 0, now: 0 },
         StateError::Principal,
         StateError::Method,
         StateError::Target,

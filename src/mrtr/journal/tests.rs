@@ -13,10 +13,7 @@ fn pending(key: &str, kind: InputKind, question: &str) -> Pending {
 }
 
 fn journal_asking(entries: &[Pending]) -> Journal {
-    Journal {
-        pending: entries.to_vec(),
-        ..Journal::new()
-    }
+    Journal { pending: entries.to_vec(), ..Journal::new() }
 }
 
 fn responses(value: Value) -> Map<String, Value> {
@@ -37,62 +34,29 @@ fn answers_move_to_answered_in_legacy_shape() {
         "sampling-1": {"role": "assistant", "model": "m",
                        "content": [{"type": "text", "text": "Paris"}]}
     }));
-    let accepted = journal
-        .accept_responses(
-            Some(&map),
-            LegacyVersion::V2025_06_18,
-            &AnswerLimits::default(),
-        )
-        .unwrap();
-    assert_eq!(
-        accepted,
-        Accepted {
-            answered: 2,
-            missing: 0
-        }
-    );
+    let accepted =
+        journal.accept_responses(Some(&map), LegacyVersion::V2025_06_18, &AnswerLimits::default()).unwrap();
+    assert_eq!(accepted, Accepted { answered: 2, missing: 0 });
     assert!(journal.pending.is_empty());
-    let results: Vec<Value> = journal
-        .answered
-        .iter()
-        .map(|a| serde_json::from_str(a.result.get()).unwrap())
-        .collect();
-    assert_eq!(
-        results[0],
-        json!({"action": "accept", "content": {"name": "Alice"}})
-    );
-    assert_eq!(
-        results[1]["content"],
-        json!({"type": "text", "text": "Paris"})
-    );
+    let results: Vec<Value> =
+        journal.answered.iter().map(|a| serde_json::from_str(a.result.get()).unwrap()).collect();
+    assert_eq!(results[0], json!({"action": "accept", "content": {"name": "Alice"}}));
+    assert_eq!(results[1]["content"], json!({"type": "text", "text": "Paris"}));
     assert_eq!(journal.answered[1].kind, InputKind::Sampling);
 }
 
 #[test]
 fn missing_answers_stay_pending_and_unknown_keys_are_ignored() {
-    let mut journal = journal_asking(&[
-        pending("a", InputKind::Roots, "1"),
-        pending("b", InputKind::Roots, "2"),
-    ]);
+    let mut journal =
+        journal_asking(&[pending("a", InputKind::Roots, "1"), pending("b", InputKind::Roots, "2")]);
     let map = responses(json!({
         "b": {"roots": [{"uri": "file:///r"}]},
         "unknown_extra_key": {"anything": true},
         "another_unexpected": 12345
     }));
-    let accepted = journal
-        .accept_responses(
-            Some(&map),
-            LegacyVersion::V2025_11_25,
-            &AnswerLimits::default(),
-        )
-        .unwrap();
-    assert_eq!(
-        accepted,
-        Accepted {
-            answered: 1,
-            missing: 1
-        }
-    );
+    let accepted =
+        journal.accept_responses(Some(&map), LegacyVersion::V2025_11_25, &AnswerLimits::default()).unwrap();
+    assert_eq!(accepted, Accepted { answered: 1, missing: 1 });
     assert_eq!(journal.pending.len(), 1);
     assert_eq!(journal.pending[0].key, "a");
     assert_eq!(journal.answered.len(), 1);
@@ -101,16 +65,9 @@ fn missing_answers_stay_pending_and_unknown_keys_are_ignored() {
 #[test]
 fn no_responses_change_nothing() {
     let mut journal = journal_asking(&[pending("a", InputKind::Roots, "1")]);
-    let accepted = journal
-        .accept_responses(None, LegacyVersion::V2025_11_25, &AnswerLimits::default())
-        .unwrap();
-    assert_eq!(
-        accepted,
-        Accepted {
-            answered: 0,
-            missing: 1
-        }
-    );
+    let accepted =
+        journal.accept_responses(None, LegacyVersion::V2025_11_25, &AnswerLimits::default()).unwrap();
+    assert_eq!(accepted, Accepted { answered: 0, missing: 1 });
     assert!(journal.answered.is_empty());
 }
 
@@ -119,36 +76,19 @@ fn invalid_answers_name_the_key_and_change_nothing() {
     let cases = [
         (InputKind::Elicitation, json!(12345), "ElicitResult"),
         (InputKind::Elicitation, json!({"action": "ok"}), "action"),
-        (
-            InputKind::Sampling,
-            json!({"role": "assistant", "content": {"type": "text"}}),
-            "model",
-        ),
-        (
-            InputKind::Roots,
-            json!({"roots": [{"uri": "http://x"}]}),
-            "file://",
-        ),
+        (InputKind::Sampling, json!({"role": "assistant", "content": {"type": "text"}}), "model"),
+        (InputKind::Roots, json!({"roots": [{"uri": "http://x"}]}), "file://"),
     ];
     for (kind, answer, cause) in cases {
-        let mut journal = journal_asking(&[
-            pending("good", InputKind::Roots, "g"),
-            pending("bad", kind, "b"),
-        ]);
+        let mut journal =
+            journal_asking(&[pending("good", InputKind::Roots, "g"), pending("bad", kind, "b")]);
         let map = responses(json!({"good": {"roots": []}, "bad": answer}));
         let err = journal
-            .accept_responses(
-                Some(&map),
-                LegacyVersion::V2025_11_25,
-                &AnswerLimits::default(),
-            )
+            .accept_responses(Some(&map), LegacyVersion::V2025_11_25, &AnswerLimits::default())
             .unwrap_err();
         let text = err.to_string();
         assert!(text.contains("\"bad\"") && text.contains(cause), "{text}");
-        assert!(
-            journal.answered.is_empty(),
-            "a failed batch must not be half applied"
-        );
+        assert!(journal.answered.is_empty(), "a failed batch must not be half applied");
         assert_eq!(journal.pending.len(), 2);
     }
 }
@@ -159,58 +99,34 @@ fn answers_the_upstream_version_cannot_take_are_invalid() {
     let map = responses(json!({"s": {"role": "assistant", "model": "m",
         "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}}));
     let err = journal
-        .accept_responses(
-            Some(&map),
-            LegacyVersion::V2025_06_18,
-            &AnswerLimits::default(),
-        )
+        .accept_responses(Some(&map), LegacyVersion::V2025_06_18, &AnswerLimits::default())
         .unwrap_err();
-    assert!(
-        matches!(err, InputError::Invalid { ref key, .. } if key == "s"),
-        "{err}"
-    );
+    assert!(matches!(err, InputError::Invalid { ref key, .. } if key == "s"), "{err}");
 }
 
 #[test]
 fn answer_size_and_count_are_bounded() {
-    let limits = AnswerLimits {
-        max_answer_bytes: 64,
-        max_answers: 1,
-    };
+    let limits = AnswerLimits { max_answer_bytes: 64, max_answers: 1 };
     let mut journal = journal_asking(&[pending("e", InputKind::Elicitation, "x")]);
     let big = responses(json!({"e": {"action": "accept", "content": {"t": "x".repeat(100)}}}));
-    let err = journal
-        .accept_responses(Some(&big), LegacyVersion::V2025_11_25, &limits)
-        .unwrap_err();
+    let err = journal.accept_responses(Some(&big), LegacyVersion::V2025_11_25, &limits).unwrap_err();
     assert!(matches!(err, InputError::TooLarge { ref key, limit: 64, .. } if key == "e"));
 
-    let mut journal = journal_asking(&[
-        pending("a", InputKind::Roots, "1"),
-        pending("b", InputKind::Roots, "2"),
-    ]);
+    let mut journal =
+        journal_asking(&[pending("a", InputKind::Roots, "1"), pending("b", InputKind::Roots, "2")]);
     let two = responses(json!({"a": {"roots": []}, "b": {"roots": []}}));
-    let err = journal
-        .accept_responses(Some(&two), LegacyVersion::V2025_11_25, &limits)
-        .unwrap_err();
+    let err = journal.accept_responses(Some(&two), LegacyVersion::V2025_11_25, &limits).unwrap_err();
     assert!(matches!(err, InputError::TooManyAnswers { limit: 1 }));
 }
 
 #[test]
 fn input_responses_field() {
     let params = json!({"inputResponses": {"k": {}}});
-    assert_eq!(
-        input_responses(Some(&params)).unwrap().map(Map::len),
-        Some(1)
-    );
-    assert!(input_responses(Some(&json!({"inputResponses": null})))
-        .unwrap()
-        .is_none());
+    assert_eq!(input_responses(Some(&params)).unwrap().map(Map::len), Some(1));
+    assert!(input_responses(Some(&json!({"inputResponses": null}))).unwrap().is_none());
     assert!(input_responses(Some(&json!({}))).unwrap().is_none());
     assert!(input_responses(None).unwrap().is_none());
-    assert!(matches!(
-        input_responses(Some(&json!({"inputResponses": [1]}))),
-        Err(InputError::NotAnObject)
-    ));
+    assert!(matches!(input_responses(Some(&json!({"inputResponses": [1]}))), Err(InputError::NotAnObject)));
 }
 
 #[test]
@@ -222,10 +138,7 @@ fn journal_serde_is_compact_and_round_trips() {
     let back: Journal = serde_json::from_str(&text).unwrap();
     assert_eq!(back.pending, journal.pending);
     assert_eq!(back.next_key, 1);
-    assert_eq!(
-        serde_json::to_string(&Journal::new()).unwrap(),
-        r#"{"n":0}"#
-    );
+    assert_eq!(serde_json::to_string(&Journal::new()).unwrap(), r#"{"n":0}"#);
     journal.next_key = u32::MAX;
     assert_eq!(journal.mint(), None);
 }

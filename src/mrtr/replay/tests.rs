@@ -38,13 +38,7 @@ fn answer(replay: &mut Replay, params: &Value) -> Value {
 fn next_round(outcome: RoundOutcome, answers: Value) -> Replay {
     let mut journal = outcome.journal;
     let map = answers.as_object().cloned().unwrap_or_default();
-    journal
-        .accept_responses(
-            Some(&map),
-            LegacyVersion::V2025_11_25,
-            &AnswerLimits::default(),
-        )
-        .unwrap();
+    journal.accept_responses(Some(&map), LegacyVersion::V2025_11_25, &AnswerLimits::default()).unwrap();
     Replay::new(journal, DEFAULT_MAX_QUESTIONS)
 }
 
@@ -55,9 +49,7 @@ fn first_round_mints_keys_and_translates_requests() {
     params["elicitationId"] = json!("e-1");
     assert_eq!(ask(&mut replay, &params), "elicitation-1");
     let sampling = json!({"messages": [], "maxTokens": 5});
-    let decision = replay
-        .decide("sampling/createMessage", Some(&sampling))
-        .unwrap();
+    let decision = replay.decide("sampling/createMessage", Some(&sampling)).unwrap();
     assert!(matches!(decision, Decision::Ask { ref key } if key == "sampling-2"));
     assert!(
         matches!(replay.decide("roots/list", None).unwrap(), Decision::Ask { ref key } if key == "roots-3")
@@ -110,10 +102,7 @@ fn a_changed_question_is_asked_again_never_answered() {
     let key = ask(&mut replay, &question("Full name?"));
     assert_eq!(key, "elicitation-2");
     let outcome = replay.finish();
-    assert!(
-        outcome.diverged,
-        "an unused answer beside a new question is divergence"
-    );
+    assert!(outcome.diverged, "an unused answer beside a new question is divergence");
     assert_eq!(outcome.journal.answered.len(), 1, "answers are kept");
 }
 
@@ -135,8 +124,7 @@ fn re_asked_pending_questions_keep_their_keys() {
 #[test]
 fn volatile_fields_do_not_break_matching() {
     let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
-    let mut params =
-        json!({"mode": "url", "message": "Open", "url": "https://e.com", "elicitationId": "r1"});
+    let mut params = json!({"mode": "url", "message": "Open", "url": "https://e.com", "elicitationId": "r1"});
     let key = ask(&mut replay, &params);
     let mut replay = next_round(replay.finish(), json!({ key: {"action": "accept"} }));
     params["elicitationId"] = json!("r2");
@@ -148,29 +136,14 @@ fn volatile_fields_do_not_break_matching() {
 fn key_hints_are_honoured_when_valid_and_free() {
     let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
     assert_eq!(ask(&mut replay, &hinted("Name?", "user_name")), "user_name");
-    assert_eq!(
-        ask(&mut replay, &hinted("Other?", "user_name")),
-        "elicitation-1"
-    );
-    assert_eq!(
-        ask(&mut replay, &hinted("Bad?", "has space")),
-        "elicitation-2"
-    );
-    assert_eq!(
-        ask(&mut replay, &hinted("Long?", &"k".repeat(65))),
-        "elicitation-3"
-    );
-    assert_eq!(
-        ask(&mut replay, &hinted("Taken?", "elicitation-4")),
-        "elicitation-4"
-    );
+    assert_eq!(ask(&mut replay, &hinted("Other?", "user_name")), "elicitation-1");
+    assert_eq!(ask(&mut replay, &hinted("Bad?", "has space")), "elicitation-2");
+    assert_eq!(ask(&mut replay, &hinted("Long?", &"k".repeat(65))), "elicitation-3");
+    assert_eq!(ask(&mut replay, &hinted("Taken?", "elicitation-4")), "elicitation-4");
     // A minted key skips one a hint already took.
     assert_eq!(ask(&mut replay, &question("Plain?")), "elicitation-5");
     let outcome = replay.finish();
-    assert_eq!(
-        outcome.input_requests["user_name"]["params"],
-        question("Name?")
-    );
+    assert_eq!(outcome.input_requests["user_name"]["params"], question("Name?"));
 }
 
 #[test]
@@ -201,13 +174,7 @@ fn answered_questions_do_not_count_against_the_cap() {
     let key = ask(&mut replay, &question("1"));
     let mut journal = replay.finish().journal;
     let map = json!({ key: accept("x") }).as_object().cloned().unwrap();
-    journal
-        .accept_responses(
-            Some(&map),
-            LegacyVersion::V2025_11_25,
-            &AnswerLimits::default(),
-        )
-        .unwrap();
+    journal.accept_responses(Some(&map), LegacyVersion::V2025_11_25, &AnswerLimits::default()).unwrap();
     let mut replay = Replay::new(journal, 1);
     answer(&mut replay, &question("1"));
     ask(&mut replay, &question("2"));
@@ -217,9 +184,6 @@ fn answered_questions_do_not_count_against_the_cap() {
 fn unknown_methods_are_errors() {
     let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
     let err = replay.decide("tools/call", None).unwrap_err();
-    assert!(matches!(
-        err,
-        ReplayError::Translate(TranslateError::UnknownMethod(_))
-    ));
+    assert!(matches!(err, ReplayError::Translate(TranslateError::UnknownMethod(_))));
     assert_eq!(replay.asked(), 0);
 }

@@ -13,9 +13,7 @@ use crate::protocol::RequestId;
 use crate::upstream::{Session, UpstreamError, UpstreamEvent};
 
 async fn open(server: &TestServer) -> Session {
-    Session::initialize(Arc::new(settings(server)), &caps())
-        .await
-        .unwrap()
+    Session::initialize(Arc::new(settings(server)), &caps()).await.unwrap()
 }
 
 fn is_get(seen: &Seen) -> bool {
@@ -46,10 +44,8 @@ async fn sse_call_delivers_request_answered_via_respond_then_response() {
     let mut server = TestServer::start(on_call(move |_| take(&rx).unwrap())).await;
     let session = open(&server).await;
     let mut call = session.call("tools/call", Some(json!({"name": "ask"})));
-    let progress =
-        json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}});
-    let ask =
-        json!({"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"message":"name?"}});
+    let progress = json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}});
+    let ask = json!({"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"message":"name?"}});
     tx.send(event(Some("1"), &progress)).await.unwrap();
     tx.send(event(Some("2"), &ask)).await.unwrap();
 
@@ -60,28 +56,17 @@ async fn sse_call_delivers_request_answered_via_respond_then_response() {
     let UpstreamEvent::Request { id, method, params } = expect_event(&mut call).await else {
         panic!("expected the elicitation request")
     };
-    assert_eq!(
-        (id.clone(), method.as_str()),
-        (RequestId::Number(7), "elicitation/create")
-    );
+    assert_eq!((id.clone(), method.as_str()), (RequestId::Number(7), "elicitation/create"));
     assert_eq!(params.unwrap()["message"], "name?");
 
     let answer = json!({"action": "accept", "content": {"name": "Ada"}});
     session.respond(&id, Ok(answer.clone())).await.unwrap();
     let posted = server.wait_for(|s| s.is_response_to(&json!(7))).await;
     assert_eq!(posted.body["result"], answer);
-    assert_eq!(
-        posted.header("mcp-session-id"),
-        Some(super::server::SESSION)
-    );
+    assert_eq!(posted.header("mcp-session-id"), Some(super::server::SESSION));
 
-    tx.send(event(Some("3"), &result(&json!(1), json!({"content": []}))))
-        .await
-        .unwrap();
-    assert!(matches!(
-        expect_event(&mut call).await,
-        UpstreamEvent::Response(Outcome::Result(_))
-    ));
+    tx.send(event(Some("3"), &result(&json!(1), json!({"content": []})))).await.unwrap();
+    assert!(matches!(expect_event(&mut call).await, UpstreamEvent::Response(Outcome::Result(_))));
     assert!(call.next_event().await.unwrap().is_none());
 }
 
@@ -98,30 +83,12 @@ async fn get_stream_request_goes_to_the_call_holding_the_session() {
     let UpstreamEvent::Request { id, method, .. } = expect_event(&mut call).await else {
         panic!("roots/list was not delivered to the call")
     };
-    assert_eq!(
-        (id.clone(), method.as_str()),
-        (RequestId::Number(0), "roots/list")
-    );
-    session
-        .respond(&id, Ok(json!({"roots": []})))
-        .await
-        .unwrap();
+    assert_eq!((id.clone(), method.as_str()), (RequestId::Number(0), "roots/list"));
+    session.respond(&id, Ok(json!({"roots": []}))).await.unwrap();
     server.wait_for(|s| s.is_response_to(&json!(0))).await;
-    post_tx
-        .send(event(None, &result(&json!(1), json!({}))))
-        .await
-        .unwrap();
-    assert!(matches!(
-        expect_event(&mut call).await,
-        UpstreamEvent::Response(_)
-    ));
-    let get = server
-        .seen
-        .lock()
-        .iter()
-        .find(|s| is_get(s))
-        .cloned()
-        .unwrap();
+    post_tx.send(event(None, &result(&json!(1), json!({})))).await.unwrap();
+    assert!(matches!(expect_event(&mut call).await, UpstreamEvent::Response(_)));
+    let get = server.seen.lock().iter().find(|s| is_get(s)).cloned().unwrap();
     assert_eq!(get.header("accept"), Some("text/event-stream"));
     assert_eq!(get.header("mcp-session-id"), Some(super::server::SESSION));
 }
@@ -146,43 +113,29 @@ async fn ping_is_answered_locally_and_never_surfaced() {
     let mut server = TestServer::start(on_call(move |_| take(&rx).unwrap())).await;
     let session = open(&server).await;
     let mut call = session.call("tools/call", None);
-    tx.send(event(
-        None,
-        &json!({"jsonrpc":"2.0","id":"pg","method":"ping"}),
-    ))
-    .await
-    .unwrap();
+    tx.send(event(None, &json!({"jsonrpc":"2.0","id":"pg","method":"ping"}))).await.unwrap();
     let pong = server.wait_for(|s| s.is_response_to(&json!("pg"))).await;
     assert_eq!(pong.body["result"], json!({}));
-    tx.send(event(None, &result(&json!(1), json!({}))))
-        .await
-        .unwrap();
-    assert!(matches!(
-        expect_event(&mut call).await,
-        UpstreamEvent::Response(_)
-    ));
+    tx.send(event(None, &result(&json!(1), json!({})))).await.unwrap();
+    assert!(matches!(expect_event(&mut call).await, UpstreamEvent::Response(_)));
 }
 
 #[tokio::test]
 async fn early_close_resumes_with_get_and_last_event_id() {
-    let script: Script = Arc::new(
-        |seen| match (seen.rpc_method(), seen.header("last-event-id")) {
-            (Some("tools/call"), _) => {
-                let (tx, rx) = sse_channel();
-                // 2025-11-25 polling: a priming event with an id and `retry`, then the server closes.
-                tx.try_send(Ok("id: prime-1\nretry: 20\ndata:\n\n".to_owned()))
-                    .unwrap();
-                Some(Reply::Sse(rx))
-            }
-            (None, Some("prime-1")) if is_get(seen) => {
-                let (tx, rx) = sse_channel();
-                tx.try_send(event(Some("r-2"), &result(&json!(1), json!({"ok": true}))))
-                    .unwrap();
-                Some(Reply::Sse(rx))
-            }
-            _ => None,
-        },
-    );
+    let script: Script = Arc::new(|seen| match (seen.rpc_method(), seen.header("last-event-id")) {
+        (Some("tools/call"), _) => {
+            let (tx, rx) = sse_channel();
+            // 2025-11-25 polling: a priming event with an id and `retry`, then the server closes.
+            tx.try_send(Ok("id: prime-1\nretry: 20\ndata:\n\n".to_owned())).unwrap();
+            Some(Reply::Sse(rx))
+        }
+        (None, Some("prime-1")) if is_get(seen) => {
+            let (tx, rx) = sse_channel();
+            tx.try_send(event(Some("r-2"), &result(&json!(1), json!({"ok": true})))).unwrap();
+            Some(Reply::Sse(rx))
+        }
+        _ => None,
+    });
     let mut server = TestServer::start(script).await;
     let session = open(&server).await;
     let mut call = session.call("tools/call", None);
@@ -190,37 +143,22 @@ async fn early_close_resumes_with_get_and_last_event_id() {
         panic!("expected the resumed response")
     };
     assert_eq!(raw.get(), r#"{"ok":true}"#);
-    let resumed = server
-        .wait_for(|s| is_get(s) && s.header("last-event-id").is_some())
-        .await;
-    assert_eq!(
-        resumed.header("mcp-session-id"),
-        Some(super::server::SESSION)
-    );
+    let resumed = server.wait_for(|s| is_get(s) && s.header("last-event-id").is_some()).await;
+    assert_eq!(resumed.header("mcp-session-id"), Some(super::server::SESSION));
 }
 
 #[tokio::test]
 async fn stream_closed_without_event_id_is_closed_error() {
     let script = on_call(|_| {
         let (tx, rx) = sse_channel();
-        tx.try_send(event(
-            None,
-            &json!({"jsonrpc":"2.0","method":"notifications/message"}),
-        ))
-        .unwrap();
+        tx.try_send(event(None, &json!({"jsonrpc":"2.0","method":"notifications/message"}))).unwrap();
         Reply::Sse(rx)
     });
     let server = TestServer::start(script).await;
     let session = open(&server).await;
     let mut call = session.call("tools/call", None);
-    assert!(matches!(
-        expect_event(&mut call).await,
-        UpstreamEvent::Notification { .. }
-    ));
-    assert!(matches!(
-        call.next_event().await,
-        Err(UpstreamError::Closed(_))
-    ));
+    assert!(matches!(expect_event(&mut call).await, UpstreamEvent::Notification { .. }));
+    assert!(matches!(call.next_event().await, Err(UpstreamError::Closed(_))));
 }
 
 #[tokio::test]
@@ -232,10 +170,7 @@ async fn upstream_dying_mid_call_is_a_closed_error() {
     let mut call = session.call("tools/call", None);
     let note = json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}});
     tx.send(event(None, &note)).await.unwrap();
-    assert!(matches!(
-        expect_event(&mut call).await,
-        UpstreamEvent::Notification { .. }
-    ));
+    assert!(matches!(expect_event(&mut call).await, UpstreamEvent::Notification { .. }));
     server.kill();
     let err = call.next_event().await.unwrap_err();
     assert!(matches!(err, UpstreamError::Closed(_)), "{err}");
@@ -250,8 +185,7 @@ async fn request_refuses_server_requests_on_its_stream() {
             let ask = json!({"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{}});
             tx.try_send(event(None, &ask)).unwrap();
             let id = seen.body["id"].clone();
-            tx.try_send(event(None, &result(&id, json!({"tools": []}))))
-                .unwrap();
+            tx.try_send(event(None, &result(&id, json!({"tools": []})))).unwrap();
             Reply::Sse(rx)
         })
     });
@@ -271,13 +205,9 @@ async fn cancel_notifies_the_server_and_detaches_the_call() {
     let session = open(&server).await;
     let call = session.call("tools/call", None);
     let id = serde_json::to_value(call.id()).unwrap();
-    server
-        .wait_for(|s| s.rpc_method() == Some("tools/call"))
-        .await;
+    server.wait_for(|s| s.rpc_method() == Some("tools/call")).await;
     session.cancel(call, "client went away").await.unwrap();
-    let cancelled = server
-        .wait_for(|s| s.rpc_method() == Some("notifications/cancelled"))
-        .await;
+    let cancelled = server.wait_for(|s| s.rpc_method() == Some("notifications/cancelled")).await;
     assert_eq!(cancelled.body["params"]["requestId"], id);
     assert_eq!(cancelled.body["params"]["reason"], "client went away");
     // The cancelled call no longer holds the session: a GET-stream request is refused.
@@ -308,9 +238,7 @@ async fn dropped_get_stream_reconnects_with_last_event_id() {
     });
     let mut server = TestServer::start(script).await;
     let _session = open(&server).await;
-    let resumed = server
-        .wait_for(|s| is_get(s) && s.header("last-event-id").is_some())
-        .await;
+    let resumed = server.wait_for(|s| is_get(s) && s.header("last-event-id").is_some()).await;
     assert_eq!(resumed.header("last-event-id"), Some("g-1"));
     // No call holds the session, so the request on the new stream is refused with an error.
     let refusal = server.wait_for(|s| s.is_response_to(&json!(11))).await;

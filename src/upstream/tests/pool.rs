@@ -34,21 +34,10 @@ async fn idle_session_of_the_same_key_is_reused() {
     drop(pool.lease(key("alice", 1), &caps()).await.unwrap());
     let lease = pool.lease(key("alice", 1), &caps()).await.unwrap();
     assert_eq!(server.count(inits), 1);
-    assert_eq!(
-        pool.stats(),
-        PoolStats {
-            idle: 0,
-            leased: 1,
-            starting: 0
-        }
-    );
+    assert_eq!(pool.stats(), PoolStats { idle: 0, leased: 1, starting: 0 });
     let other = pool.lease(key("bob", 1), &caps()).await.unwrap();
     let third = pool.lease(key("alice", 2), &caps()).await.unwrap();
-    assert_eq!(
-        server.count(inits),
-        3,
-        "principal and fingerprint both key the pool"
-    );
+    assert_eq!(server.count(inits), 3, "principal and fingerprint both key the pool");
     drop((lease, other, third));
     assert_eq!(pool.size(), 3);
     let init = pool.initialize_result().unwrap();
@@ -96,14 +85,7 @@ async fn full_pool_evicts_the_least_recently_used_idle_session() {
     drop(pool.lease(key("a", 0), &caps()).await.unwrap());
     let _b = pool.lease(key("b", 0), &caps()).await.unwrap();
     server.wait_for(deletes).await;
-    assert_eq!(
-        pool.stats(),
-        PoolStats {
-            idle: 0,
-            leased: 1,
-            starting: 0
-        }
-    );
+    assert_eq!(pool.stats(), PoolStats { idle: 0, leased: 1, starting: 0 });
 }
 
 #[tokio::test]
@@ -143,10 +125,8 @@ async fn lease_dropped_after_a_session_error_is_not_reused() {
 
 #[tokio::test]
 async fn failed_initialize_frees_its_reservation() {
-    let server = TestServer::start(std::sync::Arc::new(|seen: &Seen| {
-        inits(seen).then_some(Reply::Status(500))
-    }))
-    .await;
+    let server =
+        TestServer::start(std::sync::Arc::new(|seen: &Seen| inits(seen).then_some(Reply::Status(500)))).await;
     let mut s = settings(&server);
     s.pool_max_sessions = 1;
     let pool = Pool::new(s).unwrap();

@@ -79,12 +79,7 @@ impl TestServer {
         let (tx, seen_rx) = mpsc::unbounded_channel();
         let state = (script, seen.clone(), tx);
         let task = tokio::spawn(accept(listener, state));
-        Self {
-            addr,
-            seen,
-            seen_rx,
-            task,
-        }
+        Self { addr, seen, seen_rx, task }
     }
 
     pub(super) fn url(&self) -> http::Uri {
@@ -135,20 +130,14 @@ async fn accept(listener: TcpListener, state: State) {
         let svc = hyper::service::service_fn(move |req| handle(req, state.clone()));
         conns.spawn(async move {
             let io = hyper_util::rt::TokioIo::new(io);
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, svc)
-                .await;
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, svc).await;
         });
     }
 }
 
 async fn handle(req: Request<Incoming>, state: State) -> Result<Response<Body>, Infallible> {
     let (parts, body) = req.into_parts();
-    let bytes = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+    let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let seen = Seen {
         method: parts.method,
         headers: parts.headers,
@@ -188,8 +177,7 @@ fn render(reply: Reply) -> Response<Body> {
     let mut resp = match reply {
         Reply::Json(v) => {
             let mut r = Response::new(full(v.to_string()));
-            r.headers_mut()
-                .insert("content-type", "application/json".parse().unwrap());
+            r.headers_mut().insert("content-type", "application/json".parse().unwrap());
             r
         }
         Reply::Sse(rx) => sse_response(rx),
@@ -200,15 +188,12 @@ fn render(reply: Reply) -> Response<Body> {
         }
         Reply::Hang => unreachable!("handled by the caller"),
     };
-    resp.headers_mut()
-        .insert("mcp-session-id", SESSION.parse().unwrap());
+    resp.headers_mut().insert("mcp-session-id", SESSION.parse().unwrap());
     resp
 }
 
 fn full(text: String) -> Body {
-    Full::new(Bytes::from(text))
-        .map_err(|never| match never {})
-        .boxed()
+    Full::new(Bytes::from(text)).map_err(|never| match never {}).boxed()
 }
 
 fn sse_response(rx: mpsc::Receiver<Chunk>) -> Response<Body> {
@@ -217,8 +202,7 @@ fn sse_response(rx: mpsc::Receiver<Chunk>) -> Response<Body> {
         Some((chunk.map(|s| Frame::data(Bytes::from(s))), rx))
     });
     let mut r = Response::new(BodyExt::boxed(StreamBody::new(stream)));
-    r.headers_mut()
-        .insert("content-type", "text/event-stream".parse().unwrap());
+    r.headers_mut().insert("content-type", "text/event-stream".parse().unwrap());
     r
 }
 

@@ -22,32 +22,21 @@ async fn initialize_then_call_with_json_response() {
     assert_eq!(session.initialize_result().server_info["name"], "scripted");
 
     let mut call = session.call("tools/call", Some(json!({"name": "echo"})));
-    let Some(UpstreamEvent::Response(Outcome::Result(raw))) = call.next_event().await.unwrap()
-    else {
+    let Some(UpstreamEvent::Response(Outcome::Result(raw))) = call.next_event().await.unwrap() else {
         panic!("expected the call's result")
     };
     assert_eq!(raw.get(), r#"{"content":[]}"#);
     assert!(call.next_event().await.unwrap().is_none());
 
-    let init = server
-        .wait_for(|s| s.rpc_method() == Some("initialize"))
-        .await;
+    let init = server.wait_for(|s| s.rpc_method() == Some("initialize")).await;
     assert_eq!(init.body["params"]["capabilities"], caps());
     assert_eq!(init.body["params"]["clientInfo"]["name"], "test-gateway");
     assert_eq!(init.body["params"]["protocolVersion"], "2025-11-25");
     assert_eq!(init.header("x-api-key"), Some("k-1"));
     assert!(init.header("mcp-session-id").is_none());
-    let initialized = server
-        .wait_for(|s| s.rpc_method() == Some("notifications/initialized"))
-        .await;
-    let posted = server
-        .wait_for(|s| s.rpc_method() == Some("tools/call"))
-        .await;
-    assert_eq!(
-        posted.body["id"],
-        json!(1),
-        "the session allocates its own ids"
-    );
+    let initialized = server.wait_for(|s| s.rpc_method() == Some("notifications/initialized")).await;
+    let posted = server.wait_for(|s| s.rpc_method() == Some("tools/call")).await;
+    assert_eq!(posted.body["id"], json!(1), "the session allocates its own ids");
     for seen in [&initialized, &posted] {
         assert_eq!(seen.header("mcp-session-id"), Some(SESSION));
         assert_eq!(seen.header("mcp-protocol-version"), Some("2025-11-25"));
@@ -62,13 +51,9 @@ async fn older_version_is_accepted_and_omits_the_version_header() {
         _ => None,
     });
     let mut server = TestServer::start(script).await;
-    let session = Session::initialize(Arc::new(settings(&server)), &caps())
-        .await
-        .unwrap();
+    let session = Session::initialize(Arc::new(settings(&server)), &caps()).await.unwrap();
     assert_eq!(session.protocol_version(), "2025-03-26");
-    let initialized = server
-        .wait_for(|s| s.rpc_method() == Some("notifications/initialized"))
-        .await;
+    let initialized = server.wait_for(|s| s.rpc_method() == Some("notifications/initialized")).await;
     assert_eq!(initialized.header("mcp-session-id"), Some(SESSION));
     assert!(initialized.header("mcp-protocol-version").is_none());
 }
@@ -80,13 +65,8 @@ async fn unsupported_version_fails_initialize_and_ends_the_session() {
         _ => None,
     });
     let mut server = TestServer::start(script).await;
-    let err = Session::initialize(Arc::new(settings(&server)), &caps())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, UpstreamError::Initialize(m) if m.contains("2099-01-01")),
-        "{err}"
-    );
+    let err = Session::initialize(Arc::new(settings(&server)), &caps()).await.unwrap_err();
+    assert!(matches!(&err, UpstreamError::Initialize(m) if m.contains("2099-01-01")), "{err}");
     let delete = server.wait_for(|s| s.method == Method::DELETE).await;
     assert_eq!(delete.header("mcp-session-id"), Some(SESSION));
 }
@@ -94,37 +74,27 @@ async fn unsupported_version_fails_initialize_and_ends_the_session() {
 #[tokio::test]
 async fn initialize_error_response_is_an_initialize_error() {
     let script: Script = Arc::new(|seen| {
-        (seen.rpc_method() == Some("initialize")).then(|| {
-            Reply::Json(json!({"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"no"}}))
-        })
+        (seen.rpc_method() == Some("initialize"))
+            .then(|| Reply::Json(json!({"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"no"}})))
     });
     let server = TestServer::start(script).await;
-    let err = Session::initialize(Arc::new(settings(&server)), &caps())
-        .await
-        .unwrap_err();
+    let err = Session::initialize(Arc::new(settings(&server)), &caps()).await.unwrap_err();
     assert!(matches!(err, UpstreamError::Initialize(ref m) if m.contains("-32602")));
 }
 
 #[tokio::test]
 async fn not_found_with_a_session_id_means_expired() {
     let server = TestServer::start(on_call(|_| Reply::Status(404))).await;
-    let session = Session::initialize(Arc::new(settings(&server)), &caps())
-        .await
-        .unwrap();
+    let session = Session::initialize(Arc::new(settings(&server)), &caps()).await.unwrap();
     let mut call = session.call("tools/call", None);
-    assert!(matches!(
-        call.next_event().await,
-        Err(UpstreamError::SessionExpired)
-    ));
+    assert!(matches!(call.next_event().await, Err(UpstreamError::SessionExpired)));
     assert!(!session.is_healthy());
 }
 
 #[tokio::test]
 async fn other_http_failures_keep_status_and_body_excerpt() {
     let server = TestServer::start(on_call(|_| Reply::Status(503))).await;
-    let session = Session::initialize(Arc::new(settings(&server)), &caps())
-        .await
-        .unwrap();
+    let session = Session::initialize(Arc::new(settings(&server)), &caps()).await.unwrap();
     let err = session.request("tools/call", None).await.unwrap_err();
     assert!(matches!(err, UpstreamError::Http { status, .. } if status == 503));
 }
@@ -137,10 +107,7 @@ async fn hung_upstream_is_a_timeout() {
     let session = Session::initialize(Arc::new(s), &caps()).await.unwrap();
     let started = std::time::Instant::now();
     let mut call = session.call("tools/call", None);
-    assert!(matches!(
-        call.next_event().await,
-        Err(UpstreamError::Timeout(_))
-    ));
+    assert!(matches!(call.next_event().await, Err(UpstreamError::Timeout(_))));
     assert!(started.elapsed() < Duration::from_secs(3));
     assert!(!session.is_healthy());
 }
@@ -151,27 +118,21 @@ async fn unreachable_upstream_is_a_connect_error() {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     drop(listener);
     let settings = crate::upstream::UpstreamSettings::new(url.parse().unwrap());
-    let err = Session::initialize(Arc::new(settings), &caps())
-        .await
-        .unwrap_err();
+    let err = Session::initialize(Arc::new(settings), &caps()).await.unwrap_err();
     assert!(matches!(err, UpstreamError::Connect(_)), "{err}");
 }
 
 #[tokio::test]
 async fn https_url_is_refused_as_settings_error() {
     let settings = crate::upstream::UpstreamSettings::new("https://127.0.0.1/mcp".parse().unwrap());
-    let err = Session::initialize(Arc::new(settings), &caps())
-        .await
-        .unwrap_err();
+    let err = Session::initialize(Arc::new(settings), &caps()).await.unwrap_err();
     assert!(matches!(err, UpstreamError::Settings(_)));
 }
 
 #[tokio::test]
 async fn close_sends_delete_with_the_session_id() {
     let mut server = TestServer::start(on_call(|_| Reply::Hang)).await;
-    let session = Session::initialize(Arc::new(settings(&server)), &caps())
-        .await
-        .unwrap();
+    let session = Session::initialize(Arc::new(settings(&server)), &caps()).await.unwrap();
     session.close().await.unwrap();
     let delete = server.wait_for(|s| s.method == Method::DELETE).await;
     assert_eq!(delete.header("mcp-session-id"), Some(SESSION));
