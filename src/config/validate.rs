@@ -202,6 +202,7 @@ fn state(raw: RawState) -> Result<StateConfig, ConfigError> {
     if let Some(path) = raw.key_file {
         keys.extend(key_file(&path)?);
     }
+    check_keys(&keys)?;
     let ttl = raw.ttl_secs.unwrap_or(d::STATE_TTL_SECS);
     if ttl == 0 {
         return Err(ConfigError::invalid("state.ttl_secs", "must be positive"));
@@ -215,6 +216,23 @@ fn state(raw: RawState) -> Result<StateConfig, ConfigError> {
             raw.max_token_bytes.unwrap_or(d::MAX_TOKEN_BYTES),
         )?,
     })
+}
+
+/// Parses every key and builds a ring once, so a bad key fails at load time naming where it
+/// came from (never the key itself). The gateway derives its real ring the same way at start.
+fn check_keys(keys: &[KeyLine]) -> Result<(), ConfigError> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let mut secrets = Vec::with_capacity(keys.len());
+    for line in keys {
+        let parsed = crate::mrtr::parse_key_lines(line.text.expose())
+            .map_err(|e| ConfigError::invalid(&line.source, e.to_string()))?;
+        secrets.extend(parsed);
+    }
+    crate::mrtr::KeyRing::new(secrets)
+        .map(drop)
+        .map_err(|e| ConfigError::invalid("state.keys", e.to_string()))
 }
 
 /// Reads a key file: one key per line; blank lines and `#` comments skipped.

@@ -156,15 +156,9 @@ impl FrontState {
     }
 
     async fn discover(&self, call: &Call) -> Result<Vec<u8>, FrontError> {
-        let init = match self.pool.initialize_result() {
-            Some(init) => init,
-            None => {
-                let caps = call.caps.legacy_initialize(self.upstream_version);
-                let key = (call.principal.clone(), call.caps.fingerprint());
-                let lease = self.pool.lease(key, &caps).await.map_err(upstream_error)?;
-                lease.session().initialize_result().clone()
-            }
-        };
+        let caps = call.caps.legacy_initialize(self.upstream_version);
+        let key = (call.principal.clone(), call.caps.fingerprint());
+        let init = self.pool.discover(key, &caps).await.map_err(upstream_error)?;
         let result = discover::discover_result(&init, self.cfg.cache_ttl_ms, self.cfg.cache_scope.as_str());
         let raw =
             serde_json::value::to_raw_value(&result).map_err(|e| FrontError::Internal(e.to_string()))?;

@@ -52,11 +52,12 @@ fn secrets_are_redacted_in_debug() {
 fn key_file_lines_are_read_with_their_line_numbers() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("keys");
-    std::fs::write(&path, "# rotation\nnew:AAAA\n\nold:BBBB\n").unwrap();
+    let (k1, k2) = ("new:".to_owned() + &"A".repeat(43), "old:".to_owned() + &"B".repeat(42) + "A");
+    std::fs::write(&path, format!("# rotation\n{k1}\n\n{k2}\n")).unwrap();
     let c = Config::from_toml(&format!("[state]\nkey_file = {:?}", path.display().to_string())).unwrap();
     assert_eq!(c.state.keys.len(), 2);
     assert!(c.state.keys[0].source.ends_with("line 2"));
-    assert_eq!(c.state.keys[1].text.expose(), "old:BBBB");
+    assert_eq!(c.state.keys[1].text.expose(), k2);
 }
 
 #[test]
@@ -97,4 +98,16 @@ fn shipped_config_files_parse() {
         }
     }
     assert!(seen > 0, "no config file in config/");
+}
+
+#[test]
+fn bad_keys_fail_at_load_naming_their_source() {
+    let e = err("[state]\nkeys = [\"not-base64!\"]");
+    assert!(e.starts_with("state.keys[0]:"), "{e}");
+    let e = err("[state]\nkeys = [\"c2hvcnQ=\"]");
+    assert!(e.starts_with("state.keys[0]:") && e.contains("32 bytes"), "{e}");
+    let key = "A".repeat(43);
+    let e = err(&format!("[state]\nkeys = [\"{key}\", \"{key}\"]"));
+    assert!(e.starts_with("state.keys:"), "{e}");
+    assert!(!e.contains(&key));
 }
