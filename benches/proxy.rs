@@ -1,0 +1,178 @@
+//! Added latency and throughput of the gateway, measured in one run on loopback.
+//!
+//! The legacy upstream is the crate's demo server. "direct" is a legacy client calling its
+//! `echo` tool on an initialized session (what a client did before 2026-07-28); "gateway" is a
+//! 2026-07-28 client calling the same tool through mrtr-gateway. Both use keep-alive HTTP/1.1
+//! clients. Requests are interleaved so both paths see the same machine state. Every loop is
+//! bounded in count and in time.
+//!
+//! Run: `cargo bench --bench proxy` (optional env: PROXY_BENCH_N, PROXY_BENCH_CONCURRENCY).
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use mrtr_gateway::app::Gateway;
+use mrtr_gateway::config::Config;
+use mrtr_gateway::demo::{spawn_loopback, DemoOptions};
+use serde_json::{json, Value};
+
+type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+const TIME_CAP: Duration = Duration::from_secs(60);
+
+#[derive(Clone)]
+struct Target {
+    url: String,
+    headers: Vec<(&'static str, String)>,
+    body: Bytes,
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    rt.block_on(run());
+}
+
+async fn run() {
+    let n: usize = env_or("PROXY_BENCH_N", 3000);
+    let concurrency: usize = env_or("PROXY_BENCH_CONCURRENCY", 16);
+    let demo = spawn_loopback(DemoOptions::default()).expect("demo server");
+    let cfg = Config::from_toml(&format!(
+        "[front]\nlisten = \"127.0.0.1:0\"\n[admin]\nenabled = false\n[upstream]\nurl = \"{}\"\n\
+         [state]\nkeys = [\"{}\"]\n",
+        demo.url(),
+        "A".repeat(43)
+    ))
+    .expect("config");
+    let gateway = Gateway::start(cfg).await.expect("gateway");
+    let client: HttpClient = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(256).build_http();
+    let direct = legacy_target(&client, &demo.url()).await;
+    let through = modern_target(&gateway.url("/mcp"));
+    for _ in 0..200 {
+        send(&client, &direct).await;
+        send(&client, &through).await;
+    }
+    let (d, g) = latencies(&client, &direct, &through, n).await;
+    let d_rps = throughput(&client, &direct, concurrency, n).await;
+    let g_rps = throughput(&client, &through, concurrency, n).await;
+    report(&d, &g, d_rps, g_rps, concurrency);
+    gateway.shutdown().await;
+}
+
+async fn latencies(client: &HttpClient, direct: &Target, through: &Target, n: usize) -> (Vec<Duration>, Vec<Duration>) {
+    let (mut d, mut g) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let started = Instant::now();
+    for _ in 0..n {
+        if started.elapsed() > TIME_CAP {
+            break;
+        }
+        d.push(timed(client, direct).await);
+        g.push(timed(client, through).await);
+    }
+    d.sort();
+    g.sort();
+    (d, g)
+}
+
+async fn timed(client: &HttpClient, target: &Target) -> Duration {
+    let t = Instant::now();
+    send(client, target).await;
+    t.elapsed()
+}
+
+async fn throughput(client: &HttpClient, target: &Target, concurrency: usize, n: usize) -> f64 {
+    let per_task = (n / concurrency).max(1);
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(concurrency);
+    for _ in 0..concurrency {
+        let (client, target) = (client.clone(), target.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..per_task {
+                if started.elapsed() > TIME_CAP {
+                    break;
+                }
+                send(&client, &target).await;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    (per_task * concurrency) as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn send(client: &HttpClient, target: &Target) -> Bytes {
+    let mut req = Request::post(&target.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (k, v) in &target.headers {
+        req = req.header(*k, v);
+    }
+    let resp = client.request(req.body(Full::new(target.body.clone())).expect("request")).await.expect("send");
+    assert!(resp.status() == StatusCode::OK, "status {}", resp.status());
+    let body = resp.into_body().collect().await.expect("body").to_bytes();
+    assert!(body.windows(10).any(|w| w == b"Echo: ping"), "unexpected body {body:?}");
+    body
+}
+
+/// Initializes a legacy session on the demo server and returns the `tools/call` target.
+async fn legacy_target(client: &HttpClient, url: &str) -> Target {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
+    let req = Request::post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(Full::new(Bytes::from(init.to_string())))
+        .expect("request");
+    let resp = client.request(req).await.expect("initialize");
+    let session = resp.headers().get("mcp-session-id").expect("session id").to_str().expect("ascii").to_owned();
+    let _ = resp.into_body().collect().await;
+    let headers = vec![("mcp-session-id", session), ("mcp-protocol-version", "2025-11-25".to_owned())];
+    let note = Target { url: url.to_owned(), headers: headers.clone(), body: Bytes::new() };
+    let body = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let mut req = Request::post(&note.url).header("content-type", "application/json");
+    for (k, v) in &note.headers {
+        req = req.header(*k, v);
+    }
+    let _ = client.request(req.body(Full::new(Bytes::from(body))).expect("request")).await.expect("initialized");
+    Target { url: url.to_owned(), headers, body: Bytes::from(call_body(None).to_string()) }
+}
+
+fn modern_target(url: &str) -> Target {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let headers = vec![
+        ("mcp-protocol-version", "2026-07-28".to_owned()),
+        ("mcp-method", "tools/call".to_owned()),
+        ("mcp-name", "echo".to_owned()),
+    ];
+    Target { url: url.to_owned(), headers, body: Bytes::from(call_body(Some(meta)).to_string()) }
+}
+
+fn call_body(meta: Option<Value>) -> Value {
+    let mut params = json!({"name": "echo", "arguments": {"message": "ping"}});
+    if let Some(meta) = meta {
+        params["_meta"] = meta;
+    }
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+}
+
+fn report(d: &[Duration], g: &[Duration], d_rps: f64, g_rps: f64, concurrency: usize) {
+    let pct = |v: &[Duration], p: f64| v[((v.len() as f64 * p) as usize).min(v.len() - 1)];
+    let us = |x: Duration| x.as_secs_f64() * 1e6;
+    let (dm, gm, d99, g99) = (pct(d, 0.5), pct(g, 0.5), pct(d, 0.99), pct(g, 0.99));
+    println!("proxy benchmark: tools/call echo, {} sequential requests per path, loopback", d.len());
+    println!("{:<10} {:>12} {:>12} {:>14}", "path", "median us", "p99 us", format!("req/s @{concurrency}"));
+    println!("{:<10} {:>12.1} {:>12.1} {:>14.0}", "direct", us(dm), us(d99), d_rps);
+    println!("{:<10} {:>12.1} {:>12.1} {:>14.0}", "gateway", us(gm), us(g99), g_rps);
+    println!("added median latency: {:.1} us; p99 ratio {:.2}; median ratio {:.2}; throughput ratio {:.2}",
+        us(gm) - us(dm), us(g99) / us(d99), us(gm) / us(dm), g_rps / d_rps);
+}
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
