@@ -57,7 +57,12 @@ impl ClientCaps {
             let form = sub_member(elicitation, "form", "elicitation.form")?;
             let url = sub_member(elicitation, "url", "elicitation.url")?;
             // `elicitation: {}` declares form mode only.
-            bits |= if form || !url { FORM } else { 0 } | if url { URL } else { 0 };
+            if form || !url {
+                bits |= FORM;
+            }
+            if url {
+                bits |= URL;
+            }
         }
         if let Some(sampling) = member(caps, "sampling")? {
             bits |= SAMPLING;

@@ -6,8 +6,9 @@
 //! letters: the token travels on every retry and its size is bounded.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
 
-use crate::mrtr::canonical::Digest;
+use crate::mrtr::canonical::{arguments_digest, Digest};
 use crate::mrtr::journal::Journal;
 use crate::protocol::methods::MrtrMethod;
 
@@ -16,11 +17,15 @@ pub const FORMAT_VERSION: u8 = 1;
 /// Default bound on `input_required` rounds per call: clients give up after about 10.
 pub const DEFAULT_MAX_ROUNDS: u32 = 8;
 
-/// Errors about rounds.
+/// Errors about rounds and about the request fields claims are built from.
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimsError {
     #[error("the call needed more than {max} input rounds")]
     TooManyRounds { max: u32 },
+    #[error("`params.{0}` must be a string")]
+    MissingTarget(&'static str),
+    #[error("`params.requestState` must be a string")]
+    StateNotString,
 }
 
 /// What a state is bound to: who asked, and which call.
@@ -84,12 +89,48 @@ pub(crate) struct ClaimsRef<'a> {
     pub(crate) journal: &'a Journal,
 }
 
+/// Reads `params.requestState`: absent or `null` is none; anything but a string is an error.
+pub fn request_state(params: Option<&Value>) -> Result<Option<&str>, ClaimsError> {
+    match params.and_then(|p| p.get("requestState")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(state)) => Ok(Some(state)),
+        Some(_) => Err(ClaimsError::StateNotString),
+    }
+}
+
 /// The number the next `input_required` round gets, if the cap allows one more.
 /// `previous` is the round of the incoming state (0 on a first call).
 pub fn next_round(previous: u32, max_rounds: u32) -> Result<u32, ClaimsError> {
     match previous.checked_add(1) {
         Some(next) if next <= max_rounds => Ok(next),
         _ => Err(ClaimsError::TooManyRounds { max: max_rounds }),
+    }
+}
+
+// === impl Binding ===
+
+impl Binding {
+    /// The binding of an incoming `tools/call`, `prompts/get` or `resources/read`: its target
+    /// field (`name` or `uri`) and the digest of its arguments (none for resources).
+    pub fn for_call(
+        principal: &str,
+        method: MrtrMethod,
+        params: Option<&Value>,
+    ) -> Result<Self, ClaimsError> {
+        let field = method.target_field();
+        let target = params
+            .and_then(|p| p.get(field))
+            .and_then(Value::as_str)
+            .ok_or(ClaimsError::MissingTarget(field))?;
+        let arguments = method
+            .arguments_field()
+            .and_then(|name| params.and_then(|p| p.get(name)));
+        Ok(Self {
+            principal: principal.to_owned(),
+            method,
+            target: target.to_owned(),
+            arguments: arguments_digest(arguments),
+        })
     }
 }
 
@@ -128,7 +169,7 @@ mod method_code {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mrtr::canonical::arguments_digest;
+    use serde_json::json;
 
     #[test]
     fn borrowed_and_owned_claims_share_one_layout() {
@@ -161,6 +202,40 @@ mod tests {
         );
         let err = serde_json::from_str::<StateClaims>(&text).unwrap_err();
         assert!(err.to_string().contains("unknown method code 9"));
+    }
+
+    #[test]
+    fn bindings_come_from_the_call() {
+        let params = json!({"name": "get_weather", "arguments": {"b": 1, "a": 2}});
+        let binding = Binding::for_call("alice", MrtrMethod::ToolsCall, Some(&params)).unwrap();
+        assert_eq!(binding.target, "get_weather");
+        assert_eq!(
+            binding.arguments,
+            arguments_digest(Some(&json!({"a": 2, "b": 1})))
+        );
+        let read = json!({"uri": "file:///a", "arguments": {"ignored": true}});
+        let binding = Binding::for_call("bob", MrtrMethod::ResourcesRead, Some(&read)).unwrap();
+        assert_eq!(
+            (binding.target.as_str(), binding.arguments),
+            ("file:///a", arguments_digest(None))
+        );
+        let err = Binding::for_call("c", MrtrMethod::PromptsGet, Some(&json!({"name": 1})));
+        assert!(matches!(err, Err(ClaimsError::MissingTarget("name"))));
+    }
+
+    #[test]
+    fn request_state_field() {
+        let params = json!({"requestState": "v1.abc"});
+        assert_eq!(request_state(Some(&params)).unwrap(), Some("v1.abc"));
+        assert_eq!(
+            request_state(Some(&json!({"requestState": null}))).unwrap(),
+            None
+        );
+        assert_eq!(request_state(None).unwrap(), None);
+        assert!(matches!(
+            request_state(Some(&json!({"requestState": 5}))),
+            Err(ClaimsError::StateNotString)
+        ));
     }
 
     #[test]

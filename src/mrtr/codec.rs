@@ -41,6 +41,8 @@ const TAG_LEN: usize = 16;
 const HEADER_LEN: usize = KEY_ID_LEN + NONCE_LEN;
 const AAD_DOMAIN: &[u8] = b"mrtr-gateway/requestState/v1\0";
 const AAD_LEN: usize = AAD_DOMAIN.len() + KEY_ID_LEN;
+/// First guess of a claims size, so that small states seal with one allocation.
+const TYPICAL_CLAIMS_LEN: usize = 512;
 
 /// Why a state was refused. The client sees one generic error; metrics see [`Self::reason`].
 #[derive(Debug, thiserror::Error)]
@@ -150,13 +152,18 @@ impl StateCodec {
             round,
             journal,
         };
+        self.seal_claims(&claims)
+    }
+
+    fn seal_claims(&self, claims: &ClaimsRef<'_>) -> Result<String, StateError> {
         let (id, cipher) = self.ring.sealing();
         let mut nonce = [0u8; NONCE_LEN];
         rand::thread_rng().fill_bytes(&mut nonce);
-        let mut buf = Vec::with_capacity(HEADER_LEN + 512 + TAG_LEN);
+        let mut buf = Vec::with_capacity(HEADER_LEN + TYPICAL_CLAIMS_LEN + TAG_LEN);
         buf.extend_from_slice(&id.0);
         buf.extend_from_slice(&nonce);
-        serde_json::to_writer(&mut buf, &claims).map_err(StateError::Encode)?;
+        serde_json::to_writer(&mut buf, claims).map_err(StateError::Encode)?;
+        // Refuse before encrypting: a token we could not open again is useless.
         self.check_size(TOKEN_PREFIX.len() + base64_len(buf.len() + TAG_LEN))?;
         let tag = cipher
             .encrypt_in_place_detached(XNonce::from_slice(&nonce), &aad(id), &mut buf[HEADER_LEN..])

@@ -5,6 +5,9 @@
 //! up in one run of the call), never by position, so a replayed call that asks something
 //! different is asked again instead of being fed another question's answer. Answers are stored
 //! already in the upstream's result shape: replay hands them to the legacy server verbatim.
+//!
+//! Only answers to questions this chain actually asked are accepted, so answers sent without a
+//! verified `requestState` (a fresh journal asks nothing) are never trusted.
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;

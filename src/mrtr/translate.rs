@@ -189,9 +189,20 @@ pub fn to_legacy_result(
         InputKind::Elicitation if !version.has_elicitation() => {
             Err(TranslateError::NoElicitation(version.as_str()))
         }
+        InputKind::Elicitation => Ok(without_null_content(answer)),
         InputKind::Sampling if !version.has_2025_11_features() => single_block(answer, version),
-        InputKind::Elicitation | InputKind::Sampling | InputKind::Roots => Ok(answer),
+        InputKind::Sampling | InputKind::Roots => Ok(answer),
     }
+}
+
+/// Legacy SDKs validate `content` as an optional object: `null` would fail there, absence not.
+fn without_null_content(mut answer: Value) -> Value {
+    if let Some(object) = answer.as_object_mut() {
+        if object.get("content").is_some_and(Value::is_null) {
+            object.remove("content");
+        }
+    }
+    answer
 }
 
 /// Before 2025-11-25 a sampling result holds exactly one text, image or audio block.
@@ -319,6 +330,14 @@ mod tests {
             ),
             Err(TranslateError::NoElicitation("2025-03-26"))
         ));
+    }
+
+    #[test]
+    fn null_elicitation_content_is_dropped() {
+        let answer = json!({"action": "decline", "content": null});
+        let legacy =
+            to_legacy_result(InputKind::Elicitation, answer, LegacyVersion::V2025_11_25).unwrap();
+        assert_eq!(legacy, json!({"action": "decline"}));
     }
 
     #[test]

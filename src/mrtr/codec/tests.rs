@@ -258,6 +258,12 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
+    fn arbitrary_text_never_opens(token in "(v1\\.)?[A-Za-z0-9_=+/-]{0,200}|\\PC{0,64}") {
+        let codec = codec(&[(9, None)]);
+        prop_assert!(codec.open_at(&token, &binding(), NOW).is_err());
+    }
+
+    #[test]
     fn random_journals_round_trip_and_every_bit_flip_fails(
         answers in proptest::collection::vec("\\PC{0,40}", 0..6),
         round in 1u32..8,
