@@ -71,6 +71,34 @@ pub(crate) fn start(
     }
 }
 
+/// Like the reference server (and only when enabled), asks the client's roots on the GET
+/// stream shortly after `notifications/initialized`, with no call in flight: the gateway must
+/// answer such an unattributed request itself.
+pub(crate) fn sync_roots(shared: &Shared, session: &Arc<Session>) {
+    let Some(delay) = shared.options.roots_after_initialized else {
+        return;
+    };
+    if !session.caps().roots {
+        return;
+    }
+    // Outside a call there is no POST stream; the writer's body is dropped at once, so only
+    // the standalone route can be used.
+    let (stream, _no_post_stream) = session.stream();
+    let ctx = CallContext {
+        session: Arc::clone(session),
+        stream,
+        stats: Arc::clone(&shared.stats),
+        request_timeout: shared.options.request_timeout,
+        progress_token: None,
+    };
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        if let Err(error) = tools::roots(&ctx).await {
+            tracing::debug!(%error, "demo server: roots sync after initialize failed");
+        }
+    });
+}
+
 /// Untracks the call however its task ends, aborts included.
 struct Tracked<'a> {
     session: &'a Session,

@@ -233,10 +233,15 @@ fn result_json(id: &RequestId, value: &Value) -> Result<Vec<u8>, HttpError> {
     Ok(jsonrpc::result_bytes(id, &raw))
 }
 
-fn notification(shared: &Shared, session: &Session, note: &jsonrpc::Notification) {
-    if note.method != methods::CANCELLED {
-        return;
+fn notification(shared: &Shared, session: &Arc<Session>, note: &jsonrpc::Notification) {
+    match note.method.as_str() {
+        methods::CANCELLED => cancel(shared, session, note),
+        methods::INITIALIZED => calls::sync_roots(shared, session),
+        _ => {}
     }
+}
+
+fn cancel(shared: &Shared, session: &Session, note: &jsonrpc::Notification) {
     let id = note
         .params
         .as_ref()

@@ -71,6 +71,10 @@ pub struct DemoOptions {
     pub max_body_bytes: usize,
     /// Most connections served at once.
     pub max_connections: usize,
+    /// If set, sessions that declared `roots` get a `roots/list` on their GET stream this long
+    /// after `notifications/initialized`, outside any call, as the reference TypeScript server
+    /// does (about 350 ms there). Off by default.
+    pub roots_after_initialized: Option<Duration>,
 }
 
 impl Default for DemoOptions {
@@ -84,6 +88,7 @@ impl Default for DemoOptions {
             max_call_duration: Duration::from_secs(600),
             max_body_bytes: 4 * 1024 * 1024,
             max_connections: 256,
+            roots_after_initialized: None,
         }
     }
 }

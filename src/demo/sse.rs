@@ -11,6 +11,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame};
@@ -18,6 +19,8 @@ use tokio::sync::mpsc;
 
 /// Frames buffered between a handler and its HTTP response before the handler waits.
 const STREAM_BUFFER: usize = 32;
+/// How often [`SseWriter::drained`] looks at the buffer.
+const DRAIN_POLL: Duration = Duration::from_millis(2);
 
 /// Errors from writing to an event stream.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +81,17 @@ impl SseWriter {
     /// Makes the response fail mid-stream, as a crashing server would.
     pub(crate) async fn abort(&self) -> Result<(), SseError> {
         self.send(Item::Abort).await
+    }
+
+    /// Waits, at most `limit`, until the body has taken every buffered frame; hyper flushes
+    /// what it took before it asks the body for more.
+    pub(crate) async fn drained(&self, limit: Duration) {
+        let emptied = async {
+            while self.tx.capacity() < self.tx.max_capacity() {
+                tokio::time::sleep(DRAIN_POLL).await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, emptied).await;
     }
 
     /// True once the client has gone away.

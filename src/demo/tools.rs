@@ -5,6 +5,8 @@
 //! resource. Handlers return a [`ToolOutcome`]; a failed server → client request becomes an
 //! `isError` result naming the request, as an SDK tool that lets the error escape would.
 
+use std::time::Duration;
+
 use rand::Rng;
 use serde_json::{json, Value};
 
@@ -16,8 +18,10 @@ use crate::protocol::methods;
 const MAX_STEPS: u64 = 100;
 const MAX_DELAY_MS: u64 = 10_000;
 const DEFAULT_DELAY_MS: u64 = 100;
-/// How long `die` runs before it breaks its stream.
-const DIE_AFTER: std::time::Duration = std::time::Duration::from_millis(50);
+/// Longest `die` waits for its earlier events to leave before it breaks its stream.
+const DIE_DRAIN: Duration = Duration::from_secs(1);
+/// A short pause after that, so the flush is on the wire before the connection drops.
+const DIE_GRACE: Duration = Duration::from_millis(10);
 
 /// Errors a handler turns into an `isError` result.
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +72,8 @@ pub(crate) async fn run(ctx: &CallContext, tool: Tool, args: &Value) -> ToolOutc
         Tool::Die => {
             // Let what was written so far reach the client first, so the break is visibly
             // mid-stream rather than a refused response.
-            tokio::time::sleep(DIE_AFTER).await;
+            ctx.stream.drained(DIE_DRAIN).await;
+            tokio::time::sleep(DIE_GRACE).await;
             return ToolOutcome::Abort;
         }
     };
@@ -139,7 +144,14 @@ async fn summarize(ctx: &CallContext, args: &Value) -> Result<ToolOutcome, ToolE
 }
 
 async fn list_roots(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
-    text(format!("Roots: {}", roots(ctx).await?.join(", ")))
+    text(format!("Roots: {}", join_roots(&roots(ctx).await?)))
+}
+
+fn join_roots(uris: &[String]) -> String {
+    if uris.is_empty() {
+        return "(none)".to_owned();
+    }
+    uris.join(", ")
 }
 
 /// Three requests in flight together, like Python's `asyncio.gather`.
@@ -154,7 +166,7 @@ async fn ask_three(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
         NameAnswer::Refused(action) => format!("({action})"),
     };
     let (summary, model) = summary?;
-    let roots = roots?.join(", ");
+    let roots = join_roots(&roots?);
     text(format!(
         "Name: {name}; Summary: {summary} (model {model}); Roots: {roots}"
     ))
@@ -164,7 +176,7 @@ async fn count_down(ctx: &CallContext, args: &Value) -> Result<ToolOutcome, Tool
     let steps = bounded_arg(args, "steps", None, MAX_STEPS)?;
     let delay = bounded_arg(args, "delay_ms", Some(DEFAULT_DELAY_MS), MAX_DELAY_MS)?;
     for step in 1..=steps {
-        tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+        tokio::time::sleep(Duration::from_millis(delay)).await;
         ctx.progress(step, steps)
             .await
             .map_err(|_| ToolError::StreamClosed)?;

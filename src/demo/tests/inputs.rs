@@ -260,3 +260,27 @@ async fn the_prompt_and_the_resource_elicit_a_name() {
     let reply = Events::new(response).message().await;
     assert_eq!(reply["error"]["code"], -32002);
 }
+
+#[tokio::test]
+async fn roots_sync_after_initialized_goes_out_with_no_call_in_flight() {
+    let options = DemoOptions {
+        roots_after_initialized: Some(Duration::from_millis(10)),
+        ..DemoOptions::default()
+    };
+    let (server, mut client) = session(options).await;
+    let mut standalone = Events::new(client.get_stream().await);
+    let sync = standalone.message().await;
+    assert_eq!(
+        (sync["method"].as_str(), sync["id"].as_i64()),
+        (Some("roots/list"), Some(0))
+    );
+    let refusal = json!({"jsonrpc": "2.0", "id": 0,
+        "error": {"code": -32601, "message": "no call in flight"}});
+    client.post(&refusal).await;
+    assert_eq!(server.stats.errors(), 1);
+    let (_, mut call) = client.call_tool("list_roots", json!({})).await;
+    let ask = standalone.message().await;
+    assert_eq!(ask["id"], 1);
+    client.answer(&ask["id"], json!({"roots": []})).await;
+    assert_eq!(tool_text(&call.message().await), "Roots: (none)");
+}
