@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 use super::catalog::{self, Tool};
 use super::context::CallContext;
 use super::session::{Session, SessionError};
-use super::sse::SseBody;
+use super::sse::{SseBody, SseError, SseWriter};
 use super::tools::{self, NameAnswer, ToolOutcome};
 use super::Shared;
 use crate::protocol::jsonrpc::{error_bytes, result_bytes, ErrorObject, Request};
@@ -44,7 +44,10 @@ pub(crate) fn start(
     session: Arc<Session>,
     request: Request,
 ) -> Result<SseBody, CallError> {
-    let (stream, body) = session.stream();
+    let (stream, body) = match shared.options.close_after_priming {
+        Some(_) if session.primes_streams() => session.resumable_stream(),
+        _ => session.stream(),
+    };
     let progress_token = request
         .params
         .as_ref()
@@ -58,7 +61,11 @@ pub(crate) fn start(
     };
     let (go, ready) = oneshot::channel();
     let id = request.id.clone();
-    let task = tokio::spawn(run(ctx, request, ready, shared.options.max_call_duration));
+    let limits = Limits {
+        duration: shared.options.max_call_duration,
+        detach_after_priming: shared.options.close_after_priming,
+    };
+    let task = tokio::spawn(run(ctx, request, ready, limits));
     match session.track_call(id, task.abort_handle()) {
         Ok(serial) => {
             let _ = go.send(serial);
@@ -99,34 +106,42 @@ pub(crate) fn sync_roots(shared: &Shared, session: &Arc<Session>) {
     });
 }
 
-/// Untracks the call however its task ends, aborts included.
+/// What bounds and shapes one call's run.
+#[derive(Clone, Copy)]
+struct Limits {
+    duration: Duration,
+    detach_after_priming: Option<Duration>,
+}
+
+/// Untracks the call and ends its stream however its task ends, aborts included.
 struct Tracked<'a> {
-    session: &'a Session,
+    ctx: &'a CallContext,
     id: &'a RequestId,
     serial: u64,
 }
 
 impl Drop for Tracked<'_> {
     fn drop(&mut self) {
-        self.session.untrack_call(self.id, self.serial);
+        self.ctx.session.untrack_call(self.id, self.serial);
+        self.ctx.stream.finish();
     }
 }
 
-async fn run(ctx: CallContext, request: Request, ready: oneshot::Receiver<u64>, limit: Duration) {
+async fn run(ctx: CallContext, request: Request, ready: oneshot::Receiver<u64>, limits: Limits) {
     let Ok(serial) = ready.await else {
         return;
     };
     let _tracked = Tracked {
-        session: &ctx.session,
+        ctx: &ctx,
         id: &request.id,
         serial,
     };
-    if ctx.session.primes_streams() && ctx.stream.prime().await.is_err() {
+    if ctx.session.primes_streams() && prime(&ctx.stream, limits).await.is_err() {
         return;
     }
-    let outcome = tokio::time::timeout(limit, dispatch(&ctx, &request))
+    let outcome = tokio::time::timeout(limits.duration, dispatch(&ctx, &request))
         .await
-        .unwrap_or_else(|_| CallOutcome::Error(too_long(limit)));
+        .unwrap_or_else(|_| CallOutcome::Error(too_long(limits.duration)));
     // A write that fails means the client left; there is nobody to tell.
     let _ = match outcome {
         CallOutcome::Result(result) => match serde_json::value::to_raw_value(&result) {
@@ -140,6 +155,13 @@ async fn run(ctx: CallContext, request: Request, ready: oneshot::Receiver<u64>, 
         }
         CallOutcome::Abort => ctx.stream.abort().await,
     };
+}
+
+async fn prime(stream: &SseWriter, limits: Limits) -> Result<(), SseError> {
+    match limits.detach_after_priming {
+        Some(retry) => stream.prime_and_detach(retry).await,
+        None => stream.prime().await,
+    }
 }
 
 fn too_long(limit: Duration) -> ErrorObject {

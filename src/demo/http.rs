@@ -22,7 +22,7 @@ use super::calls::{self, CallError};
 use super::catalog;
 use super::initialize::{self, InitializeError};
 use super::session::{Answer, Session, SessionError};
-use super::sse::SseBody;
+use super::sse::{self, SseBody};
 use super::{Shared, MCP_PATH};
 use crate::protocol::headers as names;
 use crate::protocol::jsonrpc::{self, error_bytes, ErrorObject, Outcome, Response as RpcResponse};
@@ -68,6 +68,8 @@ pub(crate) enum HttpError {
     VersionMismatch { expected: &'static str, got: String },
     #[error("Invalid Request: initialize must not carry an Mcp-Session-Id")]
     InitializeWithSession,
+    #[error("Bad Request: Last-Event-ID {0:?} names no stream this session can resume")]
+    UnknownEvent(String),
     #[error("Conflict: Only one SSE stream is allowed per session")]
     StreamBusy,
     #[error("Invalid Request: {0}")]
@@ -174,12 +176,22 @@ async fn post(
 fn get(shared: &Shared, headers: &HeaderMap) -> Result<Response<DemoBody>, HttpError> {
     require_accept(headers, &[EVENT_STREAM])?;
     let session = session_for(shared, headers)?;
-    // No event log is kept, so `Last-Event-ID` cannot be honoured: a resuming client simply
-    // gets a fresh standalone stream.
-    let body = session
-        .open_standalone()
-        .map_err(|_| HttpError::StreamBusy)?;
+    let body = match headers.get(names::LAST_EVENT_ID) {
+        Some(last) => resume(&session, last)?,
+        None => session
+            .open_standalone()
+            .map_err(|_| HttpError::StreamBusy)?,
+    };
     Ok(sse_response(&session, body))
+}
+
+/// Resumes a logged call stream after the event the client saw last.
+fn resume(session: &Session, last: &HeaderValue) -> Result<SseBody, HttpError> {
+    let last = last.to_str().unwrap_or_default();
+    let unknown = || HttpError::UnknownEvent(last.to_owned());
+    let (number, seq) = sse::parse_event_id(last).ok_or_else(unknown)?;
+    let stream = session.resumable_by_number(number).ok_or_else(unknown)?;
+    Ok(stream.resume(seq))
 }
 
 fn delete(shared: &Shared, headers: &HeaderMap) -> Result<Response<DemoBody>, HttpError> {

@@ -75,6 +75,10 @@ pub struct DemoOptions {
     /// after `notifications/initialized`, outside any call, as the reference TypeScript server
     /// does (about 350 ms there). Off by default.
     pub roots_after_initialized: Option<Duration>,
+    /// If set, every call stream of a 2025-11-25 session ends right after its priming event,
+    /// which carries this as its `retry` hint; the client must resume with `GET` and
+    /// `Last-Event-ID` to read the rest (SEP-1699 polling). Off by default.
+    pub close_after_priming: Option<Duration>,
 }
 
 impl Default for DemoOptions {
@@ -89,6 +93,7 @@ impl Default for DemoOptions {
             max_body_bytes: 4 * 1024 * 1024,
             max_connections: 256,
             roots_after_initialized: None,
+            close_after_priming: None,
         }
     }
 }

@@ -28,6 +28,7 @@ pub(super) struct TestClient {
 #[derive(Debug)]
 pub(super) struct Event {
     pub(super) id: Option<String>,
+    pub(super) retry: Option<String>,
     pub(super) data: String,
 }
 
@@ -121,6 +122,13 @@ impl TestClient {
         self.send(request.body(Full::default()).unwrap()).await
     }
 
+    /// Resumes a stream after the event `last`.
+    pub(super) async fn resume(&self, last: &str) -> Response<Incoming> {
+        let request = self.request("GET").header("accept", "text/event-stream");
+        let request = request.header("last-event-id", last);
+        self.send(request.body(Full::default()).unwrap()).await
+    }
+
     pub(super) async fn delete(&self) -> Response<Incoming> {
         self.send(self.request("DELETE").body(Full::default()).unwrap())
             .await
@@ -206,11 +214,14 @@ impl Events {
 fn parse_event(raw: &str) -> Event {
     let mut event = Event {
         id: None,
+        retry: None,
         data: String::new(),
     };
     for line in raw.lines() {
         if let Some(id) = line.strip_prefix("id: ") {
             event.id = Some(id.to_owned());
+        } else if let Some(retry) = line.strip_prefix("retry: ") {
+            event.retry = Some(retry.to_owned());
         } else if let Some(data) = line.strip_prefix("data:") {
             event.data.push_str(data.trim_start());
         }
