@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::http::{json_response, DemoBody};
 use super::session::{ClientCaps, Session, SessionLimits};
+use super::stats::SessionEnd;
 use super::Shared;
 use crate::protocol::jsonrpc::{result_bytes, Request};
 use crate::protocol::{headers, LEGACY_VERSIONS};
@@ -53,11 +54,12 @@ pub(crate) fn answer(
     let raw = serde_json::value::to_raw_value(&result(version))?;
     let header = HeaderValue::from_str(&id).map_err(|_| InitializeError::Collision)?;
     let session = Arc::new(Session::new(id, version, caps, limits));
-    shared
-        .store
-        .insert(session)
-        .map_err(|_| InitializeError::Collision)?;
+    // Counted before it is visible, so that a concurrent eviction never counts it down first.
     shared.stats.record_initialize();
+    if shared.store.insert(session).is_err() {
+        shared.stats.record_session_end(SessionEnd::Shutdown);
+        return Err(InitializeError::Collision);
+    }
     let mut response = json_response(StatusCode::OK, result_bytes(&request.id, &raw));
     response.headers_mut().insert(headers::SESSION_ID, header);
     Ok(response)
