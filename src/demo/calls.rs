@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 use super::catalog::{self, Tool};
 use super::context::CallContext;
 use super::session::{Session, SessionError};
-use super::sse::SseBody;
+use super::sse::{SseBody, SseError, SseWriter};
 use super::tools::{self, NameAnswer, ToolOutcome};
 use super::Shared;
 use crate::protocol::jsonrpc::{error_bytes, result_bytes, ErrorObject, Request};
@@ -39,10 +39,19 @@ enum CallOutcome {
 }
 
 /// Starts `request` in its own task and returns the body of its SSE stream.
-pub(crate) fn start(shared: &Shared, session: Arc<Session>, request: Request) -> Result<SseBody, CallError> {
-    let (stream, body) = session.stream();
-    let progress_token =
-        request.params.as_ref().and_then(|p| p.get("_meta")?.get(meta::PROGRESS_TOKEN).cloned());
+pub(crate) fn start(
+    shared: &Shared,
+    session: Arc<Session>,
+    request: Request,
+) -> Result<SseBody, CallError> {
+    let (stream, body) = match shared.options.close_after_priming {
+        Some(_) if session.primes_streams() => session.resumable_stream(),
+        _ => session.stream(),
+    };
+    let progress_token = request
+        .params
+        .as_ref()
+        .and_then(|p| p.get("_meta")?.get(meta::PROGRESS_TOKEN).cloned());
     let ctx = CallContext {
         session: Arc::clone(&session),
         stream,
@@ -52,7 +61,11 @@ pub(crate) fn start(shared: &Shared, session: Arc<Session>, request: Request) ->
     };
     let (go, ready) = oneshot::channel();
     let id = request.id.clone();
-    let task = tokio::spawn(run(ctx, request, ready, shared.options.max_call_duration));
+    let limits = Limits {
+        duration: shared.options.max_call_duration,
+        detach_after_priming: shared.options.close_after_priming,
+    };
+    let task = tokio::spawn(run(ctx, request, ready, limits));
     match session.track_call(id, task.abort_handle()) {
         Ok(serial) => {
             let _ = go.send(serial);
@@ -65,45 +78,99 @@ pub(crate) fn start(shared: &Shared, session: Arc<Session>, request: Request) ->
     }
 }
 
-/// Untracks the call however its task ends, aborts included.
+/// Like the reference server (and only when enabled), asks the client's roots on the GET
+/// stream shortly after `notifications/initialized`, with no call in flight: the gateway must
+/// answer such an unattributed request itself.
+pub(crate) fn sync_roots(shared: &Shared, session: &Arc<Session>) {
+    let Some(delay) = shared.options.roots_after_initialized else {
+        return;
+    };
+    if !session.caps().roots {
+        return;
+    }
+    // Outside a call there is no POST stream; the writer's body is dropped at once, so only
+    // the standalone route can be used.
+    let (stream, _no_post_stream) = session.stream();
+    let ctx = CallContext {
+        session: Arc::clone(session),
+        stream,
+        stats: Arc::clone(&shared.stats),
+        request_timeout: shared.options.request_timeout,
+        progress_token: None,
+    };
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        if let Err(error) = tools::roots(&ctx).await {
+            tracing::debug!(%error, "demo server: roots sync after initialize failed");
+        }
+    });
+}
+
+/// What bounds and shapes one call's run.
+#[derive(Clone, Copy)]
+struct Limits {
+    duration: Duration,
+    detach_after_priming: Option<Duration>,
+}
+
+/// Untracks the call and ends its stream however its task ends, aborts included.
 struct Tracked<'a> {
-    session: &'a Session,
+    ctx: &'a CallContext,
     id: &'a RequestId,
     serial: u64,
 }
 
 impl Drop for Tracked<'_> {
     fn drop(&mut self) {
-        self.session.untrack_call(self.id, self.serial);
+        self.ctx.session.untrack_call(self.id, self.serial);
+        self.ctx.stream.finish();
     }
 }
 
-async fn run(ctx: CallContext, request: Request, ready: oneshot::Receiver<u64>, limit: Duration) {
+async fn run(ctx: CallContext, request: Request, ready: oneshot::Receiver<u64>, limits: Limits) {
     let Ok(serial) = ready.await else {
         return;
     };
-    let _tracked = Tracked { session: &ctx.session, id: &request.id, serial };
-    if ctx.session.primes_streams() && ctx.stream.prime().await.is_err() {
+    let _tracked = Tracked {
+        ctx: &ctx,
+        id: &request.id,
+        serial,
+    };
+    if ctx.session.primes_streams() && prime(&ctx.stream, limits).await.is_err() {
         return;
     }
-    let outcome = tokio::time::timeout(limit, dispatch(&ctx, &request))
+    let outcome = tokio::time::timeout(limits.duration, dispatch(&ctx, &request))
         .await
-        .unwrap_or_else(|_| CallOutcome::Error(too_long(limit)));
+        .unwrap_or_else(|_| CallOutcome::Error(too_long(limits.duration)));
     // A write that fails means the client left; there is nobody to tell.
     let _ = match outcome {
         CallOutcome::Result(result) => match serde_json::value::to_raw_value(&result) {
             Ok(raw) => ctx.stream.message(&result_bytes(&request.id, &raw)).await,
             Err(error) => ctx.stream.message(&internal(&request.id, &error)).await,
         },
-        CallOutcome::Error(error) => ctx.stream.message(&error_bytes(Some(&request.id), &error)).await,
+        CallOutcome::Error(error) => {
+            ctx.stream
+                .message(&error_bytes(Some(&request.id), &error))
+                .await
+        }
         CallOutcome::Abort => ctx.stream.abort().await,
     };
+}
+
+async fn prime(stream: &SseWriter, limits: Limits) -> Result<(), SseError> {
+    match limits.detach_after_priming {
+        Some(retry) => stream.prime_and_detach(retry).await,
+        None => stream.prime().await,
+    }
 }
 
 fn too_long(limit: Duration) -> ErrorObject {
     ErrorObject {
         code: TIMEOUT_CODE,
-        message: format!("the call ran past the server's limit of {} s", limit.as_secs()),
+        message: format!(
+            "the call ran past the server's limit of {} s",
+            limit.as_secs()
+        ),
         data: None,
     }
 }
@@ -128,7 +195,11 @@ async fn dispatch(ctx: &CallContext, request: &Request) -> CallOutcome {
 }
 
 fn invalid(message: String) -> ErrorObject {
-    ErrorObject { code: codes::INVALID_PARAMS, message, data: None }
+    ErrorObject {
+        code: codes::INVALID_PARAMS,
+        message,
+        data: None,
+    }
 }
 
 async fn call_tool(ctx: &CallContext, params: &Value) -> CallOutcome {
@@ -139,7 +210,10 @@ async fn call_tool(ctx: &CallContext, params: &Value) -> CallOutcome {
     let Some(tool) = known.filter(|tool| tool.offered(ctx.session.caps())) else {
         return tool_result(format!("MCP error -32602: Tool {name} not found"), true);
     };
-    let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
+    let args = params
+        .get("arguments")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     match tools::run(ctx, tool, &args).await {
         ToolOutcome::Text(text) => tool_result(text, false),
         ToolOutcome::Failed(text) => tool_result(text, true),
@@ -160,7 +234,10 @@ async fn get_prompt(ctx: &CallContext, params: &Value) -> CallOutcome {
     if !catalog::prompt_offered(name, ctx.session.caps()) {
         return CallOutcome::Error(invalid(format!("Prompt {name} not found")));
     }
-    let style = params.pointer("/arguments/style").and_then(Value::as_str).unwrap_or("friendly");
+    let style = params
+        .pointer("/arguments/style")
+        .and_then(Value::as_str)
+        .unwrap_or("friendly");
     let text = match tools::ask_name(ctx, "Whom should the greeting address?").await {
         Ok(NameAnswer::Given(name)) => format!("Write a {style} greeting for {name}."),
         Ok(NameAnswer::Refused(_)) => format!("Write a {style} greeting for the user."),
@@ -192,5 +269,9 @@ async fn read_resource(ctx: &CallContext, params: &Value) -> CallOutcome {
 }
 
 fn internal_error(message: String) -> ErrorObject {
-    ErrorObject { code: codes::INTERNAL_ERROR, message, data: None }
+    ErrorObject {
+        code: codes::INTERNAL_ERROR,
+        message,
+        data: None,
+    }
 }

@@ -22,7 +22,7 @@ use super::calls::{self, CallError};
 use super::catalog;
 use super::initialize::{self, InitializeError};
 use super::session::{Answer, Session, SessionError};
-use super::sse::SseBody;
+use super::sse::{self, SseBody};
 use super::{Shared, MCP_PATH};
 use crate::protocol::headers as names;
 use crate::protocol::jsonrpc::{self, error_bytes, ErrorObject, Outcome, Response as RpcResponse};
@@ -68,6 +68,8 @@ pub(crate) enum HttpError {
     VersionMismatch { expected: &'static str, got: String },
     #[error("Invalid Request: initialize must not carry an Mcp-Session-Id")]
     InitializeWithSession,
+    #[error("Bad Request: Last-Event-ID {0:?} names no stream this session can resume")]
+    UnknownEvent(String),
     #[error("Conflict: Only one SSE stream is allowed per session")]
     StreamBusy,
     #[error("Invalid Request: {0}")]
@@ -89,7 +91,9 @@ impl HttpError {
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::StreamBusy => StatusCode::CONFLICT,
-            Self::Call(CallError::Session(SessionError::TooManyCalls(_))) => StatusCode::TOO_MANY_REQUESTS,
+            Self::Call(CallError::Session(SessionError::TooManyCalls(_))) => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             Self::Internal(_) | Self::Initialize(_) => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_REQUEST,
         }
@@ -106,7 +110,11 @@ impl HttpError {
     }
 
     fn into_response(self, id: Option<&RequestId>) -> Response<DemoBody> {
-        let error = ErrorObject { code: self.code(), message: self.to_string(), data: None };
+        let error = ErrorObject {
+            code: self.code(),
+            message: self.to_string(),
+            data: None,
+        };
         json_response(self.status(), error_bytes(id, &error))
     }
 }
@@ -128,7 +136,10 @@ pub(crate) async fn handle(
     Ok(result.unwrap_or_else(|error| error.into_response(None)))
 }
 
-async fn post(shared: &Shared, request: Request<Incoming>) -> Result<Response<DemoBody>, HttpError> {
+async fn post(
+    shared: &Shared,
+    request: Request<Incoming>,
+) -> Result<Response<DemoBody>, HttpError> {
     require_accept(request.headers(), &[JSON, EVENT_STREAM])?;
     require_json(request.headers())?;
     let (parts, body) = request.into_parts();
@@ -146,7 +157,8 @@ async fn post(shared: &Shared, request: Request<Incoming>) -> Result<Response<De
         Envelope::Request(call) => {
             let session = session_for(shared, &parts.headers)?;
             let id = call.id.clone();
-            Ok(request_response(shared, session, call).unwrap_or_else(|e| e.into_response(Some(&id))))
+            Ok(request_response(shared, session, call)
+                .unwrap_or_else(|e| e.into_response(Some(&id))))
         }
         Envelope::Notification(note) => {
             let session = session_for(shared, &parts.headers)?;
@@ -164,10 +176,22 @@ async fn post(shared: &Shared, request: Request<Incoming>) -> Result<Response<De
 fn get(shared: &Shared, headers: &HeaderMap) -> Result<Response<DemoBody>, HttpError> {
     require_accept(headers, &[EVENT_STREAM])?;
     let session = session_for(shared, headers)?;
-    // No event log is kept, so `Last-Event-ID` cannot be honoured: a resuming client simply
-    // gets a fresh standalone stream.
-    let body = session.open_standalone().map_err(|_| HttpError::StreamBusy)?;
+    let body = match headers.get(names::LAST_EVENT_ID) {
+        Some(last) => resume(&session, last)?,
+        None => session
+            .open_standalone()
+            .map_err(|_| HttpError::StreamBusy)?,
+    };
     Ok(sse_response(&session, body))
+}
+
+/// Resumes a logged call stream after the event the client saw last.
+fn resume(session: &Session, last: &HeaderValue) -> Result<SseBody, HttpError> {
+    let last = last.to_str().unwrap_or_default();
+    let unknown = || HttpError::UnknownEvent(last.to_owned());
+    let (number, seq) = sse::parse_event_id(last).ok_or_else(unknown)?;
+    let stream = session.resumable_by_number(number).ok_or_else(unknown)?;
+    Ok(stream.resume(seq))
 }
 
 fn delete(shared: &Shared, headers: &HeaderMap) -> Result<Response<DemoBody>, HttpError> {
@@ -194,7 +218,10 @@ fn request_response(
         methods::RESOURCES_TEMPLATES_LIST => Ok(catalog::resource_templates_list()),
         methods::COMPLETION_COMPLETE => catalog::complete(call.params.as_ref())
             .ok_or_else(|| rpc_error(codes::INVALID_PARAMS, "unknown completion reference".into())),
-        other => Err(rpc_error(codes::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        other => Err(rpc_error(
+            codes::METHOD_NOT_FOUND,
+            format!("Method not found: {other}"),
+        )),
     };
     // Like the reference server, JSON-RPC errors travel with HTTP 200.
     let bytes = match result {
@@ -205,18 +232,28 @@ fn request_response(
 }
 
 fn rpc_error(code: i64, message: String) -> ErrorObject {
-    ErrorObject { code, message, data: None }
+    ErrorObject {
+        code,
+        message,
+        data: None,
+    }
 }
 
 fn result_json(id: &RequestId, value: &Value) -> Result<Vec<u8>, HttpError> {
-    let raw = serde_json::value::to_raw_value(value).map_err(|e| HttpError::Internal(e.to_string()))?;
+    let raw =
+        serde_json::value::to_raw_value(value).map_err(|e| HttpError::Internal(e.to_string()))?;
     Ok(jsonrpc::result_bytes(id, &raw))
 }
 
-fn notification(shared: &Shared, session: &Session, note: &jsonrpc::Notification) {
-    if note.method != methods::CANCELLED {
-        return;
+fn notification(shared: &Shared, session: &Arc<Session>, note: &jsonrpc::Notification) {
+    match note.method.as_str() {
+        methods::CANCELLED => cancel(shared, session, note),
+        methods::INITIALIZED => calls::sync_roots(shared, session),
+        _ => {}
     }
+}
+
+fn cancel(shared: &Shared, session: &Session, note: &jsonrpc::Notification) {
     let id = note
         .params
         .as_ref()
@@ -242,12 +279,16 @@ fn deliver(shared: &Shared, session: &Session, response: RpcResponse) {
 
 /// Finds the session of a request and checks its protocol version header.
 fn session_for(shared: &Shared, headers: &HeaderMap) -> Result<Arc<Session>, HttpError> {
-    let id = headers.get(names::SESSION_ID).ok_or(HttpError::MissingSession)?;
+    let id = headers
+        .get(names::SESSION_ID)
+        .ok_or(HttpError::MissingSession)?;
     let id = id.to_str().map_err(|_| HttpError::UnknownSession)?;
     let session = shared.store.get(id).ok_or(HttpError::UnknownSession)?;
     if session.version() >= HEADER_VERSION {
         // A missing header means 2025-03-26 (transport spec), which differs from the session's.
-        let got = headers.get(names::PROTOCOL_VERSION).map(HeaderValue::to_str);
+        let got = headers
+            .get(names::PROTOCOL_VERSION)
+            .map(HeaderValue::to_str);
         let got = got.and_then(Result::ok).unwrap_or("(missing)");
         if got != session.version() {
             let expected = session.version();
@@ -259,7 +300,10 @@ fn session_for(shared: &Shared, headers: &HeaderMap) -> Result<Arc<Session>, Htt
 }
 
 fn require_accept(headers: &HeaderMap, needed: &[&'static str]) -> Result<(), HttpError> {
-    let accept = headers.get_all(ACCEPT).iter().filter_map(|v| v.to_str().ok());
+    let accept = headers
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
     let accept: Vec<&str> = accept.collect();
     let accepts = |kind: &str| accept.iter().any(|v| v.contains(kind) || v.contains("*/*"));
     match needed.iter().find(|kind| !accepts(kind)) {
@@ -279,7 +323,9 @@ fn require_json(headers: &HeaderMap) -> Result<(), HttpError> {
 async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, HttpError> {
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.is::<http_body_util::LengthLimitError>() => Err(HttpError::TooLarge(limit)),
+        Err(error) if error.is::<http_body_util::LengthLimitError>() => {
+            Err(HttpError::TooLarge(limit))
+        }
         Err(error) => Err(HttpError::BodyRead(error.to_string())),
     }
 }
@@ -296,10 +342,14 @@ fn status_only(status: StatusCode) -> Response<DemoBody> {
 
 /// A JSON response; also used by `initialize`.
 pub(crate) fn json_response(status: StatusCode, bytes: Vec<u8>) -> Response<DemoBody> {
-    let body = Full::new(Bytes::from(bytes)).map_err(|never| match never {}).boxed();
+    let body = Full::new(Bytes::from(bytes))
+        .map_err(|never| match never {})
+        .boxed();
     let mut response = Response::new(body);
     *response.status_mut() = status;
-    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
     response
 }
 

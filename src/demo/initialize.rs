@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::http::{json_response, DemoBody};
 use super::session::{ClientCaps, Session, SessionLimits};
+use super::stats::SessionEnd;
 use super::Shared;
 use crate::protocol::jsonrpc::{result_bytes, Request};
 use crate::protocol::{headers, LEGACY_VERSIONS};
@@ -35,9 +36,14 @@ pub(crate) enum InitializeError {
 }
 
 /// Answers `initialize`, creating the session.
-pub(crate) fn answer(shared: &Shared, request: &Request) -> Result<Response<DemoBody>, InitializeError> {
+pub(crate) fn answer(
+    shared: &Shared,
+    request: &Request,
+) -> Result<Response<DemoBody>, InitializeError> {
     let params = request.params.as_ref();
-    let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
+    let requested = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str);
     let version = negotiate(requested);
     let caps = ClientCaps::from_initialize(params.and_then(|p| p.get("capabilities")));
     let limits = SessionLimits {
@@ -48,8 +54,12 @@ pub(crate) fn answer(shared: &Shared, request: &Request) -> Result<Response<Demo
     let raw = serde_json::value::to_raw_value(&result(version))?;
     let header = HeaderValue::from_str(&id).map_err(|_| InitializeError::Collision)?;
     let session = Arc::new(Session::new(id, version, caps, limits));
-    shared.store.insert(session).map_err(|_| InitializeError::Collision)?;
+    // Counted before it is visible, so that a concurrent eviction never counts it down first.
     shared.stats.record_initialize();
+    if shared.store.insert(session).is_err() {
+        shared.stats.record_session_end(SessionEnd::Shutdown);
+        return Err(InitializeError::Collision);
+    }
     let mut response = json_response(StatusCode::OK, result_bytes(&request.id, &raw));
     response.headers_mut().insert(headers::SESSION_ID, header);
     Ok(response)
@@ -57,7 +67,11 @@ pub(crate) fn answer(shared: &Shared, request: &Request) -> Result<Response<Demo
 
 /// Echoes a supported requested version, else offers the latest.
 fn negotiate(requested: Option<&str>) -> &'static str {
-    LEGACY_VERSIONS.iter().copied().find(|version| Some(*version) == requested).unwrap_or(LATEST)
+    LEGACY_VERSIONS
+        .iter()
+        .copied()
+        .find(|version| Some(*version) == requested)
+        .unwrap_or(LATEST)
 }
 
 fn result(version: &str) -> Value {

@@ -71,6 +71,14 @@ pub struct DemoOptions {
     pub max_body_bytes: usize,
     /// Most connections served at once.
     pub max_connections: usize,
+    /// If set, sessions that declared `roots` get a `roots/list` on their GET stream this long
+    /// after `notifications/initialized`, outside any call, as the reference TypeScript server
+    /// does (about 350 ms there). Off by default.
+    pub roots_after_initialized: Option<Duration>,
+    /// If set, every call stream of a 2025-11-25 session ends right after its priming event,
+    /// which carries this as its `retry` hint; the client must resume with `GET` and
+    /// `Last-Event-ID` to read the rest (SEP-1699 polling). Off by default.
+    pub close_after_priming: Option<Duration>,
 }
 
 impl Default for DemoOptions {
@@ -84,6 +92,8 @@ impl Default for DemoOptions {
             max_call_duration: Duration::from_secs(600),
             max_body_bytes: 4 * 1024 * 1024,
             max_connections: 256,
+            roots_after_initialized: None,
+            close_after_priming: None,
         }
     }
 }

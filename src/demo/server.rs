@@ -6,7 +6,7 @@
 
 use std::future::Future;
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use hyper::service::service_fn;
@@ -40,7 +40,7 @@ pub(crate) enum ServerError {
 pub(crate) async fn run(shared: Arc<Shared>, listener: TcpListener, shutdown: impl Future) -> io::Result<()> {
     let (drain, draining) = watch::channel(false);
     let mut connections = JoinSet::new();
-    let sweeper = tokio::spawn(sweep(Arc::clone(&shared)));
+    let sweeper = tokio::spawn(sweep(Arc::downgrade(&shared)));
     let result = accept_until(&shared, &listener, &mut connections, &draining, shutdown).await;
     shared.store.close_all();
     let _ = drain.send(true);
@@ -119,11 +119,18 @@ fn log_end(result: Result<(), Box<dyn std::error::Error + Send + Sync>>) {
     }
 }
 
-async fn sweep(shared: Arc<Shared>) {
-    let period = (shared.options.session_idle_timeout / 4).clamp(SWEEP_MIN, SWEEP_MAX);
-    let mut ticks = tokio::time::interval(period);
+/// Holds the server weakly, so that an aborted server is freed (and its calls stopped) even
+/// though this task is not.
+async fn sweep(shared: Weak<Shared>) {
+    let Some(period) = shared.upgrade().map(|s| s.options.session_idle_timeout / 4) else {
+        return;
+    };
+    let mut ticks = tokio::time::interval(period.clamp(SWEEP_MIN, SWEEP_MAX));
     loop {
         ticks.tick().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
         shared.store.evict_idle(std::time::Instant::now());
     }
 }

@@ -5,9 +5,8 @@
 //! Every collection here is bounded by the limits the server was started with, and closing a
 //! session stops its calls, fails its waiting requests and ends its GET stream.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
@@ -31,6 +30,9 @@ pub(crate) enum SessionError {
     #[error("request id {0} is already in use by a running call")]
     DuplicateCall(RequestId),
 }
+
+/// Resumable streams a session keeps; the oldest is finished and forgotten past this.
+const MAX_RESUMABLE_STREAMS: usize = 16;
 
 /// The first revision whose streams start with a priming event.
 const PRIMING_VERSION: &str = "2025-11-25";
@@ -61,7 +63,8 @@ pub(crate) struct Session {
     caps: ClientCaps,
     limits: SessionLimits,
     last_seen: Mutex<Instant>,
-    event_ids: Arc<AtomicU64>,
+    next_stream: AtomicU64,
+    resumable: Mutex<VecDeque<SseWriter>>,
     next_request_id: AtomicI64,
     pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
     calls: Mutex<HashMap<RequestId, (u64, AbortHandle)>>,
@@ -101,7 +104,8 @@ impl Session {
             caps,
             limits,
             last_seen: Mutex::new(Instant::now()),
-            event_ids: Arc::new(AtomicU64::new(0)),
+            next_stream: AtomicU64::new(0),
+            resumable: Mutex::new(VecDeque::new()),
             next_request_id: AtomicI64::new(0),
             pending: Mutex::new(HashMap::new()),
             calls: Mutex::new(HashMap::new()),
@@ -142,9 +146,30 @@ impl Session {
         *self.last_seen.lock()
     }
 
-    /// A new event stream numbered with this session's event ids.
+    /// A new event stream, numbered uniquely within the session.
     pub(crate) fn stream(&self) -> (SseWriter, SseBody) {
-        sse::channel(Arc::clone(&self.event_ids))
+        sse::channel(self.next_stream.fetch_add(1, Ordering::Relaxed), false)
+    }
+
+    /// A new event stream that logs its events so that a client can resume it with
+    /// `Last-Event-ID`; the session keeps the most recent few.
+    pub(crate) fn resumable_stream(&self) -> (SseWriter, SseBody) {
+        let number = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        let (writer, body) = sse::channel(number, true);
+        let mut kept = self.resumable.lock();
+        if kept.len() >= MAX_RESUMABLE_STREAMS {
+            kept.pop_front().inspect(SseWriter::finish);
+        }
+        kept.push_back(writer.clone());
+        (writer, body)
+    }
+
+    /// The resumable stream with this number, if the session still keeps it.
+    pub(crate) fn resumable_by_number(&self, number: u64) -> Option<SseWriter> {
+        let kept = self.resumable.lock();
+        kept.iter()
+            .find(|writer| writer.number() == number)
+            .cloned()
     }
 
     /// Opens the standalone GET stream; one at a time, but a stream whose client went away
@@ -244,7 +269,13 @@ impl Session {
         let calls: Vec<AbortHandle> = self.calls.lock().drain().map(|(_, (_, t))| t).collect();
         calls.iter().for_each(AbortHandle::abort);
         self.pending.lock().clear();
-        self.standalone.lock().take();
+        if let Some(standalone) = self.standalone.lock().take() {
+            standalone.finish();
+        }
+        self.resumable
+            .lock()
+            .drain(..)
+            .for_each(|writer| writer.finish());
     }
 }
 

@@ -98,6 +98,15 @@ impl SessionStore {
     }
 }
 
+impl Drop for SessionStore {
+    /// Calls run in tasks of their own; when the server is dropped without a shutdown (an
+    /// aborted [`DemoHandle`](super::DemoHandle)), this stops them instead of leaving them to
+    /// their time limit.
+    fn drop(&mut self) {
+        self.close_all();
+    }
+}
+
 fn least_recent(sessions: &HashMap<String, Arc<Session>>) -> Option<String> {
     sessions.values().min_by_key(|session| session.last_seen()).map(|session| session.id().to_owned())
 }

@@ -5,6 +5,8 @@
 //! resource. Handlers return a [`ToolOutcome`]; a failed server → client request becomes an
 //! `isError` result naming the request, as an SDK tool that lets the error escape would.
 
+use std::time::Duration;
+
 use rand::Rng;
 use serde_json::{json, Value};
 
@@ -16,8 +18,10 @@ use crate::protocol::methods;
 const MAX_STEPS: u64 = 100;
 const MAX_DELAY_MS: u64 = 10_000;
 const DEFAULT_DELAY_MS: u64 = 100;
-/// How long `die` runs before it breaks its stream.
-const DIE_AFTER: std::time::Duration = std::time::Duration::from_millis(50);
+/// Longest `die` waits for its earlier events to leave before it breaks its stream.
+const DIE_DRAIN: Duration = Duration::from_secs(1);
+/// A short pause after that, so the flush is on the wire before the connection drops.
+const DIE_GRACE: Duration = Duration::from_millis(10);
 
 /// Errors a handler turns into an `isError` result.
 #[derive(Debug, thiserror::Error)]
@@ -27,7 +31,10 @@ pub(crate) enum ToolError {
     #[error(transparent)]
     Ask(#[from] AskError),
     #[error("{method} answer is malformed: {reason}")]
-    Answer { method: &'static str, reason: &'static str },
+    Answer {
+        method: &'static str,
+        reason: &'static str,
+    },
     #[error("the response stream closed")]
     StreamClosed,
 }
@@ -65,7 +72,8 @@ pub(crate) async fn run(ctx: &CallContext, tool: Tool, args: &Value) -> ToolOutc
         Tool::Die => {
             // Let what was written so far reach the client first, so the break is visibly
             // mid-stream rather than a refused response.
-            tokio::time::sleep(DIE_AFTER).await;
+            ctx.stream.drained(DIE_DRAIN).await;
+            tokio::time::sleep(DIE_GRACE).await;
             return ToolOutcome::Abort;
         }
     };
@@ -77,14 +85,20 @@ fn text(s: String) -> Result<ToolOutcome, ToolError> {
 }
 
 fn string_arg(tool: Tool, args: &Value, key: &str) -> Result<String, ToolError> {
-    args.get(key).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| ToolError::Arguments {
-        tool: tool.name(),
-        reason: format!("`{key}` must be a string"),
-    })
+    args.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ToolError::Arguments {
+            tool: tool.name(),
+            reason: format!("`{key}` must be a string"),
+        })
 }
 
 fn echo(args: &Value) -> Result<ToolOutcome, ToolError> {
-    text(format!("Echo: {}", string_arg(Tool::Echo, args, "message")?))
+    text(format!(
+        "Echo: {}",
+        string_arg(Tool::Echo, args, "message")?
+    ))
 }
 
 async fn greet(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
@@ -104,14 +118,22 @@ async fn confirm_twice(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
         "properties": {"ok": {"type": "boolean", "title": "Confirm"}},
         "required": ["ok"],
     });
-    let (action, content) = elicit(ctx, &format!("Please confirm: is your name {name}?"), schema).await?;
+    let (action, content) = elicit(
+        ctx,
+        &format!("Please confirm: is your name {name}?"),
+        schema,
+    )
+    .await?;
     if action != "accept" {
         return text(format!("Not confirmed ({action})."));
     }
-    let ok = content.get("ok").and_then(Value::as_bool).ok_or(ToolError::Answer {
-        method: methods::ELICITATION_CREATE,
-        reason: "accepted content has no boolean `ok`",
-    })?;
+    let ok = content
+        .get("ok")
+        .and_then(Value::as_bool)
+        .ok_or(ToolError::Answer {
+            method: methods::ELICITATION_CREATE,
+            reason: "accepted content has no boolean `ok`",
+        })?;
     text(format!("Confirmed {name}: {ok}"))
 }
 
@@ -122,28 +144,42 @@ async fn summarize(ctx: &CallContext, args: &Value) -> Result<ToolOutcome, ToolE
 }
 
 async fn list_roots(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
-    text(format!("Roots: {}", roots(ctx).await?.join(", ")))
+    text(format!("Roots: {}", join_roots(&roots(ctx).await?)))
+}
+
+fn join_roots(uris: &[String]) -> String {
+    if uris.is_empty() {
+        return "(none)".to_owned();
+    }
+    uris.join(", ")
 }
 
 /// Three requests in flight together, like Python's `asyncio.gather`.
 async fn ask_three(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
-    let (name, summary, roots) =
-        tokio::join!(ask_name(ctx, "Who is asking?"), sample(ctx, "three questions at once"), roots(ctx),);
+    let (name, summary, roots) = tokio::join!(
+        ask_name(ctx, "Who is asking?"),
+        sample(ctx, "three questions at once"),
+        roots(ctx),
+    );
     let name = match name? {
         NameAnswer::Given(name) => name,
         NameAnswer::Refused(action) => format!("({action})"),
     };
     let (summary, model) = summary?;
-    let roots = roots?.join(", ");
-    text(format!("Name: {name}; Summary: {summary} (model {model}); Roots: {roots}"))
+    let roots = join_roots(&roots?);
+    text(format!(
+        "Name: {name}; Summary: {summary} (model {model}); Roots: {roots}"
+    ))
 }
 
 async fn count_down(ctx: &CallContext, args: &Value) -> Result<ToolOutcome, ToolError> {
     let steps = bounded_arg(args, "steps", None, MAX_STEPS)?;
     let delay = bounded_arg(args, "delay_ms", Some(DEFAULT_DELAY_MS), MAX_DELAY_MS)?;
     for step in 1..=steps {
-        tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
-        ctx.progress(step, steps).await.map_err(|_| ToolError::StreamClosed)?;
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        ctx.progress(step, steps)
+            .await
+            .map_err(|_| ToolError::StreamClosed)?;
     }
     text(format!("Done after {steps} steps"))
 }
@@ -153,10 +189,12 @@ fn bounded_arg(args: &Value, key: &str, default: Option<u64>, max: u64) -> Resul
         None => default,
         Some(value) => value.as_u64(),
     };
-    value.filter(|v| *v <= max).ok_or_else(|| ToolError::Arguments {
-        tool: Tool::CountDown.name(),
-        reason: format!("`{key}` must be an integer from 0 to {max}"),
-    })
+    value
+        .filter(|v| *v <= max)
+        .ok_or_else(|| ToolError::Arguments {
+            tool: Tool::CountDown.name(),
+            reason: format!("`{key}` must be an integer from 0 to {max}"),
+        })
 }
 
 async fn url_login(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
@@ -167,7 +205,9 @@ async fn url_login(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
         "url": format!("https://login.example.com/authorize?state={elicitation_id}"),
         "elicitationId": elicitation_id,
     });
-    let answer = ctx.ask(methods::ELICITATION_CREATE, params, Route::Post).await?;
+    let answer = ctx
+        .ask(methods::ELICITATION_CREATE, params, Route::Post)
+        .await?;
     text(format!("Logged in ({})", action_of(&answer)?))
 }
 
@@ -182,7 +222,11 @@ async fn flaky_question(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
     let message = format!("The server rolled {roll}. What do you say?");
     let (action, content) = elicit(ctx, &message, schema).await?;
     let answer = content.get("answer").and_then(Value::as_str).unwrap_or("");
-    text(format!("Roll {roll}: {action} {answer}").trim_end().to_owned())
+    text(
+        format!("Roll {roll}: {action} {answer}")
+            .trim_end()
+            .to_owned(),
+    )
 }
 
 /// Asks for a required string `name` with a form elicitation on the call's stream.
@@ -196,20 +240,35 @@ pub(crate) async fn ask_name(ctx: &CallContext, message: &str) -> Result<NameAns
     if action != "accept" {
         return Ok(NameAnswer::Refused(action));
     }
-    let name = content.get("name").and_then(Value::as_str).ok_or(ToolError::Answer {
-        method: methods::ELICITATION_CREATE,
-        reason: "accepted content has no string `name`",
-    })?;
+    let name = content
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or(ToolError::Answer {
+            method: methods::ELICITATION_CREATE,
+            reason: "accepted content has no string `name`",
+        })?;
     Ok(NameAnswer::Given(name.to_owned()))
 }
 
 /// A form elicitation; like the reference server, form mode is sent without a `mode` field so
 /// that 2025-06-18 clients understand it too. Returns the action and the content (or null).
-async fn elicit(ctx: &CallContext, message: &str, schema: Value) -> Result<(String, Value), ToolError> {
+async fn elicit(
+    ctx: &CallContext,
+    message: &str,
+    schema: Value,
+) -> Result<(String, Value), ToolError> {
     let params = json!({"message": message, "requestedSchema": schema});
-    let mut answer = ctx.ask(methods::ELICITATION_CREATE, params, Route::Post).await?;
+    let mut answer = ctx
+        .ask(methods::ELICITATION_CREATE, params, Route::Post)
+        .await?;
     let action = action_of(&answer)?;
-    Ok((action, answer.get_mut("content").map(Value::take).unwrap_or(Value::Null)))
+    Ok((
+        action,
+        answer
+            .get_mut("content")
+            .map(Value::take)
+            .unwrap_or(Value::Null),
+    ))
 }
 
 fn action_of(answer: &Value) -> Result<String, ToolError> {
@@ -229,9 +288,17 @@ pub(crate) async fn sample(ctx: &CallContext, input: &str) -> Result<(String, St
         "systemPrompt": "You are a concise summarizer.",
         "maxTokens": 100,
     });
-    let answer = ctx.ask(methods::SAMPLING_CREATE_MESSAGE, params, Route::Post).await?;
-    let malformed = |reason| ToolError::Answer { method: methods::SAMPLING_CREATE_MESSAGE, reason };
-    let model = answer.get("model").and_then(Value::as_str).ok_or(malformed("no string `model`"))?;
+    let answer = ctx
+        .ask(methods::SAMPLING_CREATE_MESSAGE, params, Route::Post)
+        .await?;
+    let malformed = |reason| ToolError::Answer {
+        method: methods::SAMPLING_CREATE_MESSAGE,
+        reason,
+    };
+    let model = answer
+        .get("model")
+        .and_then(Value::as_str)
+        .ok_or(malformed("no string `model`"))?;
     let summary = sampled_text(&answer["content"]).ok_or(malformed("no text content"))?;
     Ok((summary.to_owned(), model.to_owned()))
 }
@@ -247,12 +314,20 @@ fn sampled_text(content: &Value) -> Option<&str> {
 
 /// Asks the client's roots on the standalone GET stream, as the TypeScript SDK does.
 pub(crate) async fn roots(ctx: &CallContext) -> Result<Vec<String>, ToolError> {
-    let answer = ctx.ask(methods::ROOTS_LIST, json!({}), Route::Standalone).await?;
+    let answer = ctx
+        .ask(methods::ROOTS_LIST, json!({}), Route::Standalone)
+        .await?;
     let list = answer
         .get("roots")
         .and_then(Value::as_array)
-        .ok_or(ToolError::Answer { method: methods::ROOTS_LIST, reason: "no `roots` array" })?;
-    Ok(list.iter().filter_map(|root| root.get("uri")?.as_str().map(str::to_owned)).collect())
+        .ok_or(ToolError::Answer {
+            method: methods::ROOTS_LIST,
+            reason: "no `roots` array",
+        })?;
+    Ok(list
+        .iter()
+        .filter_map(|root| root.get("uri")?.as_str().map(str::to_owned))
+        .collect())
 }
 
 #[cfg(test)]
@@ -261,7 +336,10 @@ mod tests {
 
     #[test]
     fn sampled_text_reads_one_block_or_an_array() {
-        assert_eq!(sampled_text(&json!({"type": "text", "text": "a"})), Some("a"));
+        assert_eq!(
+            sampled_text(&json!({"type": "text", "text": "a"})),
+            Some("a")
+        );
         let blocks = json!([{"type": "image", "data": ""}, {"type": "text", "text": "b"}]);
         assert_eq!(sampled_text(&blocks), Some("b"));
         assert_eq!(sampled_text(&json!([])), None);
@@ -269,7 +347,10 @@ mod tests {
 
     #[test]
     fn count_down_arguments_are_bounded() {
-        assert_eq!(bounded_arg(&json!({"steps": 3}), "steps", None, MAX_STEPS).unwrap(), 3);
+        assert_eq!(
+            bounded_arg(&json!({"steps": 3}), "steps", None, MAX_STEPS).unwrap(),
+            3
+        );
         assert!(bounded_arg(&json!({}), "steps", None, MAX_STEPS).is_err());
         assert!(bounded_arg(&json!({"steps": 101}), "steps", None, MAX_STEPS).is_err());
         assert!(bounded_arg(&json!({"steps": -1}), "steps", None, MAX_STEPS).is_err());
@@ -280,7 +361,9 @@ mod tests {
     fn actions_are_validated() {
         assert_eq!(action_of(&json!({"action": "decline"})).unwrap(), "decline");
         let err = action_of(&json!({"action": "maybe"})).unwrap_err();
-        assert!(err.to_string().contains("elicitation/create answer is malformed"));
+        assert!(err
+            .to_string()
+            .contains("elicitation/create answer is malformed"));
     }
 
     #[test]

@@ -103,4 +103,20 @@ async fn delete_and_shutdown_end_running_calls() {
     tokio::time::timeout(WAIT, server.shutdown()).await.unwrap().unwrap();
     assert!(events.next().await.unwrap().is_none());
     assert_eq!(stats.sessions_alive(), 0);
+    assert!(!matches!(events.next().await, Ok(Some(_))));
+}
+
+#[tokio::test]
+async fn dropping_the_handle_stops_running_calls() {
+    let (server, mut client) = session(DemoOptions::default()).await;
+    let (_, mut events) = client.call_tool("hang", json!({})).await;
+    events.event().await;
+    let stats = std::sync::Arc::clone(&server.stats);
+    drop(server);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while stats.sessions_alive() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(stats.sessions_alive(), 0);
+    assert!(!matches!(events.next().await, Ok(Some(_))));
 }
