@@ -1,10 +1,11 @@
-"""The check table shared by the Python client check: what to call, what must come back.
+"""Callbacks and verdicts for the Python client check; the table is checks.json.
 
 A `Recorder` answers the legacy server's questions (through the client's
 callbacks) with values derived from a per-check random token and remembers each
-question. A `Check` names a call and what must then be true: how many questions
-of each kind reached the callbacks, a fragment of the legacy server's question,
-and fragments of the result that only the token-bearing answers can produce.
+question. A `Check` (one entry of checks.json, shared with the TypeScript check)
+names a call and what must then be true: how many questions of each kind
+reached the callbacks, a fragment of the legacy server's question, and
+fragments of the result that only the token-bearing answers can produce.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from mcp import types
@@ -83,7 +85,7 @@ class Check:
     kind: str = "tool"
     calls: dict[str, int] = field(default_factory=dict)
     question: str = ""
-    expect: tuple[str, ...] = ()
+    expect: tuple[str, ...] | list[str] = ()
 
     def bind(self, token: str) -> Check:
         """Substitute this run's token into the arguments and expectations."""
@@ -108,73 +110,20 @@ class Check:
         return f"ok ({used or 'no callbacks'})"
 
 
-EVERYTHING = (
-    Check("echo", {"message": "hello-{token}"}, expect=("Echo: hello-{token}",)),
-    Check(
-        "trigger-elicitation-request",
-        calls={"elicit": 1},
-        question="Please provide inputs for the following fields",
-        expect=("Name: name-{token}",),
-    ),
-    Check(
-        "trigger-sampling-request",
-        {"prompt": "interop-{token}", "maxTokens": 20},
-        calls={"sample": 1},
-        question="interop-{token}",
-        expect=("sampled-{token}",),
-    ),
-    Check("get-roots-list", calls={"roots": 1}, expect=("file:///interop/{token}",)),
-    Check(
-        "trigger-url-elicitation",
-        {"url": "http://127.0.0.1:9/authorize/{token}"},
-        calls={"elicit": 1},
-        question="http://127.0.0.1:9/authorize/{token}",
-        expect=("User completed the URL elicitation flow", "http://127.0.0.1:9/authorize/{token}"),
-    ),
-    Check(
-        "trigger-long-running-operation",
-        {"duration": 1, "steps": 3},
-        calls={"progress": 1},
-        expect=("Long running operation completed",),
-    ),
-)
+CHECKS_FILE = Path(__file__).with_name("checks.json")
 
-FIXTURE = (
-    Check("test_simple_text", expect=("This is a simple text response for testing.",)),
-    Check(
-        "test_input_required_result_elicitation",
-        calls={"elicit": 1},
-        question="What is your name?",
-        expect=("Hello, name-{token}!",),
-    ),
-    Check(
-        "test_input_required_result_sampling",
-        calls={"sample": 1},
-        question="capital of France",
-        expect=("sampled-{token}",),
-    ),
-    Check("test_input_required_result_list_roots", calls={"roots": 1}, expect=("file:///interop/{token}",)),
-    Check(
-        "test_input_required_result_multiple_inputs",
-        calls={"elicit": 1, "sample": 1, "roots": 1},
-        expect=("name=name-{token}", "model=sampled-{token}", "roots=file:///interop/{token}"),
-    ),
-    Check(
-        "test_input_required_result_multi_round",
-        calls={"elicit": 2},
-        question="Step 2: name-{token}",
-        expect=("name-{token} likes colour-{token}",),
-    ),
-    Check(
-        "test_input_required_result_prompt",
-        kind="prompt",
-        calls={"elicit": 1},
-        question="What context should the prompt use?",
-        expect=("Prompt with context: context-{token}",),
-    ),
-)
 
-CHECKS = {"everything": EVERYTHING, "fixture": FIXTURE}
+def load_checks(path: Path = CHECKS_FILE) -> dict[str, tuple[Check, ...]]:
+    """The check table, shared with the TypeScript client check."""
+    table = json.loads(path.read_text())
+    return {
+        server: tuple(Check(**{**entry, "calls": entry.get("calls", {})}) for entry in entries)
+        for server, entries in table.items()
+        if not server.startswith("_")
+    }
+
+
+CHECKS = load_checks()
 
 
 def select(server: str, only: str) -> list[Check]:
