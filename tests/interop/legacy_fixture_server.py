@@ -295,6 +295,12 @@ def static_binary() -> bytes:
     return fixture_media.PNG_BYTES
 
 
+@mcp.resource("test://watched-resource", mime_type="text/plain")
+def watched_resource() -> str:
+    """A resource other scenarios subscribe to; its content never changes here."""
+    return "Watched resource content."
+
+
 @mcp.resource("test://template/{id}/data", mime_type="application/json")
 def template_data(id: str) -> str:  # noqa: A002 - the URI template names it `id`
     """A resource template with parameter substitution."""
