@@ -17,8 +17,13 @@
 // scenario and a final `CONFORMANCE SUMMARY ...` line; exits 1 on any
 // unexpected failure or stale entry.
 //
-// Usage: node conformance_runner.mjs --url URL [--baseline FILE] [--out DIR]
-//          [--scenarios a,b] [--scenario-timeout SECONDS]
+// With --spec-version 2025-11-25 and an explicit --scenarios list it runs the
+// same CLI at the legacy wire instead: run.sh uses that as a control, proving
+// the fixture server answers what each scenario checks before the gateway is
+// judged on translating it.
+//
+// Usage: node conformance_runner.mjs --url URL [--baseline FILE|''] [--out DIR]
+//          [--scenarios a,b] [--spec-version V] [--scenario-timeout SECONDS]
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
@@ -84,10 +89,11 @@ function findChecksFile(dir) {
   return null;
 }
 
-async function runScenario(url, scenario, outDir, timeoutMs) {
+async function runScenario(opts, scenario) {
+  const { url, out: outDir, timeoutMs } = opts;
   const dir = join(outDir, scenario.replaceAll('/', '_'));
   mkdirSync(dir, { recursive: true });
-  const args = ['server', '--url', url, '--scenario', scenario, '--spec-version', REVISION, '-o', dir];
+  const args = ['server', '--url', url, '--scenario', scenario, '--spec-version', opts['spec-version'], '-o', dir];
   const run = await conformance([...args, '--timeout', String(timeoutMs)], timeoutMs + 15_000);
   const file = findChecksFile(dir);
   if (file === null) {
@@ -172,12 +178,17 @@ function options() {
       out: { type: 'string', default: join(HERE, '.run', 'conformance') },
       scenarios: { type: 'string', default: '' },
       'scenario-timeout': { type: 'string', default: '60' },
+      'spec-version': { type: 'string', default: REVISION },
     },
   });
   if (!values.url) throw new Error('--url is required');
   const timeoutMs = Number(values['scenario-timeout']) * 1000;
   if (!(timeoutMs > 0)) throw new Error('--scenario-timeout must be a positive number of seconds');
-  return { ...values, timeoutMs, picked: values.scenarios.split(',').filter(Boolean) };
+  const picked = values.scenarios.split(',').filter(Boolean);
+  if (values['spec-version'] !== REVISION && picked.length === 0) {
+    throw new Error(`--spec-version ${values['spec-version']} needs an explicit --scenarios list`);
+  }
+  return { ...values, timeoutMs, picked };
 }
 
 async function main() {
@@ -187,7 +198,7 @@ async function main() {
   const results = [];
   const judgements = [];
   for (const scenario of scenarios) {
-    const result = await runScenario(opts.url, scenario, opts.out, opts.timeoutMs);
+    const result = await runScenario(opts, scenario);
     const judged = judge(result, baseline);
     report(result, judged);
     results.push(result);

@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import sys
+import weakref
 from typing import Any
 
 from mcp import types
@@ -32,6 +33,25 @@ import fixture_media
 INPUT_KEY_META = "dev.mrtr-gateway/inputKey"
 
 mcp = FastMCP("mrtr-legacy-fixture", host="127.0.0.1", log_level="WARNING")
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+# The level each legacy session asked for with logging/setLevel (none: send all).
+session_log_levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+# FastMCP 1.x has no public hook for logging/setLevel; registering it on the
+# low-level server also makes initialize declare the logging capability.
+@mcp._mcp_server.set_logging_level()
+async def set_log_level(level: types.LoggingLevel) -> None:
+    """Remember the session's threshold, as a legacy server must."""
+    session_log_levels[mcp._mcp_server.request_context.session] = level
+
+
+async def log(ctx: Context, level: types.LoggingLevel, message: str) -> None:
+    """Send a log notification unless the session's threshold is above it."""
+    threshold = session_log_levels.get(ctx.session)
+    if threshold is None or LOG_LEVELS.index(level) >= LOG_LEVELS.index(threshold):
+        await ctx.log(level, message)
 
 
 # --- legacy questions, asked the 2025 way --------------------------------------
@@ -186,7 +206,7 @@ async def test_streaming_elicitation(ctx: Context) -> str:
 @mcp.tool()
 async def test_logging_tool(ctx: Context) -> str:
     """Logs unconditionally; a 2026 front must drop logs nobody asked for."""
-    await ctx.info("test_logging_tool ran")
+    await log(ctx, "info", "test_logging_tool ran")
     return "logged"
 
 
@@ -263,7 +283,7 @@ async def test_tool_with_progress(ctx: Context) -> str:
 async def test_tool_with_logging(ctx: Context) -> str:
     """Emits three log messages while it runs."""
     for line in ("Tool execution started", "Tool processing data", "Tool execution completed"):
-        await ctx.info(line)
+        await log(ctx, "info", line)
         await asyncio.sleep(0.05)
     return "Tool with logging executed successfully"
 

@@ -6,6 +6,8 @@
 #   run.sh --no-gateway    only what needs no gateway: installs, the legacy
 #                          servers, the clients against them directly (auto and
 #                          legacy mode), the negative checks, the conformance CLI
+#                          and the conformance control (the fixture alone at the
+#                          2025-11-25 wire)
 #
 # Starts, all on 127.0.0.1 with free ports: server-everything (Streamable
 # HTTP, with the loopback-only preload), the legacy fixture server, and three
@@ -32,6 +34,11 @@ CONFORMANCE_SECONDS=2400
 EVERYTHING_JS="$HERE/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 PY_MODERN="$HERE/.venv-modern/bin/python"
 PY_LEGACY="$HERE/.venv-legacy/bin/python"
+LEGACY_CONTROL_SCENARIOS="server-initialize,ping,logging-set-level,completion-complete,tools-list,\
+tools-call-simple-text,tools-call-image,tools-call-audio,tools-call-embedded-resource,tools-call-mixed-content,\
+tools-call-error,tools-call-with-progress,tools-call-with-logging,tools-call-sampling,tools-call-elicitation,\
+resources-list,resources-read-text,resources-read-binary,resources-templates-read,prompts-list,\
+prompts-get-simple,prompts-get-with-args,prompts-get-embedded-resource,prompts-get-with-image"
 
 usage() {
   say "usage: run.sh GATEWAY_BIN | run.sh --no-gateway" >&2
@@ -153,22 +160,36 @@ conformance_cli_check() {
   fi
 }
 
-conformance_run() {
-  local out rc=0 line verdict
-  out="$(timeout "$CONFORMANCE_SECONDS" node "$HERE/conformance_runner.mjs" --url "http://127.0.0.1:$P_G2/mcp" \
-    --out "$RUN_DIR/conformance" --scenario-timeout "$SCENARIO_SECONDS" \
-    ${CONFORMANCE_SCENARIOS:+--scenarios "$CONFORMANCE_SCENARIOS"} 2>&1)" || rc=$?
-  printf '%s\n' "$out" | tee "$RUN_DIR/conformance.txt"
+# run_conformance LABEL URL OUTFILE RUNNER_ARGS...: one runner invocation;
+# each scenario line counts as one test (PASS/XFAIL pass, FAIL/STALE fail).
+run_conformance() {
+  local label="$1" url="$2" outfile="$3" out rc=0 line verdict
+  shift 3
+  out="$(timeout "$CONFORMANCE_SECONDS" node "$HERE/conformance_runner.mjs" --url "$url" \
+    --out "$RUN_DIR/conformance-$label" --scenario-timeout "$SCENARIO_SECONDS" "$@" 2>&1)" || rc=$?
+  printf '%s\n' "$out" | tee "$outfile"
   while read -r line; do
     read -r _ verdict _ <<<"$line"
     case "$verdict" in
-      PASS | XFAIL) record PASS "$line" ;;
-      FAIL | STALE) record FAIL "$line" ;;
+      PASS | XFAIL) record PASS "$line [$label]" ;;
+      FAIL | STALE) record FAIL "$line [$label]" ;;
     esac
   done < <(grep '^CONFORMANCE ' <<<"$out" | grep -v '^CONFORMANCE SUMMARY')
   if ((rc != 0)) && ! grep -q '^CONFORMANCE SUMMARY' <<<"$out"; then
-    record FAIL "FAIL harness conformance - runner exited $rc without a summary"
+    record FAIL "FAIL harness conformance-$label - runner exited $rc without a summary"
   fi
+}
+
+# Control: the fixture itself passes, at the legacy wire, every scenario the
+# gateway will later be judged on (and the 2025-only ones it serves).
+conformance_legacy_control() {
+  run_conformance legacy-control "http://127.0.0.1:$P_FIXTURE/mcp" "$RUN_DIR/conformance-legacy-control.txt" \
+    --baseline '' --spec-version 2025-11-25 --scenarios "$LEGACY_CONTROL_SCENARIOS"
+}
+
+conformance_gateway() {
+  run_conformance gateway "http://127.0.0.1:$P_G2/mcp" "$RUN_DIR/conformance-gateway.txt" \
+    ${CONFORMANCE_SCENARIOS:+--scenarios "$CONFORMANCE_SCENARIOS"}
 }
 
 # === report ===
@@ -184,9 +205,12 @@ print_matrix() {
     "$RESULTS" | sort
   grep -E '^(PASS|FAIL) proxy ' "$RESULTS" || true
   say ""
-  say "== conformance (gateway in front of the legacy fixture) =="
-  grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance.txt" 2>/dev/null || say "(not run)"
-  grep -E '^FAIL (harness|conformance-cli)' "$RESULTS" || true
+  say "== conformance =="
+  say "fixture alone, 2025-11-25 wire (control):"
+  grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-legacy-control.txt" 2>/dev/null || say "(not run)"
+  say "gateway in front of the fixture, 2026-07-28 wire:"
+  grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-gateway.txt" 2>/dev/null || say "(not run)"
+  grep -E '^(FAIL (harness|conformance-cli)|CONFORMANCE (FAIL|STALE))' "$RESULTS" || true
 }
 
 with_gateways() {
@@ -197,7 +221,7 @@ with_gateways() {
   fi
   gateway_checks
   two_gateway_checks
-  conformance_run
+  conformance_gateway
 }
 
 cleanup() {
@@ -218,6 +242,7 @@ main() {
     record FAIL "FAIL harness legacy-servers - not ready (logs in $RUN_DIR)"
   else
     direct_checks
+    conformance_legacy_control
     with_gateways
   fi
   print_matrix
