@@ -19,7 +19,8 @@
 #
 # Environment: READY_SECONDS (per process, default 90), CHECK_SECONDS (per
 # client check, default 60), SCENARIO_SECONDS (per conformance scenario,
-# default 60), CONFORMANCE_SCENARIOS (comma list, default: all required).
+# default 60), CONFORMANCE_SCENARIOS (comma list, default: all required),
+# GATEWAY_EXTRA_ARGS (appended to every gateway's command line).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -30,6 +31,8 @@ READY_SECONDS="${READY_SECONDS:-90}"
 CHECK_SECONDS="${CHECK_SECONDS:-60}"
 SCENARIO_SECONDS="${SCENARIO_SECONDS:-60}"
 PROGRAM_SECONDS=900
+KEEP_RUNS=5
+LOG_TAIL_LINES=20
 CONFORMANCE_SECONDS=2400
 EVERYTHING_JS="$HERE/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 PY_MODERN="$HERE/.venv-modern/bin/python"
@@ -54,7 +57,18 @@ parse_args() {
   fi
 }
 
+# Keeps the newest KEEP_RUNS run folders (logs, conformance results) and
+# removes older ones, so repeated runs do not fill the disk.
+prune_old_runs() {
+  local old
+  mkdir -p "$HERE/.run"
+  while read -r old; do
+    [[ -n "$old" ]] && rm -rf -- "$HERE/.run/$old"
+  done < <(ls -1 "$HERE/.run" | sort -r | tail -n +"$KEEP_RUNS")
+}
+
 prepare_run_dir() {
+  prune_old_runs
   RUN_DIR="$HERE/.run/$(date -u +%Y%m%dT%H%M%SZ)-$$"
   mkdir -p "$RUN_DIR"
   RESULTS="$RUN_DIR/results.txt"
@@ -77,9 +91,11 @@ start_legacy_servers() {
 # start_gateway NAME UPSTREAM_PORT FRONT_PORT ADMIN_PORT
 start_gateway() {
   local name="$1" up="$2" front="$3" admin="$4"
+  local extra=()
+  read -r -a extra <<<"${GATEWAY_EXTRA_ARGS:-}"
   start "$name" "$RUN_DIR/$name.log" "$GATEWAY" \
     --upstream "http://127.0.0.1:$up/mcp" --listen "127.0.0.1:$front" \
-    --admin-listen "127.0.0.1:$admin" --state-key-file "$KEY_FILE"
+    --admin-listen "127.0.0.1:$admin" --state-key-file "$KEY_FILE" "${extra[@]}"
   wait_http "$name" "$LAST_PID" "http://127.0.0.1:$admin/readyz" 200 "$READY_SECONDS" || return 1
 }
 
@@ -224,6 +240,18 @@ with_gateways() {
   conformance_gateway
 }
 
+# On failure, the end of each server and gateway log, where the cause usually is.
+show_logs_on_failure() {
+  ((FAILED > 0)) || return 0
+  local logfile
+  for logfile in "$RUN_DIR"/*.log; do
+    [[ -s "$logfile" ]] || continue
+    say ""
+    say "== last $LOG_TAIL_LINES lines of $(basename "$logfile") =="
+    tail -n "$LOG_TAIL_LINES" "$logfile"
+  done
+}
+
 cleanup() {
   local rc=$?
   stop_started
@@ -245,6 +273,7 @@ main() {
     conformance_legacy_control
     with_gateways
   fi
+  show_logs_on_failure
   print_matrix
   say "$PASSED passed, $FAILED failed"
   ((FAILED == 0))
