@@ -24,12 +24,7 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
 def _one_pixel_png() -> bytes:
     header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
     pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte + one red pixel
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + _png_chunk(b"IHDR", header)
-        + _png_chunk(b"IDAT", pixels)
-        + _png_chunk(b"IEND", b"")
-    )
+    return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", pixels) + _png_chunk(b"IEND", b"")
 
 
 def _short_silence_wav() -> bytes:

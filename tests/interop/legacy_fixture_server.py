@@ -82,11 +82,7 @@ async def ask_form(
 async def ask_sampling(ctx: Context, prompt: str) -> str:
     """Push `sampling/createMessage` tied to the current call; return the sampled text."""
     result = await ctx.session.create_message(
-        messages=[
-            types.SamplingMessage(
-                role="user", content=types.TextContent(type="text", text=prompt)
-            )
-        ],
+        messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
         max_tokens=100,
         related_request_id=ctx.request_id,
     )
@@ -243,9 +239,7 @@ async def test_audio_content() -> list[types.ContentBlock]:
 async def test_embedded_resource() -> list[types.ContentBlock]:
     """Tests embedded resource content response."""
     return [
-        fixture_media.embedded_text(
-            "test://embedded-resource", "text/plain", "This is an embedded resource content."
-        )
+        fixture_media.embedded_text("test://embedded-resource", "text/plain", "This is an embedded resource content.")
     ]
 
 
@@ -256,9 +250,7 @@ async def test_multiple_content_types() -> list[types.ContentBlock]:
     return [
         types.TextContent(type="text", text="Multiple content types test:"),
         fixture_media.image_content(),
-        fixture_media.embedded_text(
-            "test://mixed-content-resource", "application/json", payload
-        ),
+        fixture_media.embedded_text("test://mixed-content-resource", "application/json", payload),
     ]
 
 
@@ -342,9 +334,7 @@ def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
 @mcp.prompt()
 def test_prompt_with_embedded_resource(resourceUri: str) -> list[Message]:  # noqa: N803
     """A prompt that includes an embedded resource."""
-    resource = fixture_media.embedded_text(
-        resourceUri, "text/plain", "Embedded resource content for testing."
-    )
+    resource = fixture_media.embedded_text(resourceUri, "text/plain", "Embedded resource content for testing.")
     return [UserMessage(resource), UserMessage("Please process the embedded resource above.")]
 
 
