@@ -1,0 +1,109 @@
+"""Drive a real Python MCP client (mcp==2.3.0) through a URL and check every answer.
+
+Each check calls one tool (or prompt) with a fresh client whose elicitation,
+sampling and roots callbacks answer with values unique to this run, then
+asserts two things: the callback really received the legacy server's question,
+and the result holds content only that answer could have produced. So a check
+cannot pass on a canned result, and a pinned 2026-07-28 client can only pass
+if something (the gateway) translated the legacy server's pushes.
+
+Prints one line per check: `CHECK PASS|FAIL py <target> <name> <detail>`, and
+exits 1 if any check failed. `--expect-refusal` inverts the contract for the
+negative check: the call must fail (a pinned client straight at a legacy server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from client_checks import CHECKS, Recorder, describe_failure, select
+
+CLIENT = "py"
+
+
+def build_client(args: argparse.Namespace, recorder: Recorder) -> Client:
+    """A client whose three callbacks answer through the recorder."""
+    return Client(
+        args.url,
+        mode=args.mode,
+        elicitation_callback=recorder.on_elicit,
+        sampling_callback=recorder.on_sample,
+        list_roots_callback=recorder.on_roots,
+        read_timeout_seconds=args.timeout,
+    )
+
+
+async def invoke(client: Client, check, progress) -> str:
+    """Run one check's call and flatten the result's text content."""
+    if check.kind == "prompt":
+        prompt = await client.get_prompt(check.name, check.args or None)
+        return "\n".join(getattr(m.content, "text", "") for m in prompt.messages)
+    result = await client.call_tool(check.name, check.args, progress_callback=progress)
+    text = "\n".join(getattr(block, "text", "") for block in result.content)
+    return f"[isError] {text}" if result.is_error else text
+
+
+async def run_check(args: argparse.Namespace, check) -> tuple[bool, str]:
+    """One fresh client, one call, then the check's own verdict."""
+    recorder = Recorder()
+    check = check.bind(recorder.token)
+    async with build_client(args, recorder) as client:
+        text = await invoke(client, check, recorder.on_progress)
+    problem = check.verify(recorder, text)
+    return (problem is None, problem or check.success_detail(recorder))
+
+
+async def run_refusal(args: argparse.Namespace, check) -> tuple[bool, str]:
+    """The negative check: the same call must fail outright."""
+    try:
+        ok, detail = await run_check(args, check)
+    except (MCPError, OSError, RuntimeError, ExceptionGroup) as error:
+        return (True, f"refused as expected: {describe_failure(error)}")
+    return (False, f"expected a refusal, got a result ({'ok' if ok else detail})")
+
+
+async def run_one(args: argparse.Namespace, check) -> bool:
+    """Run a check under a deadline and print its line."""
+    runner = run_refusal if args.expect_refusal else run_check
+    try:
+        ok, detail = await asyncio.wait_for(runner(args, check), args.timeout)
+    except TimeoutError:
+        ok, detail = False, f"no answer within {args.timeout:.0f}s"
+    except Exception as error:  # noqa: BLE001 - every failure becomes a FAIL line
+        ok, detail = False, describe_failure(error)
+    verdict = "PASS" if ok else "FAIL"
+    print(f"CHECK {verdict} {CLIENT} {args.target} {check.name} {detail}", flush=True)
+    return ok
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True, help="MCP endpoint, e.g. http://127.0.0.1:PORT/mcp")
+    parser.add_argument("--server", required=True, choices=sorted(CHECKS), help="which legacy server is behind the URL")
+    parser.add_argument("--mode", default="2026-07-28", help="2026-07-28 | auto | legacy")
+    parser.add_argument("--only", default="", help="comma-separated check names (default: all)")
+    parser.add_argument("--target", default="", help="label for the output lines (default: --server)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per check")
+    parser.add_argument("--expect-refusal", action="store_true", help="every call must fail")
+    args = parser.parse_args(argv)
+    args.target = args.target or args.server
+    return args
+
+
+async def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    checks = select(args.server, args.only)
+    if not checks:
+        print(f"no check named in --only={args.only!r}", file=sys.stderr)
+        return 2
+    results = [await run_one(args, check) for check in checks]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(sys.argv[1:])))
