@@ -215,6 +215,17 @@ impl Call<'_> {
         self.client.send_raw(request).await
     }
 
+    /// Sends the request and returns the response head and its unread body, for a test that
+    /// reads a stream part way and then walks away.
+    pub(crate) async fn open(self) -> TestResult<http::Response<hyper::body::Incoming>> {
+        let body = serde_json::to_vec(&self.body())?;
+        let request = self
+            .client
+            .post(&self.method, self.name.as_deref(), &self.headers)?
+            .body(Full::new(Bytes::from(body)))?;
+        Ok(bounded("a gateway response head", self.client.http.request(request)).await??)
+    }
+
     /// The JSON-RPC request this call sends.
     pub(crate) fn body(&self) -> Value {
         let id =

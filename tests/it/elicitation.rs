@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::form_only;
 use crate::common::answers::NAME;
-use crate::common::{answer_all, Harness, TestResult};
+use crate::common::{answer_all, Harness, Setup, TestResult};
 
 #[tokio::test]
 async fn greet_round_trip_reaches_the_upstream() -> TestResult {
@@ -121,5 +121,16 @@ async fn a_malformed_answer_is_invalid_params() -> TestResult {
     let message = refused.expect_error(StatusCode::BAD_REQUEST, -32602)?;
     assert!(message.contains("action"), "{message}");
     assert_eq!(h.demo.stats.answers(), 0);
+    h.stop().await
+}
+
+#[tokio::test]
+async fn rounds_are_bounded() -> TestResult {
+    let h = Setup::new().set("mrtr", "max_rounds = 1").start().await?;
+    let call = || h.client.call_tool("confirm_twice", json!({})).caps(form_only());
+    let (q1, s1) = call().send().await?.input_required()?;
+    let refused = call().state(&s1).responses(answer_all(&q1)).send().await?;
+    let message = refused.expect_error(StatusCode::BAD_REQUEST, -32602)?;
+    assert!(message.contains("too many input rounds"), "{message}");
     h.stop().await
 }

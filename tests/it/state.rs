@@ -92,6 +92,8 @@ async fn a_state_of_another_principal_is_refused() -> TestResult {
         .await?;
     let alice = h.client.with_bearer(&jwt("alice")?);
     let bob = h.client.with_bearer(&jwt("bob")?);
+    let anonymous = h.client.call_tool("greet", json!({})).caps(form_only()).send().await?;
+    anonymous.expect_error(StatusCode::UNAUTHORIZED, -32600)?;
     let (requests, state) = greet_round_one(&alice).await?;
     assert_generic_refusal(&greet_retry(&bob, &state, &requests).await?)?;
     assert_eq!(rejections(&h, "principal"), 1.0);
