@@ -88,3 +88,29 @@ async fn a_resource_read_asks_through_mrtr() -> TestResult {
     assert_eq!(done.result()?["contents"][0]["uri"], "demo://profile");
     h.stop().await
 }
+
+#[tokio::test]
+async fn completions_are_relayed_without_cache_hints() -> TestResult {
+    let h = Harness::start().await?;
+    let reply = h
+        .client
+        .request("completion/complete")
+        .caps(json!({"elicitation": {}}))
+        .param("ref", json!({"type": "ref/prompt", "name": "greeting_prompt"}))
+        .param("argument", json!({"name": "style", "value": "f"}))
+        .send()
+        .await?;
+    let result = reply.result()?;
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["completion"]["values"], json!(["formal", "friendly", "funny"]));
+    assert!(result.get("ttlMs").is_none(), "{result}");
+    h.stop().await
+}
+
+#[tokio::test]
+async fn a_missing_resource_is_invalid_params_not_the_legacy_code() -> TestResult {
+    let h = Harness::start().await?;
+    let reply = h.client.read_resource("demo://nope").caps(json!({"elicitation": {}})).send().await?;
+    assert_eq!(reply.error_code()?, -32602, "legacy -32002 is mapped to -32602");
+    h.stop().await
+}

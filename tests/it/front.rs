@@ -111,3 +111,14 @@ async fn ids_are_echoed_exactly() -> TestResult {
     assert_eq!(error.body["id"], 0);
     h.stop().await
 }
+
+#[tokio::test]
+async fn notifications_are_accepted_and_garbage_is_a_parse_error() -> TestResult {
+    let h = Harness::start().await?;
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    let accepted = h.client.post_bytes("notifications/cancelled", serde_json::to_vec(&note)?).await?;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED);
+    let garbage = h.client.post_bytes("tools/call", b"{\"jsonrpc\": \"2.0\", ".to_vec()).await?;
+    garbage.expect_error(StatusCode::BAD_REQUEST, -32700)?;
+    h.stop().await
+}
