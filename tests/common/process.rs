@@ -1,0 +1,75 @@
+//! The real `mrtr-gateway` binary as a child process, for what only separate processes prove
+//! (two replicas sharing nothing but a key file). The child is killed by its own handle when the
+//! guard drops, so a failing assertion never leaves a gateway running.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use http::StatusCode;
+
+use super::client::admin_get;
+use super::{bounded, Client, TestResult};
+
+/// A running gateway process; killed on drop.
+pub(crate) struct GatewayProcess {
+    child: Child,
+    pub(crate) admin: SocketAddr,
+    pub(crate) client: Client,
+}
+
+/// A loopback address that was free a moment ago: the binary takes fixed ports.
+pub(crate) fn free_port() -> TestResult<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?)
+}
+
+// === impl GatewayProcess ===
+
+impl GatewayProcess {
+    /// Starts the binary in front of `upstream` with the keys of `key_file`, and waits for
+    /// `/readyz`.
+    pub(crate) async fn spawn(upstream: &str, key_file: &Path) -> TestResult<Self> {
+        let (front, admin) = (free_port()?, free_port()?);
+        let child = Command::new(env!("CARGO_BIN_EXE_mrtr-gateway"))
+            .arg("--upstream")
+            .arg(upstream)
+            .arg("--listen")
+            .arg(front.to_string())
+            .arg("--admin-listen")
+            .arg(admin.to_string())
+            .arg("--state-key-file")
+            .arg(key_file)
+            .arg("--log-level")
+            .arg("warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let client = Client::new(format!("http://{front}/mcp"));
+        let process = Self { child, admin, client };
+        process.wait_ready().await?;
+        Ok(process)
+    }
+
+    /// Polls `/readyz` until it answers 200; connection refusals mean "not listening yet".
+    async fn wait_ready(&self) -> TestResult {
+        bounded("a gateway process to report ready", async {
+            loop {
+                if let Ok((StatusCode::OK, _)) = admin_get(&self.client, self.admin, "/readyz").await {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+    }
+}
+
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        // Kill by this child's own handle, then reap it so no zombie outlives the test.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,136 @@
+//! Elicitation through MRTR: one question (`greet`), two sequential ones (`confirm_twice`), a
+//! question that changes between runs (`flaky_question`), and what the gateway does with
+//! missing, unsolicited, extra and malformed answers.
+
+use http::StatusCode;
+use serde_json::json;
+
+use super::form_only;
+use crate::common::answers::NAME;
+use crate::common::{answer_all, Harness, Setup, TestResult};
+
+#[tokio::test]
+async fn greet_round_trip_reaches_the_upstream() -> TestResult {
+    let h = Harness::start().await?;
+    let first = h.client.call_tool("greet", json!({})).caps(form_only()).send().await?;
+    let (requests, state) = first.input_required()?;
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    let (key, question) = requests.iter().next().map(|(k, q)| (k.clone(), q.clone())).unwrap_or_default();
+    assert_eq!(question["method"], "elicitation/create");
+    assert_eq!(question["params"]["message"], "What is your name?");
+    assert!(state.starts_with("v1."), "{state}");
+
+    let answers = json!({ key: {"action": "accept", "content": {"name": "Grace"}} });
+    let done = h
+        .client
+        .call_tool("greet", json!({}))
+        .caps(form_only())
+        .state(&state)
+        .responses(answers)
+        .send()
+        .await?;
+    assert_eq!(done.status, StatusCode::OK);
+    assert_eq!(done.text()?, "Hello, Grace!");
+    // Two runs upstream: the first was cancelled when it asked, the replay got the answer.
+    assert_eq!(h.demo.stats.tool_calls("greet"), 2);
+    assert_eq!(h.demo.stats.answers(), 1);
+    assert!(h.demo.stats.cancellations() >= 1);
+    h.stop().await
+}
+
+#[tokio::test]
+async fn confirm_twice_takes_three_rounds_with_a_new_state_each_time() -> TestResult {
+    let h = Harness::start().await?;
+    let call = || h.client.call_tool("confirm_twice", json!({})).caps(form_only());
+    let (q1, s1) = call().send().await?.input_required()?;
+    assert_eq!(q1.values().next().map(|q| q["params"]["message"].clone()), Some(json!("What is your name?")));
+
+    let (q2, s2) = call().state(&s1).responses(answer_all(&q1)).send().await?.input_required()?;
+    assert_ne!(s1, s2, "each round seals a new state");
+    let message = q2.values().next().map(|q| q["params"]["message"].clone()).unwrap_or_default();
+    assert_eq!(message, json!(format!("Please confirm: is your name {NAME}?")));
+
+    let done = call().state(&s2).responses(answer_all(&q2)).send().await?;
+    assert_eq!(done.text()?, format!("Confirmed {NAME}: true"));
+    // Round 3 replayed both answers from the journal; round 2 replayed the first one.
+    assert_eq!(h.demo.stats.answers(), 3);
+    assert_eq!(h.demo.stats.tool_calls("confirm_twice"), 3);
+    h.stop().await
+}
+
+#[tokio::test]
+async fn a_changed_question_is_asked_again_never_answered_stale() -> TestResult {
+    let h = Harness::start().await?;
+    let call = || h.client.call_tool("flaky_question", json!({})).caps(form_only());
+    let (q1, s1) = call().send().await?.input_required()?;
+    let retry = call().state(&s1).responses(answer_all(&q1)).send().await?;
+    let (q2, _) = retry.input_required()?;
+    let m1 = q1.values().next().map(|q| q["params"]["message"].clone()).unwrap_or_default();
+    let m2 = q2.values().next().map(|q| q["params"]["message"].clone()).unwrap_or_default();
+    assert_ne!(m1, m2, "the replay rolled a new question, which must reach the client");
+    // The stale answer was never given to the new question.
+    assert_eq!(h.demo.stats.answers(), 0);
+    assert_eq!(h.metric("mrtr_gateway_replay_divergences_total{tool=\"flaky_question\"}"), 1.0);
+    h.stop().await
+}
+
+#[tokio::test]
+async fn missing_answers_are_asked_again_under_the_same_key() -> TestResult {
+    let h = Harness::start().await?;
+    let call = || h.client.call_tool("greet", json!({})).caps(form_only());
+    let (q1, s1) = call().send().await?.input_required()?;
+    let (q2, s2) = call().state(&s1).responses(json!({})).send().await?.input_required()?;
+    assert_eq!(q1, q2, "same key, same question");
+    let done = call().state(&s2).responses(answer_all(&q2)).send().await?;
+    assert_eq!(done.text()?, format!("Hello, {NAME}!"));
+    h.stop().await
+}
+
+#[tokio::test]
+async fn answers_without_a_state_are_not_trusted() -> TestResult {
+    let h = Harness::start().await?;
+    let call = || h.client.call_tool("greet", json!({})).caps(form_only());
+    let (q1, _) = call().send().await?.input_required()?;
+    let unsolicited = call().responses(answer_all(&q1)).send().await?;
+    let (q2, _) = unsolicited.input_required()?;
+    assert_eq!(q1, q2, "the question is asked again");
+    assert_eq!(h.demo.stats.answers(), 0, "the upstream never saw the unsolicited answer");
+    h.stop().await
+}
+
+#[tokio::test]
+async fn unknown_answer_keys_are_ignored() -> TestResult {
+    let h = Harness::start().await?;
+    let call = || h.client.call_tool("greet", json!({})).caps(form_only());
+    let (q1, s1) = call().send().await?.input_required()?;
+    let mut answers = answer_all(&q1);
+    answers["not-a-key"] = json!({"action": "accept", "content": {"name": "Mallory"}});
+    let done = call().state(&s1).responses(answers).send().await?;
+    assert_eq!(done.text()?, format!("Hello, {NAME}!"));
+    h.stop().await
+}
+
+#[tokio::test]
+async fn a_malformed_answer_is_invalid_params() -> TestResult {
+    let h = Harness::start().await?;
+    let call = || h.client.call_tool("greet", json!({})).caps(form_only());
+    let (q1, s1) = call().send().await?.input_required()?;
+    let answers: serde_json::Map<String, serde_json::Value> =
+        q1.keys().map(|k| (k.clone(), json!({"action": "maybe"}))).collect();
+    let refused = call().state(&s1).responses(answers.into()).send().await?;
+    let message = refused.expect_error(StatusCode::BAD_REQUEST, -32602)?;
+    assert!(message.contains("action"), "{message}");
+    assert_eq!(h.demo.stats.answers(), 0);
+    h.stop().await
+}
+
+#[tokio::test]
+async fn rounds_are_bounded() -> TestResult {
+    let h = Setup::new().set("mrtr", "max_rounds = 1").start().await?;
+    let call = || h.client.call_tool("confirm_twice", json!({})).caps(form_only());
+    let (q1, s1) = call().send().await?.input_required()?;
+    let refused = call().state(&s1).responses(answer_all(&q1)).send().await?;
+    let message = refused.expect_error(StatusCode::BAD_REQUEST, -32602)?;
+    assert!(message.contains("too many input rounds"), "{message}");
+    h.stop().await
+}

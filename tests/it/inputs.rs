@@ -1,0 +1,51 @@
+//! The other kinds of embedded request: sampling (`summarize`), roots sent on the legacy GET
+//! stream (`list_roots`), and three concurrent questions gathered into one round (`ask_three`).
+
+use serde_json::json;
+
+use super::everything;
+use crate::common::answers::{MODEL, NAME, ROOT, SUMMARY};
+use crate::common::{answer_all, Harness, TestResult};
+
+#[tokio::test]
+async fn sampling_round_trip() -> TestResult {
+    let h = Harness::start().await?;
+    let call =
+        || h.client.call_tool("summarize", json!({"text": "a long story"})).caps(json!({"sampling": {}}));
+    let (requests, state) = call().send().await?.input_required()?;
+    let question = requests.values().next().cloned().unwrap_or_default();
+    assert_eq!(question["method"], "sampling/createMessage");
+    assert_eq!(question["params"]["messages"][0]["content"]["text"], "Please summarize: a long story");
+    let done = call().state(&state).responses(answer_all(&requests)).send().await?;
+    assert_eq!(done.text()?, format!("Summary: {SUMMARY} (model {MODEL})"));
+    assert_eq!(h.demo.stats.answers(), 1);
+    h.stop().await
+}
+
+#[tokio::test]
+async fn roots_asked_on_the_get_stream_become_input_requests() -> TestResult {
+    let h = Harness::start().await?;
+    let call = || h.client.call_tool("list_roots", json!({})).caps(json!({"roots": {}}));
+    let (requests, state) = call().send().await?.input_required()?;
+    let question = requests.values().next().cloned().unwrap_or_default();
+    assert_eq!(question["method"], "roots/list");
+    let done = call().state(&state).responses(answer_all(&requests)).send().await?;
+    assert_eq!(done.text()?, format!("Roots: {ROOT}"));
+    assert_eq!(h.demo.stats.answers(), 1);
+    h.stop().await
+}
+
+#[tokio::test]
+async fn three_concurrent_questions_arrive_in_one_round() -> TestResult {
+    let h = Harness::start().await?;
+    let call = || h.client.call_tool("ask_three", json!({})).caps(everything());
+    let (requests, state) = call().send().await?.input_required()?;
+    let mut methods: Vec<&str> = requests.values().filter_map(|q| q["method"].as_str()).collect();
+    methods.sort_unstable();
+    assert_eq!(methods, ["elicitation/create", "roots/list", "sampling/createMessage"]);
+    let done = call().state(&state).responses(answer_all(&requests)).send().await?;
+    assert_eq!(done.text()?, format!("Name: {NAME}; Summary: {SUMMARY} (model {MODEL}); Roots: {ROOT}"));
+    assert_eq!(h.demo.stats.answers(), 3);
+    assert_eq!(h.demo.stats.tool_calls("ask_three"), 2);
+    h.stop().await
+}
