@@ -63,7 +63,12 @@ async fn run() {
     gateway.shutdown().await;
 }
 
-async fn latencies(client: &HttpClient, direct: &Target, through: &Target, n: usize) -> (Vec<Duration>, Vec<Duration>) {
+async fn latencies(
+    client: &HttpClient,
+    direct: &Target,
+    through: &Target,
+    n: usize,
+) -> (Vec<Duration>, Vec<Duration>) {
     let (mut d, mut g) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let started = Instant::now();
     for _ in 0..n {
@@ -112,7 +117,8 @@ async fn send(client: &HttpClient, target: &Target) -> Bytes {
     for (k, v) in &target.headers {
         req = req.header(*k, v);
     }
-    let resp = client.request(req.body(Full::new(target.body.clone())).expect("request")).await.expect("send");
+    let resp =
+        client.request(req.body(Full::new(target.body.clone())).expect("request")).await.expect("send");
     assert!(resp.status() == StatusCode::OK, "status {}", resp.status());
     let body = resp.into_body().collect().await.expect("body").to_bytes();
     assert!(body.windows(10).any(|w| w == b"Echo: ping"), "unexpected body {body:?}");
@@ -129,7 +135,8 @@ async fn legacy_target(client: &HttpClient, url: &str) -> Target {
         .body(Full::new(Bytes::from(init.to_string())))
         .expect("request");
     let resp = client.request(req).await.expect("initialize");
-    let session = resp.headers().get("mcp-session-id").expect("session id").to_str().expect("ascii").to_owned();
+    let session =
+        resp.headers().get("mcp-session-id").expect("session id").to_str().expect("ascii").to_owned();
     let _ = resp.into_body().collect().await;
     let headers = vec![("mcp-session-id", session), ("mcp-protocol-version", "2025-11-25".to_owned())];
     let note = Target { url: url.to_owned(), headers: headers.clone(), body: Bytes::new() };
@@ -138,7 +145,8 @@ async fn legacy_target(client: &HttpClient, url: &str) -> Target {
     for (k, v) in &note.headers {
         req = req.header(*k, v);
     }
-    let _ = client.request(req.body(Full::new(Bytes::from(body))).expect("request")).await.expect("initialized");
+    let _ =
+        client.request(req.body(Full::new(Bytes::from(body))).expect("request")).await.expect("initialized");
     Target { url: url.to_owned(), headers, body: Bytes::from(call_body(None).to_string()) }
 }
 
@@ -169,8 +177,13 @@ fn report(d: &[Duration], g: &[Duration], d_rps: f64, g_rps: f64, concurrency: u
     println!("{:<10} {:>12} {:>12} {:>14}", "path", "median us", "p99 us", format!("req/s @{concurrency}"));
     println!("{:<10} {:>12.1} {:>12.1} {:>14.0}", "direct", us(dm), us(d99), d_rps);
     println!("{:<10} {:>12.1} {:>12.1} {:>14.0}", "gateway", us(gm), us(g99), g_rps);
-    println!("added median latency: {:.1} us; p99 ratio {:.2}; median ratio {:.2}; throughput ratio {:.2}",
-        us(gm) - us(dm), us(g99) / us(d99), us(gm) / us(dm), g_rps / d_rps);
+    println!(
+        "added median latency: {:.1} us; p99 ratio {:.2}; median ratio {:.2}; throughput ratio {:.2}",
+        us(gm) - us(dm),
+        us(g99) / us(d99),
+        us(gm) / us(dm),
+        g_rps / d_rps
+    );
 }
 
 fn env_or(name: &str, default: usize) -> usize {

@@ -8,8 +8,7 @@ use serde_json::json;
 
 use mrtr_gateway::mrtr::journal::{Answered, Journal};
 use mrtr_gateway::mrtr::{
-    arguments_digest, question_digest, Binding, CodecSettings, InputKind, KeyRing, KeySecret,
-    StateCodec,
+    arguments_digest, question_digest, Binding, CodecSettings, InputKind, KeyRing, KeySecret, StateCodec,
 };
 use mrtr_gateway::protocol::methods::MrtrMethod;
 
@@ -21,10 +20,7 @@ fn codec() -> StateCodec {
         KeySecret::new([1; 32], Some("current".to_owned())).expect("valid label"),
         KeySecret::new([2; 32], Some("previous".to_owned())).expect("valid label"),
     ];
-    StateCodec::new(
-        KeyRing::new(secrets).expect("two distinct keys"),
-        CodecSettings::default(),
-    )
+    StateCodec::new(KeyRing::new(secrets).expect("two distinct keys"), CodecSettings::default())
 }
 
 fn binding() -> Binding {
@@ -51,11 +47,7 @@ fn journal(count: usize) -> Journal {
             }
         })
         .collect();
-    Journal {
-        answered,
-        pending: Vec::new(),
-        next_key: count as u32,
-    }
+    Journal { answered, pending: Vec::new(), next_key: count as u32 }
 }
 
 fn state(c: &mut Criterion) {
@@ -65,10 +57,7 @@ fn state(c: &mut Criterion) {
     for count in [1usize, 4, 8] {
         let journal = journal(count);
         let token = codec.seal_at(&binding, 2, &journal, NOW).expect("fits");
-        println!(
-            "state token with {count} answers of ~1 KB: {} bytes",
-            token.len()
-        );
+        println!("state token with {count} answers of ~1 KB: {} bytes", token.len());
         group.bench_with_input(BenchmarkId::new("seal", count), &journal, |b, j| {
             b.iter(|| codec.seal_at(&binding, 2, black_box(j), NOW))
         });

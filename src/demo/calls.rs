@@ -39,19 +39,13 @@ enum CallOutcome {
 }
 
 /// Starts `request` in its own task and returns the body of its SSE stream.
-pub(crate) fn start(
-    shared: &Shared,
-    session: Arc<Session>,
-    request: Request,
-) -> Result<SseBody, CallError> {
+pub(crate) fn start(shared: &Shared, session: Arc<Session>, request: Request) -> Result<SseBody, CallError> {
     let (stream, body) = match shared.options.close_after_priming {
         Some(_) if session.primes_streams() => session.resumable_stream(),
         _ => session.stream(),
     };
-    let progress_token = request
-        .params
-        .as_ref()
-        .and_then(|p| p.get("_meta")?.get(meta::PROGRESS_TOKEN).cloned());
+    let progress_token =
+        request.params.as_ref().and_then(|p| p.get("_meta")?.get(meta::PROGRESS_TOKEN).cloned());
     let ctx = CallContext {
         session: Arc::clone(&session),
         stream,
@@ -131,11 +125,7 @@ async fn run(ctx: CallContext, request: Request, ready: oneshot::Receiver<u64>, 
     let Ok(serial) = ready.await else {
         return;
     };
-    let _tracked = Tracked {
-        ctx: &ctx,
-        id: &request.id,
-        serial,
-    };
+    let _tracked = Tracked { ctx: &ctx, id: &request.id, serial };
     if ctx.session.primes_streams() && prime(&ctx.stream, limits).await.is_err() {
         return;
     }
@@ -148,11 +138,7 @@ async fn run(ctx: CallContext, request: Request, ready: oneshot::Receiver<u64>, 
             Ok(raw) => ctx.stream.message(&result_bytes(&request.id, &raw)).await,
             Err(error) => ctx.stream.message(&internal(&request.id, &error)).await,
         },
-        CallOutcome::Error(error) => {
-            ctx.stream
-                .message(&error_bytes(Some(&request.id), &error))
-                .await
-        }
+        CallOutcome::Error(error) => ctx.stream.message(&error_bytes(Some(&request.id), &error)).await,
         CallOutcome::Abort => ctx.stream.abort().await,
     };
 }
@@ -167,10 +153,7 @@ async fn prime(stream: &SseWriter, limits: Limits) -> Result<(), SseError> {
 fn too_long(limit: Duration) -> ErrorObject {
     ErrorObject {
         code: TIMEOUT_CODE,
-        message: format!(
-            "the call ran past the server's limit of {} s",
-            limit.as_secs()
-        ),
+        message: format!("the call ran past the server's limit of {} s", limit.as_secs()),
         data: None,
     }
 }
@@ -195,11 +178,7 @@ async fn dispatch(ctx: &CallContext, request: &Request) -> CallOutcome {
 }
 
 fn invalid(message: String) -> ErrorObject {
-    ErrorObject {
-        code: codes::INVALID_PARAMS,
-        message,
-        data: None,
-    }
+    ErrorObject { code: codes::INVALID_PARAMS, message, data: None }
 }
 
 async fn call_tool(ctx: &CallContext, params: &Value) -> CallOutcome {
@@ -210,10 +189,7 @@ async fn call_tool(ctx: &CallContext, params: &Value) -> CallOutcome {
     let Some(tool) = known.filter(|tool| tool.offered(ctx.session.caps())) else {
         return tool_result(format!("MCP error -32602: Tool {name} not found"), true);
     };
-    let args = params
-        .get("arguments")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
+    let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
     match tools::run(ctx, tool, &args).await {
         ToolOutcome::Text(text) => tool_result(text, false),
         ToolOutcome::Failed(text) => tool_result(text, true),
@@ -234,10 +210,7 @@ async fn get_prompt(ctx: &CallContext, params: &Value) -> CallOutcome {
     if !catalog::prompt_offered(name, ctx.session.caps()) {
         return CallOutcome::Error(invalid(format!("Prompt {name} not found")));
     }
-    let style = params
-        .pointer("/arguments/style")
-        .and_then(Value::as_str)
-        .unwrap_or("friendly");
+    let style = params.pointer("/arguments/style").and_then(Value::as_str).unwrap_or("friendly");
     let text = match tools::ask_name(ctx, "Whom should the greeting address?").await {
         Ok(NameAnswer::Given(name)) => format!("Write a {style} greeting for {name}."),
         Ok(NameAnswer::Refused(_)) => format!("Write a {style} greeting for the user."),
@@ -269,9 +242,5 @@ async fn read_resource(ctx: &CallContext, params: &Value) -> CallOutcome {
 }
 
 fn internal_error(message: String) -> ErrorObject {
-    ErrorObject {
-        code: codes::INTERNAL_ERROR,
-        message,
-        data: None,
-    }
+    ErrorObject { code: codes::INTERNAL_ERROR, message, data: None }
 }

@@ -91,9 +91,7 @@ impl HttpError {
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::StreamBusy => StatusCode::CONFLICT,
-            Self::Call(CallError::Session(SessionError::TooManyCalls(_))) => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
+            Self::Call(CallError::Session(SessionError::TooManyCalls(_))) => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) | Self::Initialize(_) => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_REQUEST,
         }
@@ -110,11 +108,7 @@ impl HttpError {
     }
 
     fn into_response(self, id: Option<&RequestId>) -> Response<DemoBody> {
-        let error = ErrorObject {
-            code: self.code(),
-            message: self.to_string(),
-            data: None,
-        };
+        let error = ErrorObject { code: self.code(), message: self.to_string(), data: None };
         json_response(self.status(), error_bytes(id, &error))
     }
 }
@@ -136,10 +130,7 @@ pub(crate) async fn handle(
     Ok(result.unwrap_or_else(|error| error.into_response(None)))
 }
 
-async fn post(
-    shared: &Shared,
-    request: Request<Incoming>,
-) -> Result<Response<DemoBody>, HttpError> {
+async fn post(shared: &Shared, request: Request<Incoming>) -> Result<Response<DemoBody>, HttpError> {
     require_accept(request.headers(), &[JSON, EVENT_STREAM])?;
     require_json(request.headers())?;
     let (parts, body) = request.into_parts();
@@ -157,8 +148,7 @@ async fn post(
         Envelope::Request(call) => {
             let session = session_for(shared, &parts.headers)?;
             let id = call.id.clone();
-            Ok(request_response(shared, session, call)
-                .unwrap_or_else(|e| e.into_response(Some(&id))))
+            Ok(request_response(shared, session, call).unwrap_or_else(|e| e.into_response(Some(&id))))
         }
         Envelope::Notification(note) => {
             let session = session_for(shared, &parts.headers)?;
@@ -178,9 +168,7 @@ fn get(shared: &Shared, headers: &HeaderMap) -> Result<Response<DemoBody>, HttpE
     let session = session_for(shared, headers)?;
     let body = match headers.get(names::LAST_EVENT_ID) {
         Some(last) => resume(&session, last)?,
-        None => session
-            .open_standalone()
-            .map_err(|_| HttpError::StreamBusy)?,
+        None => session.open_standalone().map_err(|_| HttpError::StreamBusy)?,
     };
     Ok(sse_response(&session, body))
 }
@@ -218,10 +206,7 @@ fn request_response(
         methods::RESOURCES_TEMPLATES_LIST => Ok(catalog::resource_templates_list()),
         methods::COMPLETION_COMPLETE => catalog::complete(call.params.as_ref())
             .ok_or_else(|| rpc_error(codes::INVALID_PARAMS, "unknown completion reference".into())),
-        other => Err(rpc_error(
-            codes::METHOD_NOT_FOUND,
-            format!("Method not found: {other}"),
-        )),
+        other => Err(rpc_error(codes::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     };
     // Like the reference server, JSON-RPC errors travel with HTTP 200.
     let bytes = match result {
@@ -232,16 +217,11 @@ fn request_response(
 }
 
 fn rpc_error(code: i64, message: String) -> ErrorObject {
-    ErrorObject {
-        code,
-        message,
-        data: None,
-    }
+    ErrorObject { code, message, data: None }
 }
 
 fn result_json(id: &RequestId, value: &Value) -> Result<Vec<u8>, HttpError> {
-    let raw =
-        serde_json::value::to_raw_value(value).map_err(|e| HttpError::Internal(e.to_string()))?;
+    let raw = serde_json::value::to_raw_value(value).map_err(|e| HttpError::Internal(e.to_string()))?;
     Ok(jsonrpc::result_bytes(id, &raw))
 }
 
@@ -279,16 +259,12 @@ fn deliver(shared: &Shared, session: &Session, response: RpcResponse) {
 
 /// Finds the session of a request and checks its protocol version header.
 fn session_for(shared: &Shared, headers: &HeaderMap) -> Result<Arc<Session>, HttpError> {
-    let id = headers
-        .get(names::SESSION_ID)
-        .ok_or(HttpError::MissingSession)?;
+    let id = headers.get(names::SESSION_ID).ok_or(HttpError::MissingSession)?;
     let id = id.to_str().map_err(|_| HttpError::UnknownSession)?;
     let session = shared.store.get(id).ok_or(HttpError::UnknownSession)?;
     if session.version() >= HEADER_VERSION {
         // A missing header means 2025-03-26 (transport spec), which differs from the session's.
-        let got = headers
-            .get(names::PROTOCOL_VERSION)
-            .map(HeaderValue::to_str);
+        let got = headers.get(names::PROTOCOL_VERSION).map(HeaderValue::to_str);
         let got = got.and_then(Result::ok).unwrap_or("(missing)");
         if got != session.version() {
             let expected = session.version();
@@ -300,10 +276,7 @@ fn session_for(shared: &Shared, headers: &HeaderMap) -> Result<Arc<Session>, Htt
 }
 
 fn require_accept(headers: &HeaderMap, needed: &[&'static str]) -> Result<(), HttpError> {
-    let accept = headers
-        .get_all(ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok());
+    let accept = headers.get_all(ACCEPT).iter().filter_map(|v| v.to_str().ok());
     let accept: Vec<&str> = accept.collect();
     let accepts = |kind: &str| accept.iter().any(|v| v.contains(kind) || v.contains("*/*"));
     match needed.iter().find(|kind| !accepts(kind)) {
@@ -323,9 +296,7 @@ fn require_json(headers: &HeaderMap) -> Result<(), HttpError> {
 async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, HttpError> {
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.is::<http_body_util::LengthLimitError>() => {
-            Err(HttpError::TooLarge(limit))
-        }
+        Err(error) if error.is::<http_body_util::LengthLimitError>() => Err(HttpError::TooLarge(limit)),
         Err(error) => Err(HttpError::BodyRead(error.to_string())),
     }
 }
@@ -342,14 +313,10 @@ fn status_only(status: StatusCode) -> Response<DemoBody> {
 
 /// A JSON response; also used by `initialize`.
 pub(crate) fn json_response(status: StatusCode, bytes: Vec<u8>) -> Response<DemoBody> {
-    let body = Full::new(Bytes::from(bytes))
-        .map_err(|never| match never {})
-        .boxed();
+    let body = Full::new(Bytes::from(bytes)).map_err(|never| match never {}).boxed();
     let mut response = Response::new(body);
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
     response
 }
 

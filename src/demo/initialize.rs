@@ -36,14 +36,9 @@ pub(crate) enum InitializeError {
 }
 
 /// Answers `initialize`, creating the session.
-pub(crate) fn answer(
-    shared: &Shared,
-    request: &Request,
-) -> Result<Response<DemoBody>, InitializeError> {
+pub(crate) fn answer(shared: &Shared, request: &Request) -> Result<Response<DemoBody>, InitializeError> {
     let params = request.params.as_ref();
-    let requested = params
-        .and_then(|p| p.get("protocolVersion"))
-        .and_then(Value::as_str);
+    let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
     let version = negotiate(requested);
     let caps = ClientCaps::from_initialize(params.and_then(|p| p.get("capabilities")));
     let limits = SessionLimits {
@@ -67,11 +62,7 @@ pub(crate) fn answer(
 
 /// Echoes a supported requested version, else offers the latest.
 fn negotiate(requested: Option<&str>) -> &'static str {
-    LEGACY_VERSIONS
-        .iter()
-        .copied()
-        .find(|version| Some(*version) == requested)
-        .unwrap_or(LATEST)
+    LEGACY_VERSIONS.iter().copied().find(|version| Some(*version) == requested).unwrap_or(LATEST)
 }
 
 fn result(version: &str) -> Value {

@@ -167,9 +167,7 @@ impl Session {
     /// The resumable stream with this number, if the session still keeps it.
     pub(crate) fn resumable_by_number(&self, number: u64) -> Option<SseWriter> {
         let kept = self.resumable.lock();
-        kept.iter()
-            .find(|writer| writer.number() == number)
-            .cloned()
+        kept.iter().find(|writer| writer.number() == number).cloned()
     }
 
     /// Opens the standalone GET stream; one at a time, but a stream whose client went away
@@ -272,10 +270,7 @@ impl Session {
         if let Some(standalone) = self.standalone.lock().take() {
             standalone.finish();
         }
-        self.resumable
-            .lock()
-            .drain(..)
-            .for_each(|writer| writer.finish());
+        self.resumable.lock().drain(..).for_each(|writer| writer.finish());
     }
 }
 

@@ -70,20 +70,9 @@ struct State {
 /// Opens stream `number` of a session; a `resumable` one logs its events for replay.
 pub(crate) fn channel(number: u64, resumable: bool) -> (SseWriter, SseBody) {
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-    let state = State {
-        sink: Some(tx),
-        log: VecDeque::new(),
-        finished: false,
-    };
-    let stream = Stream {
-        number,
-        resumable,
-        next_seq: AtomicU64::new(0),
-        state: Mutex::new(state),
-    };
-    let writer = SseWriter {
-        stream: Arc::new(stream),
-    };
+    let state = State { sink: Some(tx), log: VecDeque::new(), finished: false };
+    let stream = Stream { number, resumable, next_seq: AtomicU64::new(0), state: Mutex::new(state) };
+    let writer = SseWriter { stream: Arc::new(stream) };
     (writer, SseBody { rx })
 }
 
@@ -111,8 +100,7 @@ impl SseWriter {
     pub(crate) fn prime_fresh(&self) -> Result<(), SseError> {
         let (frame, sink) = self.enqueue(b"", None);
         let sink = sink.ok_or(SseError::Closed)?;
-        sink.try_send(Item::Data(frame))
-            .map_err(|_| SseError::Closed)
+        sink.try_send(Item::Data(frame)).map_err(|_| SseError::Closed)
     }
 
     /// Primes the stream with a `retry` hint, then lets the connection go: the client must
@@ -213,11 +201,7 @@ impl SseWriter {
 
 /// One SSE event. Serialised JSON has no raw newlines, so one `data:` line carries it whole.
 fn frame(stream: u64, seq: u64, data: &[u8], retry: Option<Duration>) -> Bytes {
-    let event = if data.is_empty() {
-        ""
-    } else {
-        "event: message\n"
-    };
+    let event = if data.is_empty() { "" } else { "event: message\n" };
     let retry = retry.map_or(String::new(), |r| format!("retry: {}\n", r.as_millis()));
     let head = format!("{event}id: {stream}-{seq}\n{retry}data: ");
     let mut frame = Vec::with_capacity(head.len() + data.len() + 2);
@@ -239,10 +223,9 @@ impl Body for SseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
         self.rx.poll_recv(cx).map(|item| match item? {
             Item::Data(bytes) => Some(Ok(Frame::data(bytes))),
-            Item::Abort => Some(Err(io::Error::new(
-                io::ErrorKind::ConnectionAborted,
-                "the handler aborted the stream",
-            ))),
+            Item::Abort => {
+                Some(Err(io::Error::new(io::ErrorKind::ConnectionAborted, "the handler aborted the stream")))
+            }
         })
     }
 }
@@ -281,10 +264,7 @@ mod tests {
     #[tokio::test]
     async fn a_detached_resumable_stream_replays_after_the_given_event() {
         let (writer, body) = channel(2, true);
-        writer
-            .prime_and_detach(Duration::from_millis(10))
-            .await
-            .unwrap();
+        writer.prime_and_detach(Duration::from_millis(10)).await.unwrap();
         assert_eq!(text(body).await, "id: 2-0\nretry: 10\ndata: \n\n");
         writer.message(b"{}").await.unwrap();
         assert!(!writer.is_closed(), "the client may still come back");
@@ -293,9 +273,6 @@ mod tests {
         writer.finish();
         let expected = "event: message\nid: 2-1\ndata: {}\n\nevent: message\nid: 2-2\ndata: []\n\n";
         assert_eq!(text(resumed).await, expected);
-        assert_eq!(
-            text(writer.resume(1)).await,
-            "event: message\nid: 2-2\ndata: []\n\n"
-        );
+        assert_eq!(text(writer.resume(1)).await, "event: message\nid: 2-2\ndata: []\n\n");
     }
 }

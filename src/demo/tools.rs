@@ -31,10 +31,7 @@ pub(crate) enum ToolError {
     #[error(transparent)]
     Ask(#[from] AskError),
     #[error("{method} answer is malformed: {reason}")]
-    Answer {
-        method: &'static str,
-        reason: &'static str,
-    },
+    Answer { method: &'static str, reason: &'static str },
     #[error("the response stream closed")]
     StreamClosed,
 }
@@ -85,20 +82,14 @@ fn text(s: String) -> Result<ToolOutcome, ToolError> {
 }
 
 fn string_arg(tool: Tool, args: &Value, key: &str) -> Result<String, ToolError> {
-    args.get(key)
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| ToolError::Arguments {
-            tool: tool.name(),
-            reason: format!("`{key}` must be a string"),
-        })
+    args.get(key).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| ToolError::Arguments {
+        tool: tool.name(),
+        reason: format!("`{key}` must be a string"),
+    })
 }
 
 fn echo(args: &Value) -> Result<ToolOutcome, ToolError> {
-    text(format!(
-        "Echo: {}",
-        string_arg(Tool::Echo, args, "message")?
-    ))
+    text(format!("Echo: {}", string_arg(Tool::Echo, args, "message")?))
 }
 
 async fn greet(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
@@ -118,22 +109,14 @@ async fn confirm_twice(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
         "properties": {"ok": {"type": "boolean", "title": "Confirm"}},
         "required": ["ok"],
     });
-    let (action, content) = elicit(
-        ctx,
-        &format!("Please confirm: is your name {name}?"),
-        schema,
-    )
-    .await?;
+    let (action, content) = elicit(ctx, &format!("Please confirm: is your name {name}?"), schema).await?;
     if action != "accept" {
         return text(format!("Not confirmed ({action})."));
     }
-    let ok = content
-        .get("ok")
-        .and_then(Value::as_bool)
-        .ok_or(ToolError::Answer {
-            method: methods::ELICITATION_CREATE,
-            reason: "accepted content has no boolean `ok`",
-        })?;
+    let ok = content.get("ok").and_then(Value::as_bool).ok_or(ToolError::Answer {
+        method: methods::ELICITATION_CREATE,
+        reason: "accepted content has no boolean `ok`",
+    })?;
     text(format!("Confirmed {name}: {ok}"))
 }
 
@@ -156,20 +139,15 @@ fn join_roots(uris: &[String]) -> String {
 
 /// Three requests in flight together, like Python's `asyncio.gather`.
 async fn ask_three(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
-    let (name, summary, roots) = tokio::join!(
-        ask_name(ctx, "Who is asking?"),
-        sample(ctx, "three questions at once"),
-        roots(ctx),
-    );
+    let (name, summary, roots) =
+        tokio::join!(ask_name(ctx, "Who is asking?"), sample(ctx, "three questions at once"), roots(ctx),);
     let name = match name? {
         NameAnswer::Given(name) => name,
         NameAnswer::Refused(action) => format!("({action})"),
     };
     let (summary, model) = summary?;
     let roots = join_roots(&roots?);
-    text(format!(
-        "Name: {name}; Summary: {summary} (model {model}); Roots: {roots}"
-    ))
+    text(format!("Name: {name}; Summary: {summary} (model {model}); Roots: {roots}"))
 }
 
 async fn count_down(ctx: &CallContext, args: &Value) -> Result<ToolOutcome, ToolError> {
@@ -177,9 +155,7 @@ async fn count_down(ctx: &CallContext, args: &Value) -> Result<ToolOutcome, Tool
     let delay = bounded_arg(args, "delay_ms", Some(DEFAULT_DELAY_MS), MAX_DELAY_MS)?;
     for step in 1..=steps {
         tokio::time::sleep(Duration::from_millis(delay)).await;
-        ctx.progress(step, steps)
-            .await
-            .map_err(|_| ToolError::StreamClosed)?;
+        ctx.progress(step, steps).await.map_err(|_| ToolError::StreamClosed)?;
     }
     text(format!("Done after {steps} steps"))
 }
@@ -189,12 +165,10 @@ fn bounded_arg(args: &Value, key: &str, default: Option<u64>, max: u64) -> Resul
         None => default,
         Some(value) => value.as_u64(),
     };
-    value
-        .filter(|v| *v <= max)
-        .ok_or_else(|| ToolError::Arguments {
-            tool: Tool::CountDown.name(),
-            reason: format!("`{key}` must be an integer from 0 to {max}"),
-        })
+    value.filter(|v| *v <= max).ok_or_else(|| ToolError::Arguments {
+        tool: Tool::CountDown.name(),
+        reason: format!("`{key}` must be an integer from 0 to {max}"),
+    })
 }
 
 async fn url_login(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
@@ -205,9 +179,7 @@ async fn url_login(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
         "url": format!("https://login.example.com/authorize?state={elicitation_id}"),
         "elicitationId": elicitation_id,
     });
-    let answer = ctx
-        .ask(methods::ELICITATION_CREATE, params, Route::Post)
-        .await?;
+    let answer = ctx.ask(methods::ELICITATION_CREATE, params, Route::Post).await?;
     text(format!("Logged in ({})", action_of(&answer)?))
 }
 
@@ -222,11 +194,7 @@ async fn flaky_question(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
     let message = format!("The server rolled {roll}. What do you say?");
     let (action, content) = elicit(ctx, &message, schema).await?;
     let answer = content.get("answer").and_then(Value::as_str).unwrap_or("");
-    text(
-        format!("Roll {roll}: {action} {answer}")
-            .trim_end()
-            .to_owned(),
-    )
+    text(format!("Roll {roll}: {action} {answer}").trim_end().to_owned())
 }
 
 /// Asks for a required string `name` with a form elicitation on the call's stream.
@@ -240,35 +208,20 @@ pub(crate) async fn ask_name(ctx: &CallContext, message: &str) -> Result<NameAns
     if action != "accept" {
         return Ok(NameAnswer::Refused(action));
     }
-    let name = content
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or(ToolError::Answer {
-            method: methods::ELICITATION_CREATE,
-            reason: "accepted content has no string `name`",
-        })?;
+    let name = content.get("name").and_then(Value::as_str).ok_or(ToolError::Answer {
+        method: methods::ELICITATION_CREATE,
+        reason: "accepted content has no string `name`",
+    })?;
     Ok(NameAnswer::Given(name.to_owned()))
 }
 
 /// A form elicitation; like the reference server, form mode is sent without a `mode` field so
 /// that 2025-06-18 clients understand it too. Returns the action and the content (or null).
-async fn elicit(
-    ctx: &CallContext,
-    message: &str,
-    schema: Value,
-) -> Result<(String, Value), ToolError> {
+async fn elicit(ctx: &CallContext, message: &str, schema: Value) -> Result<(String, Value), ToolError> {
     let params = json!({"message": message, "requestedSchema": schema});
-    let mut answer = ctx
-        .ask(methods::ELICITATION_CREATE, params, Route::Post)
-        .await?;
+    let mut answer = ctx.ask(methods::ELICITATION_CREATE, params, Route::Post).await?;
     let action = action_of(&answer)?;
-    Ok((
-        action,
-        answer
-            .get_mut("content")
-            .map(Value::take)
-            .unwrap_or(Value::Null),
-    ))
+    Ok((action, answer.get_mut("content").map(Value::take).unwrap_or(Value::Null)))
 }
 
 fn action_of(answer: &Value) -> Result<String, ToolError> {
@@ -288,17 +241,9 @@ pub(crate) async fn sample(ctx: &CallContext, input: &str) -> Result<(String, St
         "systemPrompt": "You are a concise summarizer.",
         "maxTokens": 100,
     });
-    let answer = ctx
-        .ask(methods::SAMPLING_CREATE_MESSAGE, params, Route::Post)
-        .await?;
-    let malformed = |reason| ToolError::Answer {
-        method: methods::SAMPLING_CREATE_MESSAGE,
-        reason,
-    };
-    let model = answer
-        .get("model")
-        .and_then(Value::as_str)
-        .ok_or(malformed("no string `model`"))?;
+    let answer = ctx.ask(methods::SAMPLING_CREATE_MESSAGE, params, Route::Post).await?;
+    let malformed = |reason| ToolError::Answer { method: methods::SAMPLING_CREATE_MESSAGE, reason };
+    let model = answer.get("model").and_then(Value::as_str).ok_or(malformed("no string `model`"))?;
     let summary = sampled_text(&answer["content"]).ok_or(malformed("no text content"))?;
     Ok((summary.to_owned(), model.to_owned()))
 }
@@ -314,20 +259,12 @@ fn sampled_text(content: &Value) -> Option<&str> {
 
 /// Asks the client's roots on the standalone GET stream, as the TypeScript SDK does.
 pub(crate) async fn roots(ctx: &CallContext) -> Result<Vec<String>, ToolError> {
-    let answer = ctx
-        .ask(methods::ROOTS_LIST, json!({}), Route::Standalone)
-        .await?;
+    let answer = ctx.ask(methods::ROOTS_LIST, json!({}), Route::Standalone).await?;
     let list = answer
         .get("roots")
         .and_then(Value::as_array)
-        .ok_or(ToolError::Answer {
-            method: methods::ROOTS_LIST,
-            reason: "no `roots` array",
-        })?;
-    Ok(list
-        .iter()
-        .filter_map(|root| root.get("uri")?.as_str().map(str::to_owned))
-        .collect())
+        .ok_or(ToolError::Answer { method: methods::ROOTS_LIST, reason: "no `roots` array" })?;
+    Ok(list.iter().filter_map(|root| root.get("uri")?.as_str().map(str::to_owned)).collect())
 }
 
 #[cfg(test)]
@@ -336,10 +273,7 @@ mod tests {
 
     #[test]
     fn sampled_text_reads_one_block_or_an_array() {
-        assert_eq!(
-            sampled_text(&json!({"type": "text", "text": "a"})),
-            Some("a")
-        );
+        assert_eq!(sampled_text(&json!({"type": "text", "text": "a"})), Some("a"));
         let blocks = json!([{"type": "image", "data": ""}, {"type": "text", "text": "b"}]);
         assert_eq!(sampled_text(&blocks), Some("b"));
         assert_eq!(sampled_text(&json!([])), None);
@@ -347,10 +281,7 @@ mod tests {
 
     #[test]
     fn count_down_arguments_are_bounded() {
-        assert_eq!(
-            bounded_arg(&json!({"steps": 3}), "steps", None, MAX_STEPS).unwrap(),
-            3
-        );
+        assert_eq!(bounded_arg(&json!({"steps": 3}), "steps", None, MAX_STEPS).unwrap(), 3);
         assert!(bounded_arg(&json!({}), "steps", None, MAX_STEPS).is_err());
         assert!(bounded_arg(&json!({"steps": 101}), "steps", None, MAX_STEPS).is_err());
         assert!(bounded_arg(&json!({"steps": -1}), "steps", None, MAX_STEPS).is_err());
@@ -361,9 +292,7 @@ mod tests {
     fn actions_are_validated() {
         assert_eq!(action_of(&json!({"action": "decline"})).unwrap(), "decline");
         let err = action_of(&json!({"action": "maybe"})).unwrap_err();
-        assert!(err
-            .to_string()
-            .contains("elicitation/create answer is malformed"));
+        assert!(err.to_string().contains("elicitation/create answer is malformed"));
     }
 
     #[test]

@@ -122,9 +122,7 @@ impl Binding {
             .and_then(|p| p.get(field))
             .and_then(Value::as_str)
             .ok_or(ClaimsError::MissingTarget(field))?;
-        let arguments = method
-            .arguments_field()
-            .and_then(|name| params.and_then(|p| p.get(name)));
+        let arguments = method.arguments_field().and_then(|name| params.and_then(|p| p.get(name)));
         Ok(Self {
             principal: principal.to_owned(),
             method,
@@ -209,16 +207,10 @@ mod tests {
         let params = json!({"name": "get_weather", "arguments": {"b": 1, "a": 2}});
         let binding = Binding::for_call("alice", MrtrMethod::ToolsCall, Some(&params)).unwrap();
         assert_eq!(binding.target, "get_weather");
-        assert_eq!(
-            binding.arguments,
-            arguments_digest(Some(&json!({"a": 2, "b": 1})))
-        );
+        assert_eq!(binding.arguments, arguments_digest(Some(&json!({"a": 2, "b": 1}))));
         let read = json!({"uri": "file:///a", "arguments": {"ignored": true}});
         let binding = Binding::for_call("bob", MrtrMethod::ResourcesRead, Some(&read)).unwrap();
-        assert_eq!(
-            (binding.target.as_str(), binding.arguments),
-            ("file:///a", arguments_digest(None))
-        );
+        assert_eq!((binding.target.as_str(), binding.arguments), ("file:///a", arguments_digest(None)));
         let err = Binding::for_call("c", MrtrMethod::PromptsGet, Some(&json!({"name": 1})));
         assert!(matches!(err, Err(ClaimsError::MissingTarget("name"))));
     }
@@ -227,15 +219,9 @@ mod tests {
     fn request_state_field() {
         let params = json!({"requestState": "v1.abc"});
         assert_eq!(request_state(Some(&params)).unwrap(), Some("v1.abc"));
-        assert_eq!(
-            request_state(Some(&json!({"requestState": null}))).unwrap(),
-            None
-        );
+        assert_eq!(request_state(Some(&json!({"requestState": null}))).unwrap(), None);
         assert_eq!(request_state(None).unwrap(), None);
-        assert!(matches!(
-            request_state(Some(&json!({"requestState": 5}))),
-            Err(ClaimsError::StateNotString)
-        ));
+        assert!(matches!(request_state(Some(&json!({"requestState": 5}))), Err(ClaimsError::StateNotString)));
     }
 
     #[test]

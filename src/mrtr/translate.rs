@@ -335,8 +335,7 @@ mod tests {
     #[test]
     fn null_elicitation_content_is_dropped() {
         let answer = json!({"action": "decline", "content": null});
-        let legacy =
-            to_legacy_result(InputKind::Elicitation, answer, LegacyVersion::V2025_11_25).unwrap();
+        let legacy = to_legacy_result(InputKind::Elicitation, answer, LegacyVersion::V2025_11_25).unwrap();
         assert_eq!(legacy, json!({"action": "decline"}));
     }
 

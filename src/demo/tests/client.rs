@@ -71,21 +71,12 @@ impl TestClient {
             "clientInfo": {"name": "test", "version": "0"}}});
         let response = client.post(&body).await;
         assert_eq!(response.status(), StatusCode::OK);
-        let session = response.headers()["mcp-session-id"]
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
         let result = read_json(response).await;
         client.session = Some(session);
-        client.version = result["result"]["protocolVersion"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        client.version = result["result"]["protocolVersion"].as_str().unwrap().to_owned();
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        assert_eq!(
-            client.post(&initialized).await.status(),
-            StatusCode::ACCEPTED
-        );
+        assert_eq!(client.post(&initialized).await.status(), StatusCode::ACCEPTED);
         (client, result)
     }
 
@@ -105,16 +96,12 @@ impl TestClient {
     }
 
     pub(super) async fn send(&self, request: Request<Full<Bytes>>) -> Response<Incoming> {
-        tokio::time::timeout(WAIT, self.http.request(request))
-            .await
-            .unwrap()
-            .unwrap()
+        tokio::time::timeout(WAIT, self.http.request(request)).await.unwrap().unwrap()
     }
 
     pub(super) async fn post(&self, body: &Value) -> Response<Incoming> {
         let bytes = Bytes::from(serde_json::to_vec(body).unwrap());
-        self.send(self.request("POST").body(Full::new(bytes)).unwrap())
-            .await
+        self.send(self.request("POST").body(Full::new(bytes)).unwrap()).await
     }
 
     pub(super) async fn get_stream(&self) -> Response<Incoming> {
@@ -130,8 +117,7 @@ impl TestClient {
     }
 
     pub(super) async fn delete(&self) -> Response<Incoming> {
-        self.send(self.request("DELETE").body(Full::default()).unwrap())
-            .await
+        self.send(self.request("DELETE").body(Full::default()).unwrap()).await
     }
 
     /// Sends a request and returns the raw response.
@@ -144,9 +130,7 @@ impl TestClient {
 
     /// Starts `tools/call` and returns its event stream.
     pub(super) async fn call_tool(&mut self, name: &str, arguments: Value) -> (i64, Events) {
-        let (id, response) = self
-            .call("tools/call", json!({"name": name, "arguments": arguments}))
-            .await;
+        let (id, response) = self.call("tools/call", json!({"name": name, "arguments": arguments})).await;
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(response.headers()["content-type"], "text/event-stream");
         (id, Events::new(response))
@@ -160,20 +144,13 @@ impl TestClient {
 }
 
 pub(super) async fn read_json(response: Response<Incoming>) -> Value {
-    let bytes = tokio::time::timeout(WAIT, response.into_body().collect())
-        .await
-        .unwrap()
-        .unwrap()
-        .to_bytes();
+    let bytes = tokio::time::timeout(WAIT, response.into_body().collect()).await.unwrap().unwrap().to_bytes();
     serde_json::from_slice(&bytes).unwrap()
 }
 
 impl Events {
     pub(super) fn new(response: Response<Incoming>) -> Self {
-        Self {
-            body: response.into_body(),
-            buffer: Vec::new(),
-        }
+        Self { body: response.into_body(), buffer: Vec::new() }
     }
 
     /// The next event; `Ok(None)` when the stream ended cleanly, `Err` when it broke.
@@ -212,11 +189,7 @@ impl Events {
 }
 
 fn parse_event(raw: &str) -> Event {
-    let mut event = Event {
-        id: None,
-        retry: None,
-        data: String::new(),
-    };
+    let mut event = Event { id: None, retry: None, data: String::new() };
     for line in raw.lines() {
         if let Some(id) = line.strip_prefix("id: ") {
             event.id = Some(id.to_owned());

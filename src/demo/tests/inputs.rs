@@ -201,17 +201,12 @@ async fn the_prompt_and_the_resource_elicit_a_name() {
 
 #[tokio::test]
 async fn roots_sync_after_initialized_goes_out_with_no_call_in_flight() {
-    let options = DemoOptions {
-        roots_after_initialized: Some(Duration::from_millis(10)),
-        ..DemoOptions::default()
-    };
+    let options =
+        DemoOptions { roots_after_initialized: Some(Duration::from_millis(10)), ..DemoOptions::default() };
     let (server, mut client) = session(options).await;
     let mut standalone = Events::new(client.get_stream().await);
     let sync = standalone.message().await;
-    assert_eq!(
-        (sync["method"].as_str(), sync["id"].as_i64()),
-        (Some("roots/list"), Some(0))
-    );
+    assert_eq!((sync["method"].as_str(), sync["id"].as_i64()), (Some("roots/list"), Some(0)));
     let refusal = json!({"jsonrpc": "2.0", "id": 0,
         "error": {"code": -32601, "message": "no call in flight"}});
     client.post(&refusal).await;
@@ -225,40 +220,26 @@ async fn roots_sync_after_initialized_goes_out_with_no_call_in_flight() {
 
 #[tokio::test]
 async fn call_streams_can_close_after_priming_and_be_resumed() {
-    let options = DemoOptions {
-        close_after_priming: Some(Duration::from_millis(25)),
-        ..DemoOptions::default()
-    };
+    let options =
+        DemoOptions { close_after_priming: Some(Duration::from_millis(25)), ..DemoOptions::default() };
     let (_server, mut client) = session(options).await;
     let (call_id, mut post) = client.call_tool("greet", json!({})).await;
     let priming = post.event().await;
-    assert_eq!(
-        (priming.data.as_str(), priming.retry.as_deref()),
-        ("", Some("25"))
-    );
-    assert!(
-        post.next().await.unwrap().is_none(),
-        "the POST stream ends after priming"
-    );
+    assert_eq!((priming.data.as_str(), priming.retry.as_deref()), ("", Some("25")));
+    assert!(post.next().await.unwrap().is_none(), "the POST stream ends after priming");
     let last = priming.id.unwrap();
     let mut resumed = Events::new(client.resume(&last).await);
     let ask = resumed.message().await;
     assert_eq!(ask["method"], "elicitation/create");
     client.answer(&ask["id"], accept_name("Eve")).await;
     let reply = resumed.message().await;
-    assert_eq!(
-        (reply["id"].as_i64(), tool_text(&reply)),
-        (Some(call_id), "Hello, Eve!")
-    );
+    assert_eq!((reply["id"].as_i64(), tool_text(&reply)), (Some(call_id), "Hello, Eve!"));
     assert!(resumed.next().await.unwrap().is_none());
 
     let mut replay = Events::new(client.resume(&last).await);
     assert_eq!(replay.message().await["id"], ask["id"]);
     assert_eq!(replay.message().await["id"], call_id);
-    assert!(
-        replay.next().await.unwrap().is_none(),
-        "a finished stream only replays"
-    );
+    assert!(replay.next().await.unwrap().is_none(), "a finished stream only replays");
     let unknown = client.resume("999-0").await;
     assert_eq!(unknown.status(), http::StatusCode::BAD_REQUEST);
 }
