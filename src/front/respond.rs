@@ -92,10 +92,12 @@ pub(super) fn stamp(object: &str, extra: &str) -> String {
     let mut out = String::with_capacity(object.len() + 32 + extra.len());
     out.push_str(r#"{"resultType":"complete""#);
     out.push_str(extra);
-    if !empty {
+    if empty {
+        out.push('}');
+    } else {
         out.push(',');
+        out.push_str(body);
     }
-    out.push_str(body);
     out
 }
 
