@@ -23,7 +23,7 @@ pub mod defaults {
     pub const REQUEST_TIMEOUT_MS: u64 = 60_000;
     pub const POOL_MAX_SESSIONS: usize = 256;
     pub const POOL_IDLE_SECS: u64 = 300;
-    pub const GATHER_WINDOW_MS: u64 = 30;
+    pub const GATHER_WINDOW_MS: u64 = 50;
     pub const ROUND_TIMEOUT_MS: u64 = 60_000;
     pub const TOTAL_TIMEOUT_MS: u64 = 300_000;
     pub const MAX_ROUNDS: u32 = 8;
@@ -110,7 +110,7 @@ pub struct RawUpstream {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RawMrtr {
-    /// Milliseconds to gather concurrent questions after the first unanswered one. Default 30.
+    /// Milliseconds to gather concurrent questions after the first unanswered one. Default 50.
     pub gather_window_ms: Option<u64>,
     /// Longest time one round may wait on the upstream, in milliseconds. Default 60000.
     pub round_timeout_ms: Option<u64>,

@@ -172,11 +172,13 @@ fn bounded_arg(args: &Value, key: &str, default: Option<u64>, max: u64) -> Resul
 }
 
 async fn url_login(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
+    // Like the reference servers: the URL is stable for the same call, the elicitation id is
+    // fresh on every run (it is a correlation id, which replay ignores).
     let elicitation_id = format!("{:032x}", rand::thread_rng().gen::<u128>());
     let params = json!({
         "mode": "url",
         "message": "Please sign in to continue.",
-        "url": format!("https://login.example.com/authorize?state={elicitation_id}"),
+        "url": "https://login.example.com/authorize?client=mrtr-demo",
         "elicitationId": elicitation_id,
     });
     let answer = ctx.ask(methods::ELICITATION_CREATE, params, Route::Post).await?;

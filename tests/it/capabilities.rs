@@ -65,8 +65,6 @@ async fn the_demo_hides_tools_the_client_cannot_serve() -> TestResult {
 }
 
 #[tokio::test]
-#[ignore = "the demo's url_login puts a fresh random id in its URL on every run, so every replay asks a \
-            different question and the chain never completes (see the report)"]
 async fn a_url_elicitation_completes_when_declared() -> TestResult {
     let h = Harness::start().await?;
     let caps = json!({"elicitation": {"form": {}, "url": {}}});
