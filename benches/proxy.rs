@@ -8,6 +8,7 @@
 //!
 //! Run: `cargo bench --bench proxy` (optional env: PROXY_BENCH_N, PROXY_BENCH_CONCURRENCY).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -29,8 +30,12 @@ const TIME_CAP: Duration = Duration::from_secs(60);
 struct Target {
     url: String,
     headers: Vec<(&'static str, String)>,
-    body: Bytes,
+    /// The request body before and after its id: every request gets a fresh id, since a legacy
+    /// session refuses an id that is still in use.
+    body: (Bytes, Bytes),
 }
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
@@ -49,7 +54,10 @@ async fn run() {
     ))
     .expect("config");
     let gateway = Gateway::start(cfg).await.expect("gateway");
-    let client: HttpClient = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(256).build_http();
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let client: HttpClient =
+        Client::builder(TokioExecutor::new()).pool_max_idle_per_host(256).build(connector);
     let direct = legacy_target(&client, &demo.url()).await;
     let through = modern_target(&gateway.url("/mcp"));
     for _ in 0..200 {
@@ -117,10 +125,12 @@ async fn send(client: &HttpClient, target: &Target) -> Bytes {
     for (k, v) in &target.headers {
         req = req.header(*k, v);
     }
-    let resp =
-        client.request(req.body(Full::new(target.body.clone())).expect("request")).await.expect("send");
-    assert!(resp.status() == StatusCode::OK, "status {}", resp.status());
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed).to_string();
+    let body = [&target.body.0[..], id.as_bytes(), &target.body.1[..]].concat();
+    let resp = client.request(req.body(Full::new(Bytes::from(body))).expect("request")).await.expect("send");
+    let status = resp.status();
     let body = resp.into_body().collect().await.expect("body").to_bytes();
+    assert!(status == StatusCode::OK, "{} answered {status}: {body:?}", target.url);
     assert!(body.windows(10).any(|w| w == b"Echo: ping"), "unexpected body {body:?}");
     body
 }
@@ -139,15 +149,14 @@ async fn legacy_target(client: &HttpClient, url: &str) -> Target {
         resp.headers().get("mcp-session-id").expect("session id").to_str().expect("ascii").to_owned();
     let _ = resp.into_body().collect().await;
     let headers = vec![("mcp-session-id", session), ("mcp-protocol-version", "2025-11-25".to_owned())];
-    let note = Target { url: url.to_owned(), headers: headers.clone(), body: Bytes::new() };
     let body = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-    let mut req = Request::post(&note.url).header("content-type", "application/json");
-    for (k, v) in &note.headers {
+    let mut req = Request::post(url).header("content-type", "application/json");
+    for (k, v) in &headers {
         req = req.header(*k, v);
     }
     let _ =
         client.request(req.body(Full::new(Bytes::from(body))).expect("request")).await.expect("initialized");
-    Target { url: url.to_owned(), headers, body: Bytes::from(call_body(None).to_string()) }
+    Target { url: url.to_owned(), headers, body: call_body(None) }
 }
 
 fn modern_target(url: &str) -> Target {
@@ -158,15 +167,18 @@ fn modern_target(url: &str) -> Target {
         ("mcp-method", "tools/call".to_owned()),
         ("mcp-name", "echo".to_owned()),
     ];
-    Target { url: url.to_owned(), headers, body: Bytes::from(call_body(Some(meta)).to_string()) }
+    Target { url: url.to_owned(), headers, body: call_body(Some(meta)) }
 }
 
-fn call_body(meta: Option<Value>) -> Value {
+/// The body split around its id (`"id":` is written last, so the split is unambiguous).
+fn call_body(meta: Option<Value>) -> (Bytes, Bytes) {
     let mut params = json!({"name": "echo", "arguments": {"message": "ping"}});
     if let Some(meta) = meta {
         params["_meta"] = meta;
     }
-    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    let head = json!({"jsonrpc": "2.0", "method": "tools/call", "params": params}).to_string();
+    let head = head.strip_suffix('}').unwrap_or(&head);
+    (Bytes::from(format!("{head},\"id\":")), Bytes::from_static(b"}"))
 }
 
 fn report(d: &[Duration], g: &[Duration], d_rps: f64, g_rps: f64, concurrency: usize) {

@@ -92,7 +92,7 @@ impl Bridge {
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::Internal("upstream negotiated an unknown version".into()))?;
         let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
-        let run = round::Run { bridge: self, req: &req, binding: &binding, round, progress };
+        let run = round::Run { bridge: self, req: &req, binding: &binding, round, progress, tainted: false };
         run.execute(lease, journal).await
     }
 

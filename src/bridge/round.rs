@@ -33,6 +33,10 @@ pub(super) struct Run<'a> {
     /// Round of the incoming state (0 on a first call).
     pub round: u32,
     pub progress: Option<Progress>,
+    /// The session was told the client's roots. Legacy servers cache roots per session (they
+    /// expect `notifications/roots/list_changed`, which a 2026-07-28 client never sends), so such
+    /// a session must not serve another request: it is evicted when the run ends.
+    pub tainted: bool,
 }
 
 /// What the loop decided about one event.
@@ -86,12 +90,16 @@ impl Run<'_> {
             match self.on_event(&session, &mut replay, &mut open, event).await {
                 Step::Continue => {}
                 Step::Finished(outcome) => {
-                    guard.finished();
+                    if self.tainted {
+                        guard.poison();
+                    } else {
+                        guard.finished();
+                    }
                     return complete(outcome);
                 }
                 Step::Abort { refuse, error } => {
                     open.push(refuse);
-                    return Err(abort(guard, &open, error).await);
+                    return Err(self.abort(guard, &open, error).await);
                 }
             }
             if !open.is_empty() && gather.is_none() {
@@ -147,7 +155,10 @@ impl Run<'_> {
             return Step::Abort { refuse: id, error: FrontError::MissingCapability { required: missing } };
         }
         match replay.decide(method, params) {
-            Ok(Decision::Answer(raw)) => respond(session, &id, Ok(raw_value(&raw))).await,
+            Ok(Decision::Answer(raw)) => {
+                self.tainted |= method == methods::ROOTS_LIST;
+                respond(session, &id, Ok(raw_value(&raw))).await;
+            }
             Ok(Decision::Ask { .. }) => open.push(id),
             Err(ReplayError::TooManyQuestions { limit }) => {
                 return Step::Abort { refuse: id, error: FrontError::TooManyQuestions { limit } };
@@ -182,6 +193,7 @@ impl Run<'_> {
     ) -> Result<Reply, FrontError> {
         if let Some(lease) = guard.cancel(ASKED_REASON).await {
             refuse_all(&lease, &open, ASKED_REASON).await;
+            self.release(lease);
         }
         let outcome = replay.finish();
         if outcome.diverged {
@@ -200,6 +212,23 @@ impl Run<'_> {
         Ok(Reply::InputRequired { requests: outcome.input_requests, state, round })
     }
 
+    /// Cancels the call, refuses its open requests upstream, and returns `e`.
+    async fn abort(&self, guard: CallGuard, open: &[RequestId], e: FrontError) -> FrontError {
+        let reason = e.to_string();
+        if let Some(lease) = guard.cancel(&reason).await {
+            refuse_all(&lease, open, &reason).await;
+            self.release(lease);
+        }
+        e
+    }
+
+    /// Returns the session to the pool, unless it learned this client's roots.
+    fn release(&self, lease: Lease) {
+        if self.tainted {
+            lease.poison();
+        }
+    }
+
     async fn timed_out(&self, guard: CallGuard, wake: Wake) -> FrontError {
         let what = match wake {
             Wake::Total => format!("the request took longer than {:?}", self.bridge.limits.total_timeout),
@@ -209,15 +238,6 @@ impl Run<'_> {
         guard.poison_after_cancel(&what).await;
         FrontError::UpstreamTimeout(what)
     }
-}
-
-/// Cancels the call, refuses its open requests upstream, and returns `e`.
-async fn abort(guard: CallGuard, open: &[RequestId], e: FrontError) -> FrontError {
-    let reason = e.to_string();
-    if let Some(lease) = guard.cancel(&reason).await {
-        refuse_all(&lease, open, &reason).await;
-    }
-    e
 }
 
 fn failed(guard: CallGuard, what: &str) -> FrontError {

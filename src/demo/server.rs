@@ -74,6 +74,9 @@ async fn accept_until(
         };
         match accepted {
             Ok((stream, _)) => {
+                // SSE responses go out in several small writes; without this, Nagle's
+                // algorithm and the peer's delayed ACK stall each call by ~40 ms.
+                let _ = stream.set_nodelay(true);
                 let task = connection(Arc::clone(shared), stream, draining.clone(), permit);
                 connections.spawn(task);
             }

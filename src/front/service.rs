@@ -134,6 +134,7 @@ impl FrontState {
     fn validate(&self, parts: &Parts, kind: FrontMethod, r: RpcRequest) -> Result<Call, FrontError> {
         let meta = validate::request_meta(r.params.as_ref())?;
         validate::check_headers(&parts.headers, &r.method, kind, r.params.as_ref(), &meta.protocol_version)?;
+        validate::check_version(&meta)?;
         let principal =
             self.auth.principal(&parts.headers).map_err(|e| FrontError::Unauthorized(e.to_string()))?;
         let caps = ClientCaps::from_modern(&meta.capabilities)

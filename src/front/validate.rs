@@ -20,7 +20,9 @@ pub struct RequestMeta {
     pub progress_token: Option<Value>,
 }
 
-/// Validates `params._meta` and the protocol version; returns the envelope fields.
+/// Validates the shape of `params._meta`; returns the envelope fields. The version itself is
+/// checked by [`check_version`] after the headers, so that a header disagreeing with the body
+/// is reported as a mismatch (-32020) before the version is judged (-32022).
 pub fn request_meta(params: Option<&Value>) -> Result<RequestMeta, FrontError> {
     let params = match params {
         None => return Err(missing_meta("params._meta")),
@@ -52,10 +54,16 @@ pub fn request_meta(params: Option<&Value>) -> Result<RequestMeta, FrontError> {
         }
         None => return Err(missing_meta(meta::CLIENT_CAPABILITIES)),
     };
-    if !FRONT_SUPPORTED_VERSIONS.contains(&version.as_str()) {
-        return Err(FrontError::UnsupportedVersion { requested: version });
-    }
     Ok(RequestMeta { protocol_version: version, capabilities, progress_token: progress_token(meta_obj)? })
+}
+
+/// Refuses protocol versions the front does not speak (-32022 with `data.supported`).
+pub fn check_version(meta: &RequestMeta) -> Result<(), FrontError> {
+    if FRONT_SUPPORTED_VERSIONS.contains(&meta.protocol_version.as_str()) {
+        Ok(())
+    } else {
+        Err(FrontError::UnsupportedVersion { requested: meta.protocol_version.clone() })
+    }
 }
 
 fn progress_token(meta_obj: &Map<String, Value>) -> Result<Option<Value>, FrontError> {

@@ -46,7 +46,12 @@ fn missing_meta_fields_are_invalid_params() {
 fn unsupported_version_is_32022() {
     let p = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25",
         "io.modelcontextprotocol/clientCapabilities": {}}});
-    assert_eq!(request_meta(Some(&p)).unwrap_err().code(), -32022);
+    let m = request_meta(Some(&p)).unwrap();
+    assert_eq!(check_version(&m).unwrap_err().code(), -32022);
+    // A header that disagrees with that body is a mismatch first.
+    let h = headers(&[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")]);
+    let kind = FrontMethod::Relay(crate::protocol::methods::RelayMethod::ToolsList);
+    assert_eq!(check_headers(&h, "tools/list", kind, Some(&p), "2025-11-25").unwrap_err().code(), -32020);
 }
 
 #[test]
