@@ -20,12 +20,12 @@ pub mod defaults {
     pub const CACHE_SCOPE: &str = "private";
     pub const UPSTREAM_VERSION: &str = "2025-11-25";
     pub const CONNECT_TIMEOUT_MS: u64 = 5_000;
-    pub const REQUEST_TIMEOUT_MS: u64 = 60_000;
+    pub const REQUEST_TIMEOUT_MS: u64 = 120_000;
     pub const POOL_MAX_SESSIONS: usize = 256;
     pub const POOL_IDLE_SECS: u64 = 300;
     pub const GATHER_WINDOW_MS: u64 = 50;
     pub const ROUND_TIMEOUT_MS: u64 = 60_000;
-    pub const TOTAL_TIMEOUT_MS: u64 = 300_000;
+    pub const TOTAL_TIMEOUT_MS: u64 = 120_000;
     pub const MAX_ROUNDS: u32 = 8;
     pub const MAX_QUESTIONS: usize = 16;
     pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
@@ -98,7 +98,7 @@ pub struct RawUpstream {
     pub headers: Option<BTreeMap<String, Secret>>,
     /// Connect timeout in milliseconds. Default 5000.
     pub connect_timeout_ms: Option<u64>,
-    /// Timeout of one upstream request (list methods, initialize) in milliseconds. Default 60000.
+    /// Longest one upstream request may take (a call's whole life included), in ms. Default 120000.
     pub request_timeout_ms: Option<u64>,
     /// Largest number of pooled upstream sessions. Default 256.
     pub pool_max_sessions: Option<usize>,
@@ -114,7 +114,7 @@ pub struct RawMrtr {
     pub gather_window_ms: Option<u64>,
     /// Longest time one round may wait on the upstream, in milliseconds. Default 60000.
     pub round_timeout_ms: Option<u64>,
-    /// Longest total time of one front request, in milliseconds. Default 300000.
+    /// Longest total time of one front request, in milliseconds. Default 120000.
     pub total_timeout_ms: Option<u64>,
     /// Most `input_required` rounds in one request chain. Default 8 (clients give up after 10).
     pub max_rounds: Option<u32>,
