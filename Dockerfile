@@ -2,7 +2,7 @@
 # Multi-stage build: a full Rust toolchain compiles the gateway; the runtime image holds only
 # the binary, runs as a non-root user, and has no shell.
 
-FROM rust:1.85-slim-bookworm AS build
+FROM rust:1.88-slim-bookworm AS build
 WORKDIR /src
 # Dependencies first, so source edits do not refetch them.
 COPY Cargo.toml Cargo.lock ./
