@@ -87,8 +87,9 @@ impl Bridge {
         };
         let (round, journal) = self.open_state(req.state.as_deref(), &binding)?;
         let key = (req.principal.clone(), req.caps.fingerprint());
-        let init_caps = req.caps.legacy_initialize(self.upstream_version);
-        let lease = self.pool.lease(key, &init_caps).await.map_err(upstream_error)?;
+        let (caps, version) = (req.caps, self.upstream_version);
+        let lease =
+            self.pool.lease_with(key, || caps.legacy_initialize(version)).await.map_err(upstream_error)?;
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::Internal("upstream negotiated an unknown version".into()))?;
         let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
