@@ -65,7 +65,7 @@ impl Run<'_> {
         let limits = &self.bridge.limits;
         let total_deadline = Instant::now() + limits.total_timeout;
         let session = lease.session().clone();
-        let call = session.call(self.req.method.name(), Some(self.req.upstream_params.clone()));
+        let call = session.call_with(self.req.method.name(), Some(&self.req.upstream_params));
         let mut guard = CallGuard::new(lease, call);
         let mut replay = Replay::new(journal, limits.max_questions_per_round);
         let mut open: Vec<RequestId> = Vec::new();
