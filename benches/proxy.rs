@@ -6,7 +6,14 @@
 //! clients. Requests are interleaved so both paths see the same machine state. Every loop is
 //! bounded in count and in time.
 //!
-//! Run: `cargo bench --bench proxy` (optional env: PROXY_BENCH_N, PROXY_BENCH_CONCURRENCY).
+//! By default the demo server, the gateway and the client share one 2-worker runtime, so the
+//! gateway's work competes with the client's and the server's on the same threads. With
+//! `PROXY_BENCH_GATEWAY_THREADS=N` the gateway runs on a runtime of its own with N workers
+//! instead, as it would as a separate process; the demo and the client stay where they are,
+//! and both paths are still measured in the same run.
+//!
+//! Run: `cargo bench --bench proxy` (optional env: PROXY_BENCH_N, PROXY_BENCH_CONCURRENCY,
+//! PROXY_BENCH_GATEWAY_THREADS).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -53,13 +60,13 @@ async fn run() {
         "A".repeat(43)
     ))
     .expect("config");
-    let gateway = Gateway::start(cfg).await.expect("gateway");
+    let gateway = GatewayRun::start(cfg, env_or("PROXY_BENCH_GATEWAY_THREADS", 0)).await;
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     let client: HttpClient =
         Client::builder(TokioExecutor::new()).pool_max_idle_per_host(256).build(connector);
     let direct = legacy_target(&client, &demo.url()).await;
-    let through = modern_target(&gateway.url("/mcp"));
+    let through = modern_target(&gateway.url());
     for _ in 0..200 {
         send(&client, &direct).await;
         send(&client, &through).await;
@@ -69,6 +76,56 @@ async fn run() {
     let g_rps = throughput(&client, &through, concurrency, n).await;
     report(&d, &g, d_rps, g_rps, concurrency);
     gateway.shutdown().await;
+}
+
+/// The gateway, on the bench's runtime or on a runtime of its own.
+enum GatewayRun {
+    Shared(Gateway),
+    Own { url: String, stop: tokio::sync::oneshot::Sender<()>, thread: std::thread::JoinHandle<()> },
+}
+
+impl GatewayRun {
+    async fn start(cfg: Config, threads: usize) -> Self {
+        if threads == 0 {
+            return Self::Shared(Gateway::start(cfg).await.expect("gateway"));
+        }
+        let (url_tx, url_rx) = tokio::sync::oneshot::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .enable_all()
+                .build()
+                .expect("gateway runtime");
+            rt.block_on(async move {
+                let gateway = Gateway::start(cfg).await.expect("gateway");
+                let _ = url_tx.send(gateway.url("/mcp"));
+                let _ = tokio::time::timeout(TIME_CAP * 4, stopped).await;
+                gateway.shutdown().await;
+            });
+        });
+        let url = url_rx.await.expect("gateway started");
+        Self::Own { url, stop, thread }
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Self::Shared(g) => g.url("/mcp"),
+            Self::Own { url, .. } => url.clone(),
+        }
+    }
+
+    async fn shutdown(self) {
+        match self {
+            Self::Shared(g) => g.shutdown().await,
+            Self::Own { stop, thread, .. } => {
+                let _ = stop.send(());
+                tokio::task::spawn_blocking(move || thread.join().expect("gateway thread"))
+                    .await
+                    .expect("join");
+            }
+        }
+    }
 }
 
 async fn latencies(

@@ -13,7 +13,7 @@ mod guard;
 mod params;
 mod round;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::value::RawValue;
@@ -26,7 +26,7 @@ use crate::capabilities::ClientCaps;
 use crate::config::MrtrConfig;
 use crate::error::FrontError;
 use crate::metrics::Metrics;
-use crate::mrtr::{AnswerLimits, Binding, Digest, Journal, LegacyVersion, StateCodec};
+use crate::mrtr::{arguments_digest, AnswerLimits, Binding, Journal, LegacyVersion, StateCodec};
 use crate::protocol::methods::MrtrMethod;
 use crate::upstream::{Pool, UpstreamError};
 
@@ -38,7 +38,6 @@ pub struct MrtrRequest {
     pub method: MrtrMethod,
     /// Tool name, prompt name or resource URI.
     pub target: String,
-    pub arguments: Digest,
     /// The params to send upstream (retry fields and 2026 `_meta` removed).
     pub upstream_params: Value,
     pub state: Option<String>,
@@ -64,6 +63,23 @@ pub struct Bridge {
     upstream_version: LegacyVersion,
 }
 
+// === impl MrtrRequest ===
+
+impl MrtrRequest {
+    /// What this request's states are bound to. The arguments digest (canonical JSON and
+    /// SHA-256) is only needed to open or seal a state, so a call that completes in its first
+    /// round never computes it. `upstream_params` keeps `arguments` verbatim.
+    pub(crate) fn binding(&self) -> Binding {
+        let arguments = self.method.arguments_field().and_then(|f| self.upstream_params.get(f));
+        Binding {
+            principal: self.principal.to_string(),
+            method: self.method,
+            target: self.target.clone(),
+            arguments: arguments_digest(arguments),
+        }
+    }
+}
+
 // === impl Bridge ===
 
 impl Bridge {
@@ -79,26 +95,24 @@ impl Bridge {
 
     /// Runs one round of `req`; progress notifications go to `progress` when given.
     pub async fn run(&self, req: MrtrRequest, progress: Option<Progress>) -> Result<Reply, FrontError> {
-        let binding = Binding {
-            principal: req.principal.to_string(),
-            method: req.method,
-            target: req.target.clone(),
-            arguments: req.arguments,
+        let binding = OnceLock::new();
+        let (round, journal) = match req.state.as_deref() {
+            None => (0, Journal::new()),
+            Some(token) => self.open_state(token, binding.get_or_init(|| req.binding()))?,
         };
-        let (round, journal) = self.open_state(req.state.as_deref(), &binding)?;
         let key = (req.principal.clone(), req.caps.fingerprint());
-        let init_caps = req.caps.legacy_initialize(self.upstream_version);
-        let lease = self.pool.lease(key, &init_caps).await.map_err(upstream_error)?;
+        let (caps, version) = (req.caps, self.upstream_version);
+        let lease =
+            self.pool.lease_with(key, || caps.legacy_initialize(version)).await.map_err(upstream_error)?;
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::Internal("upstream negotiated an unknown version".into()))?;
         let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
-        let run = round::Run { bridge: self, req: &req, binding: &binding, round, progress, tainted: false };
+        let run = round::Run { bridge: self, req: &req, binding, round, progress, tainted: false };
         run.execute(lease, journal).await
     }
 
-    /// Opens the incoming state, or starts a new chain when there is none.
-    fn open_state(&self, token: Option<&str>, binding: &Binding) -> Result<(u32, Journal), FrontError> {
-        let Some(token) = token else { return Ok((0, Journal::new())) };
+    /// Opens the incoming state.
+    fn open_state(&self, token: &str, binding: &Binding) -> Result<(u32, Journal), FrontError> {
         match self.codec.open_at(token, binding, unix_now()) {
             Ok(claims) => Ok((claims.round, claims.journal)),
             Err(e) => {

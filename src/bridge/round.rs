@@ -1,6 +1,8 @@
 //! One run of a legacy call: the event loop that answers replayed questions from the journal,
 //! gathers new ones, enforces the client's capabilities and the time bounds, and ends the round.
 
+use std::sync::OnceLock;
+
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -29,7 +31,8 @@ pub struct Progress {
 pub(super) struct Run<'a> {
     pub bridge: &'a Bridge,
     pub req: &'a MrtrRequest,
-    pub binding: &'a Binding,
+    /// Filled when a state was opened, else on the first seal (see [`MrtrRequest::binding`]).
+    pub binding: OnceLock<Binding>,
     /// Round of the incoming state (0 on a first call).
     pub round: u32,
     pub progress: Option<Progress>,
@@ -65,7 +68,7 @@ impl Run<'_> {
         let limits = &self.bridge.limits;
         let total_deadline = Instant::now() + limits.total_timeout;
         let session = lease.session().clone();
-        let call = session.call(self.req.method.name(), Some(self.req.upstream_params.clone()));
+        let call = session.call_with(self.req.method.name(), Some(&self.req.upstream_params));
         let mut guard = CallGuard::new(lease, call);
         let mut replay = Replay::new(journal, limits.max_questions_per_round);
         let mut open: Vec<RequestId> = Vec::new();
@@ -207,7 +210,12 @@ impl Run<'_> {
         let state = self
             .bridge
             .codec
-            .seal_at(self.binding, round, &outcome.journal, super::unix_now())
+            .seal_at(
+                self.binding.get_or_init(|| self.req.binding()),
+                round,
+                &outcome.journal,
+                super::unix_now(),
+            )
             .map_err(|e| FrontError::Internal(format!("sealing requestState: {e}")))?;
         Ok(Reply::InputRequired { requests: outcome.input_requests, state, round })
     }

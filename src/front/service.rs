@@ -23,7 +23,7 @@ use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;
 use crate::error::FrontError;
 use crate::metrics::Metrics;
-use crate::mrtr::{arguments_digest, input_responses, LegacyVersion};
+use crate::mrtr::{input_responses, LegacyVersion};
 use crate::protocol::jsonrpc::{Envelope, EnvelopeError, Request as RpcRequest};
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
@@ -214,7 +214,6 @@ fn mrtr_request(call: &Call, method: MrtrMethod) -> Result<MrtrRequest, FrontErr
         params.and_then(|p| p.get(method.target_field())).and_then(Value::as_str).ok_or_else(|| {
             FrontError::InvalidParams(format!("params.{} must be a string", method.target_field()))
         })?;
-    let arguments = method.arguments_field().and_then(|f| params.and_then(|p| p.get(f)));
     let state = match params.and_then(|p| p.get("requestState")) {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
@@ -227,7 +226,6 @@ fn mrtr_request(call: &Call, method: MrtrMethod) -> Result<MrtrRequest, FrontErr
         caps: call.caps,
         method,
         target: target.to_owned(),
-        arguments: arguments_digest(arguments),
         upstream_params: upstream_params(params),
         state,
         responses: responses.cloned(),

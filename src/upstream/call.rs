@@ -61,15 +61,21 @@ impl Session {
     /// Starts `method(params)` upstream. Server requests on its stream, and on the GET stream
     /// while it is the session's attached call, are surfaced as [`UpstreamEvent::Request`].
     pub fn call(&self, method: &str, params: Option<Value>) -> Call {
+        self.start(method, params.as_ref(), true)
+    }
+
+    /// [`Session::call`] with borrowed params: they are only serialised, so a caller that keeps
+    /// them (to replay the call in a later round) need not clone them.
+    pub fn call_with(&self, method: &str, params: Option<&Value>) -> Call {
         self.start(method, params, true)
     }
 
-    pub(crate) fn start(&self, method: &str, params: Option<Value>, surface: bool) -> Call {
+    pub(crate) fn start(&self, method: &str, params: Option<&Value>, surface: bool) -> Call {
         let raw_id = self.next_id();
         let id = RequestId::Number(raw_id);
         let (tx, rx) = mpsc::channel(EVENT_QUEUE);
         self.inner.router.lock().insert(raw_id, tx.clone(), surface);
-        let body = request_bytes(&id, method, params.as_ref());
+        let body = request_bytes(&id, method, params);
         let task = tokio::spawn(drive(self.inner.clone(), raw_id, body, tx));
         let timeout = self.inner.transport.settings().request_timeout;
         Call {

@@ -89,7 +89,7 @@ impl MessageStream {
             .collect()
             .await
             .map_err(|e| UpstreamError::Closed(format!("reading the JSON body failed: {e}")))?;
-        String::from_utf8(collected.to_bytes().to_vec())
+        String::from_utf8(Vec::from(collected.to_bytes()))
             .map_err(|_| UpstreamError::Protocol("JSON body is not UTF-8".to_owned()))
     }
 

@@ -102,6 +102,16 @@ impl Pool {
 
     /// Leases an idle session of `key`, or initialises a new one declaring `capabilities`.
     pub async fn lease(&self, key: PoolKey, capabilities: &Value) -> Result<Lease, UpstreamError> {
+        self.lease_with(key, || capabilities.clone()).await
+    }
+
+    /// [`Pool::lease`], building the declared capabilities only when a session must be
+    /// initialised: the common case reuses an idle session and never needs them.
+    pub async fn lease_with(
+        &self,
+        key: PoolKey,
+        capabilities: impl FnOnce() -> Value,
+    ) -> Result<Lease, UpstreamError> {
         let wait = self.inner.settings().pool_acquire_timeout;
         let deadline = Instant::now() + wait;
         loop {
@@ -110,7 +120,7 @@ impl Pool {
             freed.as_mut().enable();
             match self.inner.acquire(&key) {
                 Step::Reuse(session) => return Ok(self.lease_of(key, session)),
-                Step::Start => return self.start(key, capabilities).await,
+                Step::Start => return self.start(key, &capabilities()).await,
                 Step::Full => {
                     if tokio::time::timeout_at(deadline, freed).await.is_err() {
                         return Err(UpstreamError::PoolExhausted(wait));
@@ -215,13 +225,17 @@ impl PoolInner {
         step
     }
 
-    /// Removes idle sessions past the idle timeout or no longer healthy.
+    /// Removes idle sessions past the idle timeout or no longer healthy. Runs on every lease,
+    /// so the usual case (nothing stale) only scans and allocates nothing.
     fn take_stale(&self) -> Vec<Session> {
         let ttl = self.settings().pool_idle_timeout;
         let now = Instant::now();
         let mut state = self.state.lock();
-        let (keep, stale): (VecDeque<_>, VecDeque<_>) =
-            state.idle.drain(..).partition(|e| e.session.is_healthy() && now.duration_since(e.since) < ttl);
+        let fresh = |e: &Idle| e.session.is_healthy() && now.duration_since(e.since) < ttl;
+        if state.idle.iter().all(fresh) {
+            return Vec::new();
+        }
+        let (keep, stale): (VecDeque<_>, VecDeque<_>) = state.idle.drain(..).partition(|e| fresh(e));
         state.idle = keep;
         stale.into_iter().map(|e| e.session).collect()
     }

@@ -182,7 +182,7 @@ impl Session {
     /// A request whose server requests are refused upstream (list methods and the like): it
     /// may not return `input_required`, so nothing can be surfaced to the front.
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Outcome, UpstreamError> {
-        let mut call = self.start(method, params, false);
+        let mut call = self.start(method, params.as_ref(), false);
         loop {
             match call.next_event().await? {
                 Some(super::UpstreamEvent::Response(outcome)) => return Ok(outcome),

@@ -10,6 +10,9 @@
 
 use std::time::Duration;
 
+/// Largest line buffer kept between lines.
+const KEPT_LINE_CAPACITY: usize = 16 * 1024;
+
 /// Why a stream could not be parsed.
 #[derive(Debug, thiserror::Error)]
 pub enum SseError {
@@ -65,27 +68,47 @@ impl SseParser {
         }
     }
 
-    /// Feeds one chunk and returns the events it completed, in order.
-    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, SseError> {
+    /// Feeds one chunk and returns the events it completed, in order. Lines are copied a run
+    /// at a time, not byte by byte, and the line buffer keeps its capacity between lines.
+    pub fn feed(&mut self, mut chunk: &[u8]) -> Result<Vec<SseEvent>, SseError> {
         let mut out = Vec::new();
-        for &byte in chunk {
-            if std::mem::take(&mut self.skip_lf) && byte == b'\n' {
+        while let Some((&first, rest)) = chunk.split_first() {
+            if std::mem::take(&mut self.skip_lf) && first == b'\n' {
+                chunk = rest;
                 continue;
             }
-            match byte {
-                b'\r' | b'\n' => {
-                    self.skip_lf = byte == b'\r';
-                    self.end_line(&mut out)?;
-                }
-                _ if self.line.len() >= self.max_line => return Err(SseError::LineTooLong(self.max_line)),
-                _ => self.line.push(byte),
-            }
+            let Some(end) = chunk.iter().position(|&b| b == b'\r' || b == b'\n') else {
+                return self.append(chunk).map(|()| out);
+            };
+            self.append(&chunk[..end])?;
+            self.skip_lf = chunk[end] == b'\r';
+            self.end_line(&mut out)?;
+            chunk = &chunk[end + 1..];
         }
         Ok(out)
     }
 
+    fn append(&mut self, bytes: &[u8]) -> Result<(), SseError> {
+        if self.line.len() + bytes.len() > self.max_line {
+            return Err(SseError::LineTooLong(self.max_line));
+        }
+        self.line.extend_from_slice(bytes);
+        Ok(())
+    }
+
     fn end_line(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
         let mut line = std::mem::take(&mut self.line);
+        let result = self.parse_line(&mut line, out);
+        // Keep an ordinary line's buffer for the next line, but not a huge one's: a long-lived
+        // GET stream should not pin the largest event it ever saw.
+        if line.capacity() <= KEPT_LINE_CAPACITY {
+            line.clear();
+            self.line = line;
+        }
+        result
+    }
+
+    fn parse_line(&mut self, line: &mut Vec<u8>, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
         if std::mem::take(&mut self.at_start) && line.starts_with("\u{feff}".as_bytes()) {
             line.drain(..3);
         }
@@ -93,7 +116,7 @@ impl SseParser {
             self.dispatch(out);
             return Ok(());
         }
-        let text = std::str::from_utf8(&line).map_err(|_| SseError::Utf8)?;
+        let text = std::str::from_utf8(line).map_err(|_| SseError::Utf8)?;
         if text.starts_with(':') {
             return Ok(());
         }
