@@ -23,7 +23,7 @@ use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;
 use crate::error::FrontError;
 use crate::metrics::Metrics;
-use crate::mrtr::{input_responses, LegacyVersion};
+use crate::mrtr::{input_responses, request_state, LegacyVersion};
 use crate::protocol::jsonrpc::{Envelope, EnvelopeError, Request as RpcRequest};
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
@@ -85,11 +85,11 @@ impl FrontState {
         let started = Instant::now();
         let (parts, body) = req.into_parts();
         let (method, outcome) = match self.prepare(&parts, body).await {
-            Ok(Envelope::Request(r)) => self.request(&parts, r).await,
-            Ok(Envelope::Notification(_)) => {
+            Ok((Envelope::Request(r), principal)) => self.request(&parts, r, principal).await,
+            Ok((Envelope::Notification(_), _)) => {
                 ("notification", Outcome::plain("accepted", respond::accepted()))
             }
-            Ok(Envelope::Response(_)) => {
+            Ok((Envelope::Response(_), _)) => {
                 let e = FrontError::InvalidRequest("clients must not send JSON-RPC responses".into());
                 ("response", Outcome::error(None, &e))
             }
@@ -99,8 +99,9 @@ impl FrontState {
         outcome.response
     }
 
-    /// HTTP checks and the body, up to a parsed envelope.
-    async fn prepare(&self, parts: &Parts, body: Incoming) -> Result<Envelope, FrontError> {
+    /// HTTP checks, authentication (before the body is read) and the body, up to a parsed
+    /// envelope and the principal.
+    async fn prepare(&self, parts: &Parts, body: Incoming) -> Result<(Envelope, Arc<str>), FrontError> {
         if parts.uri.path() != self.cfg.path {
             return Err(FrontError::PathNotFound(format!("the MCP endpoint is {}", self.cfg.path)));
         }
@@ -108,20 +109,28 @@ impl FrontState {
             return Err(FrontError::HttpMethodNotAllowed(parts.method.to_string()));
         }
         guard::check_origin(&parts.headers, &self.cfg.origins)?;
+        let principal =
+            self.auth.principal(&parts.headers).map_err(|e| FrontError::Unauthorized(e.to_string()))?;
         guard::check_content_type(&parts.headers)?;
         let bytes = read_body(body, self.cfg.max_body_bytes).await?;
-        Envelope::parse(&bytes).map_err(|e| match e {
+        let envelope = Envelope::parse(&bytes).map_err(|e| match e {
             EnvelopeError::Json(e) if e.is_syntax() || e.is_eof() => FrontError::Parse(e.to_string()),
             other => FrontError::InvalidRequest(other.to_string()),
-        })
+        })?;
+        Ok((envelope, principal))
     }
 
-    async fn request(self: &Arc<Self>, parts: &Parts, r: RpcRequest) -> (&'static str, Outcome) {
+    async fn request(
+        self: &Arc<Self>,
+        parts: &Parts,
+        r: RpcRequest,
+        principal: Arc<str>,
+    ) -> (&'static str, Outcome) {
         let id = r.id.clone();
         let Some(kind) = FrontMethod::parse(&r.method) else {
             return ("unknown", Outcome::error(Some(&id), &unknown_method(&r.method)));
         };
-        let outcome = match self.validate(parts, kind, r) {
+        let outcome = match Self::validate(parts, kind, r, principal) {
             Ok(call) => match self.in_flight.try_acquire() {
                 Ok(_permit) => self.dispatch(call).await,
                 Err(_) => Outcome::error(Some(&id), &FrontError::Overloaded),
@@ -131,12 +140,16 @@ impl FrontState {
         (kind.label(), outcome)
     }
 
-    fn validate(&self, parts: &Parts, kind: FrontMethod, r: RpcRequest) -> Result<Call, FrontError> {
+    /// Validates the request envelope and headers into a [`Call`].
+    fn validate(
+        parts: &Parts,
+        kind: FrontMethod,
+        r: RpcRequest,
+        principal: Arc<str>,
+    ) -> Result<Call, FrontError> {
         let meta = validate::request_meta(r.params.as_ref())?;
         validate::check_headers(&parts.headers, &r.method, kind, r.params.as_ref(), &meta.protocol_version)?;
         validate::check_version(&meta)?;
-        let principal =
-            self.auth.principal(&parts.headers).map_err(|e| FrontError::Unauthorized(e.to_string()))?;
         let caps = ClientCaps::from_modern(&meta.capabilities)
             .map_err(|e| FrontError::InvalidParams(format!("_meta clientCapabilities: {e}")))?;
         let accepts = guard::accepts(&parts.headers)?;
@@ -214,11 +227,8 @@ fn mrtr_request(call: &Call, method: MrtrMethod) -> Result<MrtrRequest, FrontErr
         params.and_then(|p| p.get(method.target_field())).and_then(Value::as_str).ok_or_else(|| {
             FrontError::InvalidParams(format!("params.{} must be a string", method.target_field()))
         })?;
-    let state = match params.and_then(|p| p.get("requestState")) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err(FrontError::InvalidParams("requestState must be a string".into())),
-    };
+    let state =
+        request_state(params).map_err(|e| FrontError::InvalidParams(e.to_string()))?.map(str::to_owned);
     let responses =
         input_responses(params).map_err(|e| FrontError::InvalidParams(format!("inputResponses: {e}")))?;
     Ok(MrtrRequest {
