@@ -26,7 +26,7 @@ use crate::capabilities::ClientCaps;
 use crate::config::MrtrConfig;
 use crate::error::FrontError;
 use crate::metrics::Metrics;
-use crate::mrtr::{arguments_digest, AnswerLimits, Binding, Journal, LegacyVersion, StateCodec};
+use crate::mrtr::{AnswerLimits, Binding, Journal, LegacyVersion, StateCodec};
 use crate::protocol::methods::MrtrMethod;
 use crate::upstream::{Pool, UpstreamError};
 
@@ -70,13 +70,7 @@ impl MrtrRequest {
     /// SHA-256) is only needed to open or seal a state, so a call that completes in its first
     /// round never computes it. `upstream_params` keeps `arguments` verbatim.
     pub(crate) fn binding(&self) -> Binding {
-        let arguments = self.method.arguments_field().and_then(|f| self.upstream_params.get(f));
-        Binding {
-            principal: self.principal.to_string(),
-            method: self.method,
-            target: self.target.clone(),
-            arguments: arguments_digest(arguments),
-        }
+        Binding::new(&self.principal, self.method, &self.target, Some(&self.upstream_params))
     }
 }
 

@@ -122,13 +122,19 @@ impl Binding {
             .and_then(|p| p.get(field))
             .and_then(Value::as_str)
             .ok_or(ClaimsError::MissingTarget(field))?;
+        Ok(Self::new(principal, method, target, params))
+    }
+
+    /// The binding of a call whose target is already known: hashes the arguments field of
+    /// `params` (none for resources).
+    pub fn new(principal: &str, method: MrtrMethod, target: &str, params: Option<&Value>) -> Self {
         let arguments = method.arguments_field().and_then(|name| params.and_then(|p| p.get(name)));
-        Ok(Self {
+        Self {
             principal: principal.to_owned(),
             method,
             target: target.to_owned(),
             arguments: arguments_digest(arguments),
-        })
+        }
     }
 }
 
