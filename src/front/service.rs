@@ -58,6 +58,9 @@ pub(super) struct Call {
     pub accepts: Accepts,
 }
 
+/// The label of a response committed as an SSE stream before its outcome is known.
+pub(super) const STREAMED: &str = "streamed";
+
 /// How a request ended, for the log line and metrics.
 pub(super) struct Outcome {
     pub label: &'static str,
@@ -95,7 +98,10 @@ impl FrontState {
             }
             Err(e) => ("invalid", Outcome::error(None, &e)),
         };
-        self.record(method, &outcome, started);
+        // A streamed request is recorded when its stream ends, with its real outcome.
+        if outcome.label != STREAMED {
+            self.record(method, &outcome, started);
+        }
         outcome.response
     }
 
@@ -205,7 +211,7 @@ impl FrontState {
         }
     }
 
-    fn record(&self, method: &'static str, outcome: &Outcome, started: Instant) {
+    pub(super) fn record(&self, method: &'static str, outcome: &Outcome, started: Instant) {
         let elapsed = started.elapsed();
         self.metrics.requests.with_label_values(&[method, outcome.label]).inc();
         self.metrics.front_duration.with_label_values(&[method]).observe(elapsed.as_secs_f64());

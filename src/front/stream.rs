@@ -13,9 +13,10 @@ use http::{Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use super::body::{sse_event, FrontBody};
-use super::service::{reply_outcome, FrontState, Outcome};
+use super::service::{reply_outcome, FrontState, Outcome, STREAMED};
 use crate::bridge::{MrtrRequest, Progress, Reply};
 use crate::error::FrontError;
 use crate::protocol::RequestId;
@@ -39,23 +40,28 @@ pub(super) async fn run_streaming(
     token: Value,
     cache: String,
 ) -> Outcome {
+    let started = Instant::now();
+    let method = req.method.name();
     let (tx, mut rx) = mpsc::channel(PROGRESS_QUEUE);
     let worker = state.clone();
     let mut run =
         AbortOnDrop(tokio::spawn(async move { worker.bridge.run(req, Some(Progress { token, tx })).await }));
     tokio::select! {
         joined = &mut run.0 => reply_outcome(&id, flatten(joined), &cache),
-        Some(first) = rx.recv() => commit_sse(id, run, rx, first, cache),
+        Some(first) = rx.recv() => commit_sse(Finish { state, id, cache, method, started }, run, rx, first),
     }
 }
 
-fn commit_sse(
+/// What the stream needs to finish the request once the run ends.
+struct Finish {
+    state: Arc<FrontState>,
     id: RequestId,
-    run: AbortOnDrop,
-    mut rx: mpsc::Receiver<Value>,
-    first: Value,
     cache: String,
-) -> Outcome {
+    method: &'static str,
+    started: Instant,
+}
+
+fn commit_sse(finish: Finish, run: AbortOnDrop, mut rx: mpsc::Receiver<Value>, first: Value) -> Outcome {
     let (out, body) = mpsc::channel::<Bytes>(PROGRESS_QUEUE);
     tokio::spawn(async move {
         let mut run = run;
@@ -66,7 +72,9 @@ fn commit_sse(
             tokio::select! {
                 Some(note) = rx.recv() => if out.send(frame(&note)).await.is_err() { return },
                 joined = &mut run.0 => {
-                    let outcome = reply_outcome(&id, flatten(joined), &cache);
+                    let outcome = reply_outcome(&finish.id, flatten(joined), &finish.cache);
+                    // The handler counted this request as `streamed`; its real outcome is known now.
+                    finish.state.record(finish.method, &outcome, finish.started);
                     let bytes = final_bytes(outcome).await;
                     let _ = out.send(sse_event(&bytes)).await;
                     return;
@@ -80,7 +88,7 @@ fn commit_sse(
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Outcome { label: "streamed", round: None, response }
+    Outcome { label: STREAMED, round: None, response }
 }
 
 fn frame(message: &Value) -> Bytes {

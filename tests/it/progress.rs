@@ -34,6 +34,10 @@ async fn count_down_streams_progress_then_the_result() -> TestResult {
     assert_eq!(last["id"], 77);
     assert_eq!(last["result"]["resultType"], "complete");
     assert_eq!(reply.text()?, "Done after 3 steps");
+    // The stream's real outcome is what the request counter records.
+    let complete = r#"mrtr_gateway_requests_total{method="tools/call",outcome="complete"}"#;
+    eventually("the streamed request to be counted as complete", || h.metric(complete) == 1.0).await?;
+    assert_eq!(h.metric(r#"mrtr_gateway_requests_total{method="tools/call",outcome="streamed"}"#), 0.0);
     h.stop().await
 }
 
