@@ -12,15 +12,16 @@ use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::methods::RelayMethod;
 use crate::upstream::{Pool, PoolKey};
 
-/// Runs a relayed method upstream and returns its raw result.
+/// Runs a relayed method upstream and returns its raw result. `init_caps` is only called when
+/// a new upstream session must be initialised.
 pub(super) async fn relay(
     pool: &Pool,
     key: PoolKey,
-    init_caps: &Value,
+    init_caps: impl FnOnce() -> Value,
     method: RelayMethod,
     params: Value,
 ) -> Result<Box<RawValue>, FrontError> {
-    let lease = pool.lease(key, init_caps).await.map_err(upstream_error)?;
+    let lease = pool.lease_with(key, init_caps).await.map_err(upstream_error)?;
     let outcome = match lease.session().request(method.name(), Some(params)).await {
         Ok(o) => o,
         Err(e) => {

@@ -186,10 +186,10 @@ impl FrontState {
     }
 
     async fn relay(&self, call: &Call, method: RelayMethod) -> Result<Vec<u8>, FrontError> {
-        let caps = call.caps.legacy_initialize(self.upstream_version);
+        let (caps, version) = (call.caps, self.upstream_version);
         let key = (call.principal.clone(), call.caps.fingerprint());
         let params = upstream_params(call.params.as_ref());
-        let raw = relay::relay(&self.pool, key, &caps, method, params).await?;
+        let raw = relay::relay(&self.pool, key, || caps.legacy_initialize(version), method, params).await?;
         let extra = if method.cacheable() { self.cache_fields.as_str() } else { "" };
         Ok(respond::complete_bytes(&call.id, &raw, extra))
     }
