@@ -75,12 +75,16 @@ impl Run<'_> {
         let mut gather: Option<Instant> = None;
         loop {
             let (deadline, wake) = next_wake(gather, Instant::now() + limits.round_timeout, total_deadline);
+            // An event already queued when the deadline passes is taken first (a response that
+            // has arrived is not thrown away for a timeout), but a deadline that has passed
+            // ends the loop before the next one, so a chatty upstream cannot starve it.
+            if Instant::now() >= deadline {
+                return self.on_wake(guard, replay, open, wake).await;
+            }
             let event = tokio::select! {
+                biased;
                 ev = guard.next_event() => ev,
-                _ = tokio::time::sleep_until(deadline) => return match wake {
-                    Wake::Gathered => self.end_round(guard, replay, open).await,
-                    Wake::Silent | Wake::Total => Err(self.timed_out(guard, wake).await),
-                },
+                _ = tokio::time::sleep_until(deadline) => return self.on_wake(guard, replay, open, wake).await,
             };
             let event = match event {
                 Ok(Some(ev)) => ev,
@@ -108,6 +112,20 @@ impl Run<'_> {
             if !open.is_empty() && gather.is_none() {
                 gather = Some(Instant::now() + limits.gather_window);
             }
+        }
+    }
+
+    /// A deadline passed: the gather window ends the round, the others end the call.
+    async fn on_wake(
+        &self,
+        guard: CallGuard,
+        replay: Replay,
+        open: Vec<RequestId>,
+        wake: Wake,
+    ) -> Result<Reply, FrontError> {
+        match wake {
+            Wake::Gathered => self.end_round(guard, replay, open).await,
+            Wake::Silent | Wake::Total => Err(self.timed_out(guard, wake).await),
         }
     }
 

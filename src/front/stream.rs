@@ -23,6 +23,8 @@ use crate::protocol::RequestId;
 
 const PROGRESS_QUEUE: usize = 32;
 
+type Joined = Result<Result<Reply, FrontError>, tokio::task::JoinError>;
+
 /// Aborts the run when the stream is abandoned.
 struct AbortOnDrop(JoinHandle<Result<Reply, FrontError>>);
 
@@ -30,6 +32,12 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// The run as the SSE pump receives it: still going, or already ended with its result.
+enum RunState {
+    Running(AbortOnDrop),
+    Ended(Joined),
 }
 
 /// Runs `req`, answering in JSON unless progress arrives first.
@@ -46,9 +54,18 @@ pub(super) async fn run_streaming(
     let worker = state.clone();
     let mut run =
         AbortOnDrop(tokio::spawn(async move { worker.bridge.run(req, Some(Progress { token, tx })).await }));
-    tokio::select! {
-        joined = &mut run.0 => reply_outcome(&id, flatten(joined), &cache),
-        Some(first) = rx.recv() => commit_sse(Finish { state, id, cache, method, started }, run, rx, first),
+    let finish = Finish { state, id, cache, method, started };
+    // Progress first: when the run ends with notifications queued, both branches are ready,
+    // and the notifications must win (they go out before the result, as SSE).
+    let joined = tokio::select! {
+        biased;
+        Some(first) = rx.recv() => return commit_sse(finish, RunState::Running(run), rx, first),
+        joined = &mut run.0 => joined,
+    };
+    // The run has ended, so all it sent is queued by now, even a note sent just before the end.
+    match rx.try_recv() {
+        Ok(first) => commit_sse(finish, RunState::Ended(joined), rx, first),
+        Err(_) => reply_outcome(&finish.id, flatten(joined), &finish.cache),
     }
 }
 
@@ -61,27 +78,9 @@ struct Finish {
     started: Instant,
 }
 
-fn commit_sse(finish: Finish, run: AbortOnDrop, mut rx: mpsc::Receiver<Value>, first: Value) -> Outcome {
+fn commit_sse(finish: Finish, run: RunState, rx: mpsc::Receiver<Value>, first: Value) -> Outcome {
     let (out, body) = mpsc::channel::<Bytes>(PROGRESS_QUEUE);
-    tokio::spawn(async move {
-        let mut run = run;
-        if out.send(frame(&first)).await.is_err() {
-            return;
-        }
-        loop {
-            tokio::select! {
-                Some(note) = rx.recv() => if out.send(frame(&note)).await.is_err() { return },
-                joined = &mut run.0 => {
-                    let outcome = reply_outcome(&finish.id, flatten(joined), &finish.cache);
-                    // The handler counted this request as `streamed`; its real outcome is known now.
-                    finish.state.record(finish.method, &outcome, finish.started);
-                    let bytes = final_bytes(outcome).await;
-                    let _ = out.send(sse_event(&bytes)).await;
-                    return;
-                }
-            }
-        }
-    });
+    tokio::spawn(pump(finish, run, rx, first, out));
     let mut response = Response::new(FrontBody::Stream(body));
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
@@ -89,6 +88,47 @@ fn commit_sse(finish: Finish, run: AbortOnDrop, mut rx: mpsc::Receiver<Value>, f
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Outcome { label: STREAMED, round: None, response }
+}
+
+/// Writes every progress note in the order the run sent it, then the result. Returning early
+/// (the client went away) drops the run, which aborts it and cancels the upstream call.
+async fn pump(
+    finish: Finish,
+    run: RunState,
+    mut rx: mpsc::Receiver<Value>,
+    first: Value,
+    out: mpsc::Sender<Bytes>,
+) {
+    if out.send(frame(&first)).await.is_err() {
+        return;
+    }
+    let joined = match run {
+        RunState::Ended(joined) => joined,
+        RunState::Running(mut run) => loop {
+            tokio::select! {
+                // A client that closed the stream is noticed now, not on the next write.
+                biased;
+                () = out.closed() => return,
+                note = rx.recv() => match note {
+                    Some(note) => if out.send(frame(&note)).await.is_err() { return },
+                    // The run dropped its sender: it has ended or is about to.
+                    None => break (&mut run.0).await,
+                },
+                joined = &mut run.0 => break joined,
+            }
+        },
+    };
+    // Notes the run queued before it ended still precede the result.
+    while let Ok(note) = rx.try_recv() {
+        if out.send(frame(&note)).await.is_err() {
+            return;
+        }
+    }
+    let outcome = reply_outcome(&finish.id, flatten(joined), &finish.cache);
+    // The handler counted this request as `streamed`; its real outcome is known now.
+    finish.state.record(finish.method, &outcome, finish.started);
+    let bytes = final_bytes(outcome).await;
+    let _ = out.send(sse_event(&bytes)).await;
 }
 
 fn frame(message: &Value) -> Bytes {
@@ -104,6 +144,6 @@ async fn final_bytes(outcome: Outcome) -> Vec<u8> {
     }
 }
 
-fn flatten(joined: Result<Result<Reply, FrontError>, tokio::task::JoinError>) -> Result<Reply, FrontError> {
+fn flatten(joined: Joined) -> Result<Reply, FrontError> {
     joined.unwrap_or_else(|e| Err(FrontError::Internal(format!("request task failed: {e}"))))
 }

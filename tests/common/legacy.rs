@@ -3,7 +3,9 @@
 //! its tools the way the demo and the reference servers do), and it is the only way to make the
 //! gateway meet a request its client cannot serve. It speaks just enough Streamable HTTP
 //! (2025-11-25): `initialize` with a session id, JSON answers, one SSE stream per call, no GET
-//! stream (405). It counts the cancellations and answers it receives.
+//! stream (405). It counts the cancellations and answers it receives. Its `burst_progress` tool
+//! writes its progress notifications and its result in one chunk, so they reach the gateway
+//! together: the case where the end of a run races its queued progress.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -157,9 +159,37 @@ fn question(tool: &str) -> (&'static str, Value) {
     }
 }
 
+/// Progress notifications `burst_progress` sends before its result.
+pub(crate) const BURST_STEPS: u64 = 3;
+
+/// One SSE stream carrying every progress notification and the result in a single write.
+fn burst(r: &RpcRequest) -> Response<Body> {
+    let token = r.params.as_ref().and_then(|p| p["_meta"]["progressToken"].as_i64()).unwrap_or(0);
+    let mut chunk = Vec::new();
+    let mut event = |message: Value| {
+        chunk.extend_from_slice(b"event: message\ndata: ");
+        chunk.extend_from_slice(message.to_string().as_bytes());
+        chunk.extend_from_slice(b"\n\n");
+    };
+    for step in 1..=BURST_STEPS {
+        let params = json!({"progressToken": token, "progress": step, "total": BURST_STEPS});
+        event(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}));
+    }
+    let text = format!("burst of {BURST_STEPS}");
+    event(json!({"jsonrpc": "2.0", "id": r.id, "result": {"content": [{"type": "text", "text": text}]}}));
+    let mut response = Response::new(Full::new(Bytes::from(chunk)).boxed());
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/event-stream"));
+    response
+}
+
 /// Opens the call's SSE stream, asks one question on it and keeps it open until a cancel.
 fn call(r: &RpcRequest, stats: Arc<LegacyStats>) -> Response<Body> {
     let tool = r.params.as_ref().and_then(|p| p["name"].as_str()).unwrap_or_default();
+    if tool == "burst_progress" {
+        return burst(r);
+    }
     let (method, params) = question(tool);
     let ask = request_bytes(&RequestId::Number(1000), method, Some(&params));
     let (tx, rx) = mpsc::channel::<Bytes>(4);

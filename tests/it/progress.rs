@@ -6,7 +6,11 @@ use serde_json::json;
 
 use http_body_util::BodyExt;
 
-use crate::common::{bounded, eventually, Harness, TestResult};
+use crate::common::legacy::{ScriptedLegacy, BURST_STEPS};
+use crate::common::{bounded, eventually, Harness, Setup, TestResult};
+
+/// Calls of the burst test: the race it pins down lost progress in about one call in ten.
+const BURST_CALLS: usize = 200;
 
 #[tokio::test]
 async fn count_down_streams_progress_then_the_result() -> TestResult {
@@ -64,4 +68,25 @@ async fn closing_the_stream_cancels_the_upstream_call() -> TestResult {
     let stats = h.demo.stats.clone();
     eventually("the demo to stop the call", || stats.calls_stopped() >= 1).await?;
     h.stop().await
+}
+
+#[tokio::test]
+async fn progress_sent_with_the_result_in_one_write_is_never_lost() -> TestResult {
+    let upstream = ScriptedLegacy::spawn().await?;
+    let (gateway, client) = Setup::new().attach_url(&upstream.url()).await?;
+    for call in 0..BURST_CALLS {
+        let reply = client.call_tool("burst_progress", json!({})).progress(json!(call)).send().await?;
+        assert_eq!(reply.content_type, "text/event-stream", "call {call}: {:?}", reply.events);
+        let (last, notes) = reply
+            .events
+            .split_last()
+            .ok_or_else(|| crate::common::HarnessError::Unexpected("no events".into()))?;
+        let steps: Vec<_> = notes.iter().map(|n| n["params"]["progress"].clone()).collect();
+        assert_eq!(steps, (1..=BURST_STEPS).map(|s| json!(s)).collect::<Vec<_>>(), "call {call}");
+        assert!(notes.iter().all(|n| n["params"]["progressToken"] == json!(call)), "call {call}");
+        assert_eq!(last["result"]["resultType"], "complete", "call {call}");
+        assert_eq!(reply.text()?, format!("burst of {BURST_STEPS}"));
+    }
+    gateway.shutdown().await;
+    Ok(())
 }
