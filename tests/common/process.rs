@@ -10,7 +10,7 @@ use std::time::Duration;
 use http::StatusCode;
 
 use super::client::admin_get;
-use super::{bounded, Client, TestResult};
+use super::{bounded, Client, HarnessError, TestResult};
 
 /// A running gateway process; killed on drop.
 pub(crate) struct GatewayProcess {
@@ -50,6 +50,30 @@ impl GatewayProcess {
         let process = Self { child, admin, client };
         process.wait_ready().await?;
         Ok(process)
+    }
+
+    /// Stops the process as an orchestrator does, with SIGTERM, and waits for it to drain and
+    /// exit. Its exit status must be a clean one.
+    pub(crate) async fn terminate(mut self) -> TestResult {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status()?;
+        if !sent.success() {
+            return Err(HarnessError::Unexpected(format!("kill -TERM {pid} failed: {sent}")));
+        }
+        let status = bounded("a terminated gateway process to exit", async {
+            loop {
+                match self.child.try_wait() {
+                    Ok(Some(status)) => return Ok(status),
+                    Ok(None) => tokio::time::sleep(Duration::from_millis(10)).await,
+                    Err(e) => return Err(e),
+                }
+            }
+        })
+        .await??;
+        if !status.success() {
+            return Err(HarnessError::Unexpected(format!("gateway exited with {status} after SIGTERM")));
+        }
+        Ok(())
     }
 
     /// Polls `/readyz` until it answers 200; connection refusals mean "not listening yet".

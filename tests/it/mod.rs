@@ -9,6 +9,7 @@ mod front;
 mod inputs;
 mod progress;
 mod replicas;
+mod restart;
 mod state;
 
 use serde_json::{json, Value};
