@@ -5,6 +5,7 @@ mod capabilities;
 mod catalog;
 mod elicitation;
 mod failures;
+mod faults;
 mod front;
 mod inputs;
 mod progress;
