@@ -3,6 +3,7 @@
 mod admin;
 mod capabilities;
 mod catalog;
+mod client_faults;
 mod elicitation;
 mod failures;
 mod faults;
