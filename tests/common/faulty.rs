@@ -79,6 +79,8 @@ pub(crate) mod tools {
     pub(crate) const ONLY_UNKNOWN_ID: &str = "only_unknown_id";
     /// Two different questions with the same JSON-RPC id.
     pub(crate) const DUPLICATE_ID: &str = "duplicate_id";
+    /// HTTP 500 with an error page of the server's own.
+    pub(crate) const HTTP_500: &str = "http_500";
     /// Never answers: not even a response head.
     pub(crate) const HANG: &str = "hang";
     /// An SSE stream with one progress notification that then waits for a cancel.
@@ -457,6 +459,11 @@ async fn call(
             with_type(Full::new(Bytes::from(text)).boxed(), "application/json")
         }
         tools::HANG => hang(shared).await,
+        tools::HTTP_500 => {
+            let mut response = Response::new(Full::new(Bytes::from(UPSTREAM_SECRET)).boxed());
+            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            closing(response)
+        }
         tools::ASK
         | tools::ASK_TWICE
         | tools::RESET

@@ -174,6 +174,18 @@ async fn two_server_requests_with_one_id_are_a_clear_error() -> TestResult {
 }
 
 #[tokio::test]
+#[ignore = "the front error still quotes the upstream's HTTP error body; the error boundary \
+            replaces it with a fixed text"]
+async fn an_http_error_page_is_a_clear_error_that_does_not_quote_it() -> TestResult {
+    let rig = Rig::start().await?;
+    let reply = call_promptly(&rig, tools::HTTP_500).await?;
+    assert_clear_error(&reply, StatusCode::BAD_GATEWAY, -32603)?;
+    assert_evicted_and_replaced(&rig, tools::HTTP_500, "s2").await?;
+    rig.assert_at_rest().await?;
+    rig.stop().await
+}
+
+#[tokio::test]
 async fn an_upstream_that_hangs_times_out_is_cancelled_and_evicted() -> TestResult {
     let rig = Rig::with(Setup::faulty().set("mrtr", "round_timeout_ms = 300")).await?;
     let reply = call_promptly(&rig, tools::HANG).await?;
