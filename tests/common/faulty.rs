@@ -324,11 +324,12 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) {
     };
     let serve = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
     tokio::select! {
-        _ = serve => {}
+        biased;
         () = control.reset.notified() => {
             // Zero linger: closing the last handle sends RST instead of FIN.
             let _ = peer.set_zero_linger();
         }
+        _ = serve => {}
     }
 }
 
@@ -552,9 +553,11 @@ impl Script {
                 let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
                     "params": {"level": "info", "data": UPSTREAM_SECRET}});
                 if self.send(&note).await {
-                    // Let the event reach the gateway first, so the reset is mid-stream.
+                    // Let the event reach the gateway first, so the reset is mid-stream; then
+                    // keep the stream open, or its clean end could beat the reset.
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     control.reset.notify_one();
+                    self.wait_for_end().await;
                 }
             }
             tools::MALFORMED_SSE => {
