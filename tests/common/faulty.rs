@@ -41,7 +41,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use super::TestResult;
 
 /// Longest a script or a hung handler lives, so a broken test cannot leak it past this.
-pub(crate) const SCRIPT_LIFETIME: Duration = Duration::from_secs(10);
+const SCRIPT_LIFETIME: Duration = Duration::from_secs(10);
 /// The `retry` (ms) a priming event asks for before the client resumes.
 const PRIMING_RETRY_MS: u64 = 20;
 /// Planted in every faulty payload and error body: it must never reach the gateway's client.
@@ -49,7 +49,7 @@ pub(crate) const UPSTREAM_SECRET: &str = "upstream-internal-detail-7f3a";
 /// One SSE event this large is past the gateway's bound on an upstream event (4 MiB).
 const OVERSIZED_BYTES: usize = 4 * 1024 * 1024 + 64 * 1024;
 /// The id of a response to a request the gateway never sent.
-pub(crate) const UNKNOWN_ID: i64 = 987_654;
+const UNKNOWN_ID: i64 = 987_654;
 /// The id both requests of `duplicate_id` carry.
 const DUPLICATE_ID: i64 = 7;
 const EVENTS_QUEUE: usize = 16;
