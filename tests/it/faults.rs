@@ -100,6 +100,8 @@ async fn a_stream_closed_after_its_priming_event_is_resumed_and_finishes() -> Te
 async fn an_expired_session_is_replaced_by_a_new_one() -> TestResult {
     let rig = Rig::start().await?;
     rig.upstream.expire_sessions();
+    // The call that meets the 404 fails: the gateway does not retry it on a new session, since
+    // it cannot yet tell a refused POST (safe to retry) from a refused resumption (not safe).
     let reply = call_promptly(&rig, tools::OK).await?;
     assert_clear_error(&reply, StatusCode::BAD_GATEWAY, -32603)?;
     rig.expect_ok("s2").await?;
