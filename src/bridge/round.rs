@@ -157,6 +157,12 @@ impl Run<'_> {
         method: &str,
         params: Option<&Value>,
     ) -> Step {
+        if open.contains(&id) {
+            // Two open requests with one id cannot be answered apart: the answer to one would
+            // reach the other. The upstream broke JSON-RPC; end the call rather than guess.
+            let what = "the upstream sent two requests with the same id".to_owned();
+            return Step::Abort { refuse: id, error: FrontError::UpstreamUnavailable(what) };
+        }
         if !methods::is_input_method(method) {
             let e = error(codes::METHOD_NOT_FOUND, format!("{method} is not supported by mrtr-gateway"));
             respond(session, &id, Err(e)).await;

@@ -50,6 +50,13 @@ impl Client {
         Self { http, url, bearer: None, next_id: std::sync::Arc::new(AtomicI64::new(1)) }
     }
 
+    /// A client that keeps no idle connection: each request opens its own and closes it after
+    /// the response, so a test can tell a connection the gateway leaked from one kept alive.
+    pub(crate) fn unpooled(url: String) -> Self {
+        let http = HyperClient::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build_http();
+        Self { http, url, bearer: None, next_id: std::sync::Arc::new(AtomicI64::new(1)) }
+    }
+
     /// The same client, sending `Authorization: Bearer <token>`.
     pub(crate) fn with_bearer(&self, token: &str) -> Self {
         Self { bearer: Some(token.to_owned()), ..self.clone() }
@@ -224,6 +231,22 @@ impl Call<'_> {
             .post(&self.method, self.name.as_deref(), &self.headers)?
             .body(Full::new(Bytes::from(body)))?;
         Ok(bounded("a gateway response head", self.client.http.request(request)).await??)
+    }
+
+    /// The request as HTTP/1.1 bytes, for a test that writes it over a raw socket (slowly, in
+    /// part, or not at all).
+    pub(crate) fn http1_bytes(self) -> TestResult<Vec<u8>> {
+        let body = serde_json::to_vec(&self.body())?;
+        let request = self.client.post(&self.method, self.name.as_deref(), &self.headers)?.body(())?;
+        let host = request.uri().authority().map(|a| a.to_string()).unwrap_or_default();
+        let mut head = format!("POST {} HTTP/1.1\r\nhost: {host}\r\n", request.uri().path());
+        for (name, value) in request.headers() {
+            head.push_str(&format!("{name}: {}\r\n", value.to_str().unwrap_or_default()));
+        }
+        head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(&body);
+        Ok(bytes)
     }
 
     /// The JSON-RPC request this call sends.

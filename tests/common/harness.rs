@@ -53,9 +53,12 @@ impl Setup {
         setup.keys(&[&test_key("k1", 0x11)])
     }
 
-    /// Adds `line` (`key = value`) to `[section]`.
+    /// Sets `line` (`key = value`) in `[section]`, replacing an earlier value of that key.
     pub(crate) fn set(mut self, section: &'static str, line: &str) -> Self {
-        self.sections.entry(section).or_default().push(line.to_owned());
+        let key = |l: &str| l.split('=').next().unwrap_or_default().trim().to_owned();
+        let lines = self.sections.entry(section).or_default();
+        lines.retain(|l| key(l) != key(line));
+        lines.push(line.to_owned());
         self
     }
 

@@ -7,10 +7,12 @@
 
 pub(crate) mod answers;
 pub(crate) mod client;
+pub(crate) mod faulty;
 pub(crate) mod harness;
 pub(crate) mod legacy;
 pub(crate) mod process;
 pub(crate) mod reply;
+pub(crate) mod rig;
 
 use std::time::Duration;
 

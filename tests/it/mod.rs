@@ -3,8 +3,10 @@
 mod admin;
 mod capabilities;
 mod catalog;
+mod client_faults;
 mod elicitation;
 mod failures;
+mod faults;
 mod front;
 mod inputs;
 mod progress;
