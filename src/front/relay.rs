@@ -6,7 +6,6 @@
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::bridge::upstream_error;
 use crate::error::{map_upstream_error, FrontError};
 use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::methods::RelayMethod;
@@ -21,14 +20,14 @@ pub(super) async fn relay(
     method: RelayMethod,
     params: Value,
 ) -> Result<Box<RawValue>, FrontError> {
-    let lease = pool.lease_with(key, init_caps).await.map_err(upstream_error)?;
+    let lease = pool.lease_with(key, init_caps).await?;
     let outcome = match lease.session().request(method.name(), Some(params)).await {
         Ok(o) => o,
         Err(e) => {
             if e.poisons_session() {
                 lease.poison();
             }
-            return Err(upstream_error(e));
+            return Err(e.into());
         }
     };
     match outcome {
