@@ -69,8 +69,7 @@ impl Gateway {
         };
         let pool = Arc::new(Pool::new(upstream_settings(&cfg, demo.as_ref()))?);
         let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
-        let version =
-            LegacyVersion::parse(&cfg.upstream.protocol_version).unwrap_or(LegacyVersion::V2025_11_25);
+        let version = cfg.upstream.protocol_version;
         let bridge = Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version);
         let front_state = FrontState::new(
             cfg.front.clone(),
@@ -157,7 +156,7 @@ fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSetting
     };
     let mut s = UpstreamSettings::new(url);
     s.extra_headers = cfg.upstream.headers.iter().cloned().collect();
-    s.preferred_version = cfg.upstream.protocol_version.clone();
+    s.preferred_version = cfg.upstream.protocol_version;
     s.connect_timeout = cfg.upstream.connect_timeout;
     s.request_timeout = cfg.upstream.request_timeout;
     s.pool_max_sessions = cfg.upstream.pool_max_sessions;

@@ -14,8 +14,6 @@ use crate::protocol::methods::MrtrMethod;
 
 /// Version of the claims layout; bump when a field changes meaning.
 pub const FORMAT_VERSION: u8 = 1;
-/// Default bound on `input_required` rounds per call: clients give up after about 10.
-pub const DEFAULT_MAX_ROUNDS: u32 = 8;
 
 /// Errors about rounds and about the request fields claims are built from.
 #[derive(Debug, thiserror::Error)]
@@ -232,9 +230,10 @@ mod tests {
 
     #[test]
     fn round_cap() {
-        assert_eq!(next_round(0, DEFAULT_MAX_ROUNDS).unwrap(), 1);
-        assert_eq!(next_round(7, DEFAULT_MAX_ROUNDS).unwrap(), 8);
-        assert!(matches!(next_round(8, DEFAULT_MAX_ROUNDS), Err(ClaimsError::TooManyRounds { max: 8 })));
+        let max = crate::defaults::MAX_ROUNDS;
+        assert_eq!(next_round(0, max).unwrap(), 1);
+        assert_eq!(next_round(max - 1, max).unwrap(), max);
+        assert!(matches!(next_round(max, max), Err(ClaimsError::TooManyRounds { max: m }) if m == max));
         assert!(next_round(u32::MAX, u32::MAX).is_err());
     }
 }
