@@ -128,9 +128,10 @@ impl Metrics {
         self.replay_divergences.with_label_values(&[label]).inc();
     }
 
-    /// Observes one upstream request of `method` (a fixed method name) that has completed.
-    pub fn observe_upstream(&self, method: &str, started: std::time::Instant) {
-        self.upstream_duration.with_label_values(&[method]).observe(started.elapsed().as_secs_f64());
+    /// Observes one upstream request of `method` (a fixed method name) whose response arrived
+    /// `elapsed` after it was sent.
+    pub fn observe_upstream(&self, method: &str, elapsed: std::time::Duration) {
+        self.upstream_duration.with_label_values(&[method]).observe(elapsed.as_secs_f64());
     }
 
     /// The text exposition of every metric.

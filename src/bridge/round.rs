@@ -68,6 +68,7 @@ impl Run<'_> {
         let limits = &self.bridge.limits;
         let total_deadline = Instant::now() + limits.total_timeout;
         let session = lease.session().clone();
+        let started = Instant::now();
         let call = session.call_with(self.req.method.name(), Some(&self.req.upstream_params));
         let mut guard = CallGuard::new(lease, call);
         let mut replay = Replay::new(journal, limits.max_questions_per_round);
@@ -97,6 +98,7 @@ impl Run<'_> {
             match self.on_event(&session, &mut replay, &mut open, event).await {
                 Step::Continue => {}
                 Step::Finished(outcome) => {
+                    self.bridge.metrics.observe_upstream(self.req.method.name(), started.elapsed());
                     if self.tainted {
                         guard.poison();
                     } else {

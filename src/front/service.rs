@@ -174,7 +174,9 @@ impl FrontState {
         let (caps, version) = (call.caps, self.upstream_version);
         let key = (call.principal.clone(), call.caps.fingerprint());
         let params = upstream_params(call.params.as_ref());
-        let raw = relay::relay(&self.pool, key, || caps.legacy_initialize(version), method, params).await?;
+        let raw =
+            relay::relay(&self.pool, &self.metrics, key, || caps.legacy_initialize(version), method, params)
+                .await?;
         let extra = if method.cacheable() { self.cache_fields.as_str() } else { "" };
         Ok(respond::complete_bytes(&call.id, &raw, extra))
     }
