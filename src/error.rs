@@ -64,8 +64,10 @@ pub enum FrontError {
     /// Every upstream session is leased and none became free in time.
     #[error("gateway overloaded: no upstream session is free")]
     UpstreamBusy(#[source] UpstreamError),
-    #[error("unauthorized: {0}")]
-    Unauthorized(String),
+    /// The message names what is wrong with the client's credentials, never a key problem of
+    /// the gateway's (those stay in the source, for the log).
+    #[error("unauthorized: {}", auth_message(.0))]
+    Unauthorized(#[source] AuthError),
     #[error("origin not allowed: {0}")]
     ForbiddenOrigin(String),
     #[error("request body larger than {limit} bytes")]
@@ -258,6 +260,23 @@ fn unavailable_message(e: &UpstreamError) -> Cow<'static, str> {
     Cow::Owned(format!("upstream server unavailable: {cause}"))
 }
 
+/// What the client may learn about its refused credentials: the token's own faults are named;
+/// anything else (a key the gateway cannot use, a provider failure) is only "invalid token".
+fn auth_message(e: &AuthError) -> &'static str {
+    use jsonwebtoken::errors::ErrorKind;
+    match e {
+        AuthError::Missing => "missing bearer token",
+        AuthError::NotBearer => "Authorization is not a bearer token",
+        AuthError::NoSubject => "token has no `sub` claim",
+        AuthError::Invalid(e) => match e.kind() {
+            ErrorKind::ExpiredSignature => "token expired",
+            ErrorKind::ImmatureSignature => "token not yet valid",
+            ErrorKind::InvalidIssuer | ErrorKind::InvalidAudience => "token issuer or audience not accepted",
+            _ => "invalid token",
+        },
+    }
+}
+
 /// Tells a refused connection from other connect failures (DNS, unreachable, connect timeout).
 fn connect_cause(e: &(dyn StdError + 'static)) -> &'static str {
     let mut source: Option<&(dyn StdError + 'static)> = Some(e);
@@ -314,10 +333,9 @@ impl From<InputError> for FrontError {
     }
 }
 
-/// The message describes the client's own credentials (never a key of the gateway's).
 impl From<AuthError> for FrontError {
     fn from(e: AuthError) -> Self {
-        Self::Unauthorized(e.to_string())
+        Self::Unauthorized(e)
     }
 }
 

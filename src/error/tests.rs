@@ -99,4 +99,16 @@ fn client_input_errors_convert_to_their_codes() {
     assert_eq!(FrontError::from(EnvelopeError::Version).code(), -32600);
     let e = FrontError::from(AuthError::Missing);
     assert_eq!(e.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(e.to_object().message, "unauthorized: missing bearer token");
+}
+
+#[test]
+fn a_key_problem_of_the_gateway_is_only_an_invalid_token_for_the_client() {
+    use jsonwebtoken::errors::{Error, ErrorKind};
+    let key = AuthError::Invalid(Error::from(ErrorKind::InvalidRsaKey("modulus of /etc/secret.pem".into())));
+    let e = FrontError::from(key);
+    assert_eq!(e.to_object().message, "unauthorized: invalid token");
+    assert!(e.detail().contains("/etc/secret.pem"), "{}", e.detail());
+    let expired = FrontError::from(AuthError::Invalid(Error::from(ErrorKind::ExpiredSignature)));
+    assert_eq!(expired.to_object().message, "unauthorized: token expired");
 }
