@@ -10,7 +10,6 @@
 //! the upstream supplied. The JSON-RPC errors a legacy server answers a call with are its
 //! protocol answer, not a failure of the gateway: they are relayed ([`FrontError::Upstream`]).
 
-use std::borrow::Cow;
 use std::error::Error as StdError;
 
 use http::StatusCode;
@@ -242,10 +241,10 @@ pub fn map_upstream_error(mut error: ErrorObject) -> ErrorObject {
 
 /// The client's message for an unreachable or failing upstream: the kind of failure, and for an
 /// HTTP error only its status code, never the body.
-fn unavailable_message(e: &UpstreamError) -> Cow<'static, str> {
+fn unavailable_message(e: &UpstreamError) -> String {
     let cause = match e {
         UpstreamError::Http { status, .. } => {
-            return Cow::Owned(format!("upstream returned HTTP {}", status.as_u16()));
+            return format!("upstream returned HTTP {}", status.as_u16());
         }
         UpstreamError::Connect(e) => connect_cause(e),
         UpstreamError::Transport(_) => "request failed",
@@ -257,7 +256,7 @@ fn unavailable_message(e: &UpstreamError) -> Cow<'static, str> {
         UpstreamError::PoolExhausted(_) => "no session free",
         UpstreamError::Settings(_) => "misconfigured",
     };
-    Cow::Owned(format!("upstream server unavailable: {cause}"))
+    format!("upstream server unavailable: {cause}")
 }
 
 /// What the client may learn about its refused credentials: the token's own faults are named;
