@@ -44,9 +44,9 @@ pub enum FrontError {
     UnsupportedVersion { requested: String },
     #[error("missing required client capability")]
     MissingCapability { required: Value },
-    /// The state failed verification; `reason` is for metrics and logs only.
-    #[error("invalid or expired requestState ({reason})")]
-    InvalidState { reason: &'static str },
+    /// The state failed verification; the exact reason is for metrics and logs only.
+    #[error("invalid or expired requestState ({})", .0.reason())]
+    InvalidState(#[source] StateError),
     #[error("too many input rounds (the limit is {limit})")]
     TooManyRounds { limit: u32 },
     #[error("too many questions in one round (the limit is {limit})")]
@@ -311,7 +311,7 @@ impl From<StateError> for FrontError {
     fn from(e: StateError) -> Self {
         match e {
             StateError::Encode(_) | StateError::Seal => Self::Internal(Box::new(e)),
-            other => Self::InvalidState { reason: other.reason() },
+            other => Self::InvalidState(other),
         }
     }
 }

@@ -17,8 +17,8 @@ fn spec_mandated_statuses() {
 
 #[test]
 fn state_errors_are_generic_for_the_client() {
-    let a = FrontError::InvalidState { reason: "expired" }.to_object();
-    let b = FrontError::InvalidState { reason: "integrity" }.to_object();
+    let a = FrontError::from(StateError::Expired { expires_at: 1, now: 2 }).to_object();
+    let b = FrontError::from(StateError::Integrity).to_object();
     assert_eq!(a, b);
     assert_eq!(a.code, -32602);
 }
@@ -87,7 +87,8 @@ fn settings_and_seal_failures_are_internal_and_hidden() {
 #[test]
 fn client_input_errors_convert_to_their_codes() {
     let e = FrontError::from(StateError::Expired { expires_at: 1, now: 2 });
-    assert!(matches!(e, FrontError::InvalidState { reason: "expired" }));
+    assert!(matches!(e, FrontError::InvalidState(StateError::Expired { .. })));
+    assert!(e.detail().contains("expired at 1 (now 2)"), "{}", e.detail());
     let e = FrontError::from(ClaimsError::TooManyRounds { max: 8 });
     assert!(matches!(e, FrontError::TooManyRounds { limit: 8 }));
     let e = FrontError::from(ClaimsError::StateNotString);
