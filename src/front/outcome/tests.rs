@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::*;
 use crate::upstream::UpstreamError;
 
-const BODY: &[u8] = b"Traceback secret: File \"/srv/app.py\", line 7, password=hunter2";
+const BODY: &[u8] = b"Traceback secret: File \"app.py\", line 7, password=hunter2";
 
 /// A log sink shared with the test.
 #[derive(Clone, Default)]
