@@ -17,6 +17,7 @@ use crate::auth::{Auth, ANONYMOUS};
 use crate::bridge::Bridge;
 use crate::capabilities::ClientCaps;
 use crate::config::{Config, StateConfig, UpstreamTarget};
+use crate::defaults;
 use crate::demo::{DemoHandle, DemoOptions};
 use crate::front::{Front, FrontState};
 use crate::metrics::{Metrics, MetricsError};
@@ -51,6 +52,7 @@ pub struct Gateway {
     pub demo: Option<DemoHandle>,
     pub metrics: Arc<Metrics>,
     pub ready: Readiness,
+    pool: Arc<Pool>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
 }
@@ -69,8 +71,7 @@ impl Gateway {
         };
         let pool = Arc::new(Pool::new(upstream_settings(&cfg, demo.as_ref()))?);
         let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
-        let version =
-            LegacyVersion::parse(&cfg.upstream.protocol_version).unwrap_or(LegacyVersion::V2025_11_25);
+        let version = cfg.upstream.protocol_version;
         let bridge = Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version);
         let front_state = FrontState::new(
             cfg.front.clone(),
@@ -97,8 +98,8 @@ impl Gateway {
             }
             None => None,
         };
-        tasks.spawn(probe_readiness(pool, version, ready.clone(), signal(stopped)));
-        Ok(Self { front_addr, admin_addr, demo, metrics, ready, stop, tasks })
+        tasks.spawn(probe_readiness(pool.clone(), version, ready.clone(), signal(stopped)));
+        Ok(Self { front_addr, admin_addr, demo, metrics, ready, pool, stop, tasks })
     }
 
     /// The front URL clients use.
@@ -106,10 +107,12 @@ impl Gateway {
         format!("http://{}{path}", self.front_addr)
     }
 
-    /// Stops accepting, drains, and waits for every listener to end.
+    /// Stops accepting, drains, waits for every listener to end, then closes the pooled upstream
+    /// sessions, so that a rollout does not leave the legacy server holding orphaned ones.
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);
         while self.tasks.join_next().await.is_some() {}
+        close_sessions(&self.pool).await;
         if let Some(demo) = self.demo.take() {
             let _ = demo.shutdown().await;
         }
@@ -125,6 +128,14 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), 
     tracing::info!("shutting down: draining in-flight requests");
     gateway.shutdown().await;
     Ok(())
+}
+
+/// DELETEs every idle upstream session, giving up after [`defaults::SHUTDOWN_CLOSE`].
+async fn close_sessions(pool: &Pool) {
+    match tokio::time::timeout(defaults::SHUTDOWN_CLOSE, pool.close_idle()).await {
+        Ok(sessions) => tracing::info!(sessions, "closed the pooled upstream sessions"),
+        Err(_) => tracing::warn!(budget = ?defaults::SHUTDOWN_CLOSE, "gave up closing upstream sessions"),
+    }
 }
 
 fn announce(gw: &Gateway, path: &str) {
@@ -157,7 +168,7 @@ fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSetting
     };
     let mut s = UpstreamSettings::new(url);
     s.extra_headers = cfg.upstream.headers.iter().cloned().collect();
-    s.preferred_version = cfg.upstream.protocol_version.clone();
+    s.preferred_version = cfg.upstream.protocol_version;
     s.connect_timeout = cfg.upstream.connect_timeout;
     s.request_timeout = cfg.upstream.request_timeout;
     s.pool_max_sessions = cfg.upstream.pool_max_sessions;

@@ -1,15 +1,31 @@
 //! The front-facing error model: every way a 2026-07-28 request can fail, and the one mapping
 //! from each to its JSON-RPC code, HTTP status and fixed metric label (protocol.md §4.2).
 //!
-//! Internal detail (why a `requestState` was refused, what the upstream said when it died) goes
-//! to logs and metrics; the client sees a message that names the cause without leaking secrets.
+//! This is the one error boundary of the front: every foreign error (upstream, state codec,
+//! claims, answers, authentication, envelope, capabilities, a failed task) becomes a
+//! [`FrontError`] through a `From` impl here, and nowhere else. Internal detail (why a
+//! `requestState` was refused, what the upstream said when it died, an upstream error body)
+//! stays in the `#[source]` chain, for the one log line of the request ([`FrontError::detail`])
+//! and the metrics; the client sees a fixed message that names the cause and carries no text
+//! the upstream supplied. The JSON-RPC errors a legacy server answers a call with are its
+//! protocol answer, not a failure of the gateway: they are relayed ([`FrontError::Upstream`]).
+
+use std::error::Error as StdError;
 
 use http::StatusCode;
 use serde_json::{json, Value};
 
+use crate::auth::AuthError;
+use crate::capabilities::CapsError;
+use crate::front::OutcomeLabel;
+use crate::mrtr::{ClaimsError, InputError, StateError};
 use crate::protocol::codes;
-use crate::protocol::jsonrpc::ErrorObject;
+use crate::protocol::jsonrpc::{EnvelopeError, ErrorObject};
 use crate::protocol::FRONT_SUPPORTED_VERSIONS;
+use crate::upstream::UpstreamError;
+
+/// Any error kept only as the source of an internal one.
+pub type BoxError = Box<dyn StdError + Send + Sync>;
 
 /// Why a front request failed.
 #[derive(Debug, thiserror::Error)]
@@ -28,9 +44,9 @@ pub enum FrontError {
     UnsupportedVersion { requested: String },
     #[error("missing required client capability")]
     MissingCapability { required: Value },
-    /// The state failed verification; `reason` is for metrics and logs only.
-    #[error("invalid or expired requestState ({reason})")]
-    InvalidState { reason: &'static str },
+    /// The state failed verification; the exact reason is for metrics and logs only.
+    #[error("invalid or expired requestState ({})", .0.reason())]
+    InvalidState(#[source] StateError),
     #[error("too many input rounds (the limit is {limit})")]
     TooManyRounds { limit: u32 },
     #[error("too many questions in one round (the limit is {limit})")]
@@ -38,12 +54,19 @@ pub enum FrontError {
     /// A JSON-RPC error from the upstream server, already mapped to 2026-07-28 codes.
     #[error("upstream error {}: {}", .0.code, .0.message)]
     Upstream(ErrorObject),
-    #[error("upstream unavailable: {0}")]
-    UpstreamUnavailable(String),
-    #[error("upstream timed out: {0}")]
-    UpstreamTimeout(String),
-    #[error("unauthorized: {0}")]
-    Unauthorized(String),
+    /// The legacy server could not be reached or failed; the message names only the cause.
+    #[error("{}", unavailable_message(.0))]
+    UpstreamUnavailable(#[source] UpstreamError),
+    /// The legacy server did not answer in time (a request, a round or the whole call).
+    #[error("upstream server timed out")]
+    UpstreamTimeout(#[source] UpstreamError),
+    /// Every upstream session is leased and none became free in time.
+    #[error("gateway overloaded: no upstream session is free")]
+    UpstreamBusy(#[source] UpstreamError),
+    /// The message names what is wrong with the client's credentials, never a key problem of
+    /// the gateway's (those stay in the source, for the log).
+    #[error("unauthorized: {}", auth_message(.0))]
+    Unauthorized(#[source] AuthError),
     #[error("origin not allowed: {0}")]
     ForbiddenOrigin(String),
     #[error("request body larger than {limit} bytes")]
@@ -58,8 +81,9 @@ pub enum FrontError {
     NotAcceptable(String),
     #[error("gateway overloaded")]
     Overloaded,
-    #[error("internal error: {0}")]
-    Internal(String),
+    /// A bug or a misconfiguration; the client only learns that one happened.
+    #[error("internal error")]
+    Internal(#[source] BoxError),
 }
 
 // === impl FrontError ===
@@ -86,6 +110,7 @@ impl FrontError {
             Self::Upstream(e) => e.code,
             Self::UpstreamUnavailable(_)
             | Self::UpstreamTimeout(_)
+            | Self::UpstreamBusy(_)
             | Self::Overloaded
             | Self::Internal(_) => codes::INTERNAL_ERROR,
         }
@@ -104,38 +129,71 @@ impl FrontError {
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::UpstreamUnavailable(_) => StatusCode::BAD_GATEWAY,
             Self::UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
-            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Overloaded | Self::UpstreamBusy(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_REQUEST,
         }
     }
 
-    /// A fixed label for metrics and logs (never derived from user input).
-    pub fn label(&self) -> &'static str {
+    /// The fixed outcome label of this error, for metrics and logs.
+    pub fn label(&self) -> OutcomeLabel {
+        use OutcomeLabel as L;
         match self {
-            Self::Parse(_) => "parse_error",
-            Self::InvalidRequest(_) => "invalid_request",
-            Self::MethodNotFound(_) => "method_not_found",
-            Self::InvalidParams(_) => "invalid_params",
-            Self::HeaderMismatch(_) => "header_mismatch",
-            Self::UnsupportedVersion { .. } => "unsupported_version",
-            Self::MissingCapability { .. } => "missing_capability",
-            Self::InvalidState { .. } => "invalid_state",
-            Self::TooManyRounds { .. } => "too_many_rounds",
-            Self::TooManyQuestions { .. } => "too_many_questions",
-            Self::Upstream(_) => "upstream_error",
-            Self::UpstreamUnavailable(_) => "upstream_unavailable",
-            Self::UpstreamTimeout(_) => "upstream_timeout",
-            Self::Unauthorized(_) => "unauthorized",
-            Self::ForbiddenOrigin(_) => "forbidden_origin",
-            Self::PayloadTooLarge { .. } => "payload_too_large",
-            Self::HttpMethodNotAllowed(_) => "http_method_not_allowed",
-            Self::PathNotFound(_) => "path_not_found",
-            Self::UnsupportedMediaType(_) => "unsupported_media_type",
-            Self::NotAcceptable(_) => "not_acceptable",
-            Self::Overloaded => "overloaded",
-            Self::Internal(_) => "internal",
+            Self::Parse(_) => L::ParseError,
+            Self::InvalidRequest(_) => L::InvalidRequest,
+            Self::MethodNotFound(_) => L::MethodNotFound,
+            Self::InvalidParams(_) => L::InvalidParams,
+            Self::HeaderMismatch(_) => L::HeaderMismatch,
+            Self::UnsupportedVersion { .. } => L::UnsupportedVersion,
+            Self::MissingCapability { .. } => L::MissingCapability,
+            Self::InvalidState { .. } => L::InvalidState,
+            Self::TooManyRounds { .. } => L::TooManyRounds,
+            Self::TooManyQuestions { .. } => L::TooManyQuestions,
+            Self::Upstream(_) => L::UpstreamError,
+            Self::UpstreamUnavailable(_) => L::UpstreamUnavailable,
+            Self::UpstreamTimeout(_) => L::UpstreamTimeout,
+            Self::Unauthorized(_) => L::Unauthorized,
+            Self::ForbiddenOrigin(_) => L::ForbiddenOrigin,
+            Self::PayloadTooLarge { .. } => L::PayloadTooLarge,
+            Self::HttpMethodNotAllowed(_) => L::HttpMethodNotAllowed,
+            Self::PathNotFound(_) => L::PathNotFound,
+            Self::UnsupportedMediaType(_) => L::UnsupportedMediaType,
+            Self::NotAcceptable(_) => L::NotAcceptable,
+            Self::Overloaded | Self::UpstreamBusy(_) => L::Overloaded,
+            Self::Internal(_) => L::Internal,
         }
+    }
+
+    /// The upstream failure behind this error, if any (for the upstream error counter).
+    pub fn upstream_failure(&self) -> Option<&UpstreamError> {
+        match self {
+            Self::UpstreamUnavailable(e) | Self::UpstreamTimeout(e) | Self::UpstreamBusy(e) => Some(e),
+            Self::Internal(e) => e.downcast_ref::<UpstreamError>(),
+            _ => None,
+        }
+    }
+
+    /// True for failures of the gateway or the upstream rather than of the client's request.
+    pub fn is_server_side(&self) -> bool {
+        matches!(self.status().as_u16(), 500..=599)
+    }
+
+    /// The whole story for the log line: the message and every source, joined by `": "`.
+    /// Holds upstream-supplied text (an error body); never send it to the client.
+    pub fn detail(&self) -> String {
+        let mut out = self.to_string();
+        let mut source = self.source();
+        while let Some(e) = source {
+            out.push_str(": ");
+            out.push_str(&e.to_string());
+            source = e.source();
+        }
+        out
+    }
+
+    /// An internal error caused by `e` (logged in full, never shown).
+    pub fn internal(e: impl Into<BoxError>) -> Self {
+        Self::Internal(e.into())
     }
 
     /// The JSON-RPC error object sent to the client.
@@ -155,6 +213,8 @@ impl FrontError {
             ),
             // Internal errors are logged in full; the client only learns that one happened.
             Self::Internal(_) => object(self.code(), "Internal error".into(), None),
+            // Every other message is fixed or describes the client's own input; sources are
+            // never part of it.
             _ => object(self.code(), self.to_string(), None),
         }
     }
@@ -179,44 +239,127 @@ pub fn map_upstream_error(mut error: ErrorObject) -> ErrorObject {
     error
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The client's message for an unreachable or failing upstream: the kind of failure, and for an
+/// HTTP error only its status code, never the body.
+fn unavailable_message(e: &UpstreamError) -> String {
+    let cause = match e {
+        UpstreamError::Http { status, .. } => {
+            return format!("upstream returned HTTP {}", status.as_u16());
+        }
+        UpstreamError::Connect(e) => connect_cause(e),
+        UpstreamError::Transport(_) => "request failed",
+        UpstreamError::Closed(_) => "connection closed",
+        UpstreamError::SessionExpired => "session expired",
+        UpstreamError::Protocol(_) | UpstreamError::Sse(_) => "invalid response",
+        UpstreamError::Initialize(_) => "initialize failed",
+        UpstreamError::Timeout(_) => "timed out",
+        UpstreamError::PoolExhausted(_) => "no session free",
+        UpstreamError::Settings(_) => "misconfigured",
+    };
+    format!("upstream server unavailable: {cause}")
+}
 
-    #[test]
-    fn spec_mandated_statuses() {
-        assert_eq!(FrontError::MethodNotFound("ping".into()).status(), StatusCode::NOT_FOUND);
-        assert_eq!(FrontError::MethodNotFound("ping".into()).code(), -32601);
-        assert_eq!(FrontError::HeaderMismatch("x".into()).code(), -32020);
-        let e = FrontError::MissingCapability { required: json!({"sampling": {}}) };
-        assert_eq!((e.code(), e.status()), (-32021, StatusCode::BAD_REQUEST));
-        assert_eq!(e.to_object().data, Some(json!({"requiredCapabilities": {"sampling": {}}})));
-        let e = FrontError::UnsupportedVersion { requested: "1900-01-01".into() };
-        assert_eq!((e.code(), e.status()), (-32022, StatusCode::BAD_REQUEST));
-        assert_eq!(e.to_object().data.unwrap()["requested"], "1900-01-01");
-    }
-
-    #[test]
-    fn state_errors_are_generic_for_the_client() {
-        let a = FrontError::InvalidState { reason: "expired" }.to_object();
-        let b = FrontError::InvalidState { reason: "integrity" }.to_object();
-        assert_eq!(a, b);
-        assert_eq!(a.code, -32602);
-    }
-
-    #[test]
-    fn upstream_codes_are_mapped() {
-        let e = |code| ErrorObject { code, message: "m".into(), data: Some(json!(1)) };
-        assert_eq!(map_upstream_error(e(-32002)).code, -32602);
-        assert_eq!(map_upstream_error(e(-32042)).code, -32603);
-        assert_eq!(map_upstream_error(e(-32042)).data, None);
-        assert_eq!(map_upstream_error(e(-32602)).code, -32602);
-        assert_eq!(map_upstream_error(e(-32000)).code, -32000);
-    }
-
-    #[test]
-    fn internal_details_are_not_sent() {
-        let o = FrontError::Internal("key file /secret unreadable".into()).to_object();
-        assert!(!o.message.contains("secret"));
+/// What the client may learn about its refused credentials: the token's own faults are named;
+/// anything else (a key the gateway cannot use, a provider failure) is only "invalid token".
+fn auth_message(e: &AuthError) -> &'static str {
+    use jsonwebtoken::errors::ErrorKind;
+    match e {
+        AuthError::Missing => "missing bearer token",
+        AuthError::NotBearer => "Authorization is not a bearer token",
+        AuthError::NoSubject => "token has no `sub` claim",
+        AuthError::Invalid(e) => match e.kind() {
+            ErrorKind::ExpiredSignature => "token expired",
+            ErrorKind::ImmatureSignature => "token not yet valid",
+            ErrorKind::InvalidIssuer | ErrorKind::InvalidAudience => "token issuer or audience not accepted",
+            _ => "invalid token",
+        },
     }
 }
+
+/// Tells a refused connection from other connect failures (DNS, unreachable, connect timeout).
+fn connect_cause(e: &(dyn StdError + 'static)) -> &'static str {
+    let mut source: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused",
+                std::io::ErrorKind::TimedOut => "connect timed out",
+                _ => "cannot connect",
+            };
+        }
+        source = err.source();
+    }
+    "cannot connect"
+}
+
+// === conversions: the one place foreign errors become front errors ===
+
+impl From<UpstreamError> for FrontError {
+    fn from(e: UpstreamError) -> Self {
+        match e {
+            UpstreamError::Timeout(_) => Self::UpstreamTimeout(e),
+            UpstreamError::PoolExhausted(_) => Self::UpstreamBusy(e),
+            UpstreamError::Settings(_) => Self::Internal(Box::new(e)),
+            _ => Self::UpstreamUnavailable(e),
+        }
+    }
+}
+
+/// A state that fails to open is a client error with one generic message; one that fails to
+/// seal is a bug.
+impl From<StateError> for FrontError {
+    fn from(e: StateError) -> Self {
+        match e {
+            StateError::Encode(_) | StateError::Seal => Self::Internal(Box::new(e)),
+            other => Self::InvalidState(other),
+        }
+    }
+}
+
+impl From<ClaimsError> for FrontError {
+    fn from(e: ClaimsError) -> Self {
+        match e {
+            ClaimsError::TooManyRounds { max } => Self::TooManyRounds { limit: max },
+            other => Self::InvalidParams(other.to_string()),
+        }
+    }
+}
+
+/// The message describes the client's own `inputResponses`.
+impl From<InputError> for FrontError {
+    fn from(e: InputError) -> Self {
+        Self::InvalidParams(e.to_string())
+    }
+}
+
+impl From<AuthError> for FrontError {
+    fn from(e: AuthError) -> Self {
+        Self::Unauthorized(e)
+    }
+}
+
+/// The message describes the client's own body.
+impl From<EnvelopeError> for FrontError {
+    fn from(e: EnvelopeError) -> Self {
+        match e {
+            EnvelopeError::Json(e) if e.is_syntax() || e.is_eof() => Self::Parse(e.to_string()),
+            other => Self::InvalidRequest(other.to_string()),
+        }
+    }
+}
+
+/// The message describes the client's own `_meta` capabilities.
+impl From<CapsError> for FrontError {
+    fn from(e: CapsError) -> Self {
+        Self::InvalidParams(format!("_meta clientCapabilities: {e}"))
+    }
+}
+
+impl From<tokio::task::JoinError> for FrontError {
+    fn from(e: tokio::task::JoinError) -> Self {
+        Self::Internal(Box::new(e))
+    }
+}
+
+#[cfg(test)]
+mod tests;

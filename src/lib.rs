@@ -24,6 +24,7 @@ pub mod auth;
 pub mod bridge;
 pub mod capabilities;
 pub mod config;
+pub mod defaults;
 pub mod demo;
 pub mod error;
 pub mod front;

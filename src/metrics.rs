@@ -39,7 +39,9 @@ pub struct Metrics {
     pub state_rejections: IntCounterVec,
     /// Legacy requests refused because the client did not declare the capability.
     pub capability_denials: IntCounterVec,
-    /// Upstream request duration by method.
+    /// Failed front requests caused by the upstream, by [`crate::upstream::UpstreamError::label`].
+    pub upstream_errors: IntCounterVec,
+    /// Upstream request duration by method, observed when the upstream's response arrives.
     pub upstream_duration: HistogramVec,
     /// Front request duration by method.
     pub front_duration: HistogramVec,
@@ -81,6 +83,12 @@ impl Metrics {
                 "Upstream requests refused for an undeclared client capability.",
                 &["capability"],
             )?,
+            upstream_errors: counter(
+                &registry,
+                "upstream_errors_total",
+                "Front requests that failed because of the upstream, by kind of failure.",
+                &["kind"],
+            )?,
             upstream_duration: histogram(
                 &registry,
                 "upstream_request_duration_seconds",
@@ -118,6 +126,12 @@ impl Metrics {
             }
         };
         self.replay_divergences.with_label_values(&[label]).inc();
+    }
+
+    /// Observes one upstream request of `method` (a fixed method name) whose response arrived
+    /// `elapsed` after it was sent.
+    pub fn observe_upstream(&self, method: &str, elapsed: std::time::Duration) {
+        self.upstream_duration.with_label_values(&[method]).observe(elapsed.as_secs_f64());
     }
 
     /// The text exposition of every metric.

@@ -28,7 +28,7 @@ use crate::error::FrontError;
 use crate::metrics::Metrics;
 use crate::mrtr::{AnswerLimits, Binding, Journal, LegacyVersion, StateCodec};
 use crate::protocol::methods::MrtrMethod;
-use crate::upstream::{Pool, UpstreamError};
+use crate::upstream::Pool;
 
 /// One MRTR front request, validated.
 #[derive(Debug)]
@@ -96,10 +96,9 @@ impl Bridge {
         };
         let key = (req.principal.clone(), req.caps.fingerprint());
         let (caps, version) = (req.caps, self.upstream_version);
-        let lease =
-            self.pool.lease_with(key, || caps.legacy_initialize(version)).await.map_err(upstream_error)?;
+        let lease = self.pool.lease_with(key, || caps.legacy_initialize(version)).await?;
         let version = LegacyVersion::parse(lease.session().protocol_version())
-            .ok_or_else(|| FrontError::Internal("upstream negotiated an unknown version".into()))?;
+            .ok_or_else(|| FrontError::internal("upstream negotiated an unknown version"))?;
         let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
         let run = round::Run { bridge: self, req: &req, binding, round, progress, tainted: false };
         run.execute(lease, journal).await
@@ -110,10 +109,9 @@ impl Bridge {
         match self.codec.open_at(token, binding, unix_now()) {
             Ok(claims) => Ok((claims.round, claims.journal)),
             Err(e) => {
-                let reason = e.reason();
-                self.metrics.state_rejections.with_label_values(&[reason]).inc();
-                tracing::info!(reason, error = %e, "refused requestState");
-                Err(FrontError::InvalidState { reason })
+                // The reason and the detail go on the request's log line with the error.
+                self.metrics.state_rejections.with_label_values(&[e.reason()]).inc();
+                Err(e.into())
             }
         }
     }
@@ -132,20 +130,8 @@ impl Bridge {
         }
         let limits =
             AnswerLimits { max_answer_bytes: self.limits.max_answer_bytes, ..AnswerLimits::default() };
-        journal
-            .accept_responses(responses, version, &limits)
-            .map_err(|e| FrontError::InvalidParams(format!("inputResponses: {e}")))?;
+        journal.accept_responses(responses, version, &limits)?;
         Ok(journal)
-    }
-}
-
-/// Maps an upstream failure to the front error a client sees.
-pub fn upstream_error(e: UpstreamError) -> FrontError {
-    match e {
-        UpstreamError::Timeout(_) => FrontError::UpstreamTimeout(e.to_string()),
-        UpstreamError::Settings(_) => FrontError::Internal(e.to_string()),
-        UpstreamError::PoolExhausted(_) => FrontError::Overloaded,
-        other => FrontError::UpstreamUnavailable(other.to_string()),
     }
 }
 

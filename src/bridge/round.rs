@@ -9,13 +9,13 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::guard::CallGuard;
-use super::{upstream_error, Bridge, MrtrRequest, Reply};
+use super::{Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
 use crate::error::{map_upstream_error, FrontError};
 use crate::mrtr::{next_round, Binding, Decision, Journal, Replay, ReplayError};
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::{codes, methods, RequestId};
-use crate::upstream::{Lease, Session, UpstreamEvent};
+use crate::upstream::{Lease, Session, UpstreamError, UpstreamEvent};
 
 const ASKED_REASON: &str =
     "mrtr-gateway returned this request to its client as input_required; the call will be replayed";
@@ -68,6 +68,7 @@ impl Run<'_> {
         let limits = &self.bridge.limits;
         let total_deadline = Instant::now() + limits.total_timeout;
         let session = lease.session().clone();
+        let started = Instant::now();
         let call = session.call_with(self.req.method.name(), Some(&self.req.upstream_params));
         let mut guard = CallGuard::new(lease, call);
         let mut replay = Replay::new(journal, limits.max_questions_per_round);
@@ -91,12 +92,13 @@ impl Run<'_> {
                 Ok(None) => return Err(failed(guard, "the upstream call ended without a response")),
                 Err(e) => {
                     guard.poison();
-                    return Err(upstream_error(e));
+                    return Err(e.into());
                 }
             };
             match self.on_event(&session, &mut replay, &mut open, event).await {
                 Step::Continue => {}
                 Step::Finished(outcome) => {
+                    self.bridge.metrics.observe_upstream(self.req.method.name(), started.elapsed());
                     if self.tainted {
                         guard.poison();
                     } else {
@@ -227,20 +229,16 @@ impl Run<'_> {
             self.bridge.metrics.record_divergence(&self.req.target);
         }
         let limit = self.bridge.limits.max_rounds;
-        let round = next_round(self.round, limit).map_err(|_| FrontError::TooManyRounds { limit })?;
+        let round = next_round(self.round, limit)?;
         for pending in &outcome.journal.pending {
             self.bridge.metrics.input_required.with_label_values(&[pending.kind.method()]).inc();
         }
-        let state = self
-            .bridge
-            .codec
-            .seal_at(
-                self.binding.get_or_init(|| self.req.binding()),
-                round,
-                &outcome.journal,
-                super::unix_now(),
-            )
-            .map_err(|e| FrontError::Internal(format!("sealing requestState: {e}")))?;
+        let state = self.bridge.codec.seal_at(
+            self.binding.get_or_init(|| self.req.binding()),
+            round,
+            &outcome.journal,
+            super::unix_now(),
+        )?;
         Ok(Reply::InputRequired { requests: outcome.input_requests, state, round })
     }
 
@@ -262,19 +260,19 @@ impl Run<'_> {
     }
 
     async fn timed_out(&self, guard: CallGuard, wake: Wake) -> FrontError {
-        let what = match wake {
-            Wake::Total => format!("the request took longer than {:?}", self.bridge.limits.total_timeout),
-            _ => format!("the upstream sent nothing for {:?}", self.bridge.limits.round_timeout),
+        let (what, limit) = match wake {
+            Wake::Total => ("the request took longer than", self.bridge.limits.total_timeout),
+            _ => ("the upstream sent nothing for", self.bridge.limits.round_timeout),
         };
         // A silent upstream may be wedged: do not hand this session to the next call.
-        guard.poison_after_cancel(&what).await;
-        FrontError::UpstreamTimeout(what)
+        guard.poison_after_cancel(&format!("{what} {limit:?}")).await;
+        UpstreamError::Timeout(limit).into()
     }
 }
 
 fn failed(guard: CallGuard, what: &str) -> FrontError {
     guard.poison();
-    FrontError::UpstreamUnavailable(what.to_owned())
+    UpstreamError::Closed(what.to_owned()).into()
 }
 
 fn next_wake(gather: Option<Instant>, silent: Instant, total: Instant) -> (Instant, Wake) {

@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Uri};
 
+use crate::mrtr::LegacyVersion;
+
 pub use cli::Cli;
 pub use secret::Secret;
 pub use validate::validate;
@@ -108,7 +110,8 @@ pub enum UpstreamTarget {
 #[derive(Debug, Clone)]
 pub struct UpstreamConfig {
     pub target: UpstreamTarget,
-    pub protocol_version: String,
+    /// The revision proposed in `initialize`.
+    pub protocol_version: LegacyVersion,
     /// Marked sensitive, so `Debug` hides the values.
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub connect_timeout: Duration,

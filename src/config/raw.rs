@@ -1,39 +1,12 @@
 //! The configuration as a user writes it: serde structs mirroring the TOML file, every field
-//! documented, unknown fields refused. Nothing here is validated; see [`super::Config`].
+//! documented, unknown fields refused. Nothing here is validated; see [`super::Config`]. The
+//! defaults the docs name are in [`crate::defaults`].
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
 use super::secret::Secret;
-
-/// Defaults, named so that the README and the code cannot drift apart.
-pub mod defaults {
-    pub const LISTEN: &str = "127.0.0.1:8080";
-    pub const ADMIN_LISTEN: &str = "127.0.0.1:9090";
-    pub const PATH: &str = "/mcp";
-    pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
-    pub const MAX_CONNECTIONS: usize = 4096;
-    pub const MAX_IN_FLIGHT: usize = 1024;
-    pub const DRAIN_SECS: u64 = 30;
-    pub const DISCOVER_TTL_MS: u64 = 0;
-    pub const CACHE_SCOPE: &str = "private";
-    pub const UPSTREAM_VERSION: &str = "2025-11-25";
-    pub const CONNECT_TIMEOUT_MS: u64 = 5_000;
-    pub const REQUEST_TIMEOUT_MS: u64 = 120_000;
-    pub const POOL_MAX_SESSIONS: usize = 256;
-    pub const POOL_IDLE_SECS: u64 = 300;
-    pub const GATHER_WINDOW_MS: u64 = 50;
-    pub const ROUND_TIMEOUT_MS: u64 = 60_000;
-    pub const TOTAL_TIMEOUT_MS: u64 = 120_000;
-    pub const MAX_ROUNDS: u32 = 8;
-    pub const MAX_QUESTIONS: usize = 16;
-    pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
-    pub const STATE_TTL_SECS: u64 = 600;
-    pub const CLOCK_SKEW_SECS: u64 = 30;
-    pub const MAX_TOKEN_BYTES: usize = 256 * 1024;
-    pub const LOG_LEVEL: &str = "info";
-}
 
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]

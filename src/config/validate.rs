@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Uri};
 
-use super::raw::{
-    defaults as d, RawAdmin, RawAuth, RawConfig, RawFront, RawLog, RawMrtr, RawState, RawUpstream,
-};
+use super::raw::{RawAdmin, RawAuth, RawConfig, RawFront, RawLog, RawMrtr, RawState, RawUpstream};
 use super::*;
+use crate::defaults as d;
+use crate::mrtr::LegacyVersion;
 use crate::protocol::LEGACY_VERSIONS;
 
 /// Validates a raw configuration.
@@ -50,8 +50,8 @@ fn front(raw: RawFront) -> Result<FrontConfig, ConfigError> {
         )?,
         max_in_flight: positive("front.max_in_flight", raw.max_in_flight.unwrap_or(d::MAX_IN_FLIGHT))?,
         origins: origins(raw.allowed_origins.unwrap_or_default())?,
-        drain: Duration::from_secs(raw.drain_secs.unwrap_or(d::DRAIN_SECS)),
-        cache_ttl_ms: raw.cache_ttl_ms.unwrap_or(d::DISCOVER_TTL_MS),
+        drain: raw.drain_secs.map_or(d::DRAIN, Duration::from_secs),
+        cache_ttl_ms: raw.cache_ttl_ms.unwrap_or(d::CACHE_TTL_MS),
         cache_scope: cache_scope(raw.cache_scope.as_deref().unwrap_or(d::CACHE_SCOPE))?,
         tls,
     })
@@ -96,30 +96,26 @@ fn upstream(raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
         None => UpstreamTarget::Embedded,
         Some(url) => UpstreamTarget::Url(upstream_url(&url)?),
     };
-    let protocol_version = raw.protocol_version.unwrap_or_else(|| d::UPSTREAM_VERSION.into());
-    if !LEGACY_VERSIONS.contains(&protocol_version.as_str()) {
-        return Err(ConfigError::invalid(
-            "upstream.protocol_version",
-            format!("{protocol_version:?} is not one of {LEGACY_VERSIONS:?}"),
-        ));
-    }
+    let protocol_version = match raw.protocol_version.as_deref() {
+        None => d::UPSTREAM_VERSION,
+        Some(v) => LegacyVersion::parse(v).ok_or_else(|| {
+            ConfigError::invalid(
+                "upstream.protocol_version",
+                format!("{v:?} is not one of {LEGACY_VERSIONS:?}"),
+            )
+        })?,
+    };
     Ok(UpstreamConfig {
         target,
         protocol_version,
         headers: headers(raw.headers.unwrap_or_default())?,
-        connect_timeout: millis(
-            "upstream.connect_timeout_ms",
-            raw.connect_timeout_ms.unwrap_or(d::CONNECT_TIMEOUT_MS),
-        )?,
-        request_timeout: millis(
-            "upstream.request_timeout_ms",
-            raw.request_timeout_ms.unwrap_or(d::REQUEST_TIMEOUT_MS),
-        )?,
+        connect_timeout: millis("upstream.connect_timeout_ms", raw.connect_timeout_ms, d::CONNECT_TIMEOUT)?,
+        request_timeout: millis("upstream.request_timeout_ms", raw.request_timeout_ms, d::REQUEST_TIMEOUT)?,
         pool_max_sessions: positive(
             "upstream.pool_max_sessions",
             raw.pool_max_sessions.unwrap_or(d::POOL_MAX_SESSIONS),
         )?,
-        pool_idle: Duration::from_secs(raw.pool_idle_secs.unwrap_or(d::POOL_IDLE_SECS).max(1)),
+        pool_idle: raw.pool_idle_secs.map_or(d::POOL_IDLE, |s| Duration::from_secs(s.max(1))),
     })
 }
 
@@ -169,13 +165,13 @@ fn mrtr(raw: RawMrtr) -> Result<MrtrConfig, ConfigError> {
         return Err(ConfigError::invalid("mrtr.max_rounds", "must be between 1 and 64"));
     }
     let cfg = MrtrConfig {
-        gather_window: Duration::from_millis(raw.gather_window_ms.unwrap_or(d::GATHER_WINDOW_MS)),
-        round_timeout: millis("mrtr.round_timeout_ms", raw.round_timeout_ms.unwrap_or(d::ROUND_TIMEOUT_MS))?,
-        total_timeout: millis("mrtr.total_timeout_ms", raw.total_timeout_ms.unwrap_or(d::TOTAL_TIMEOUT_MS))?,
+        gather_window: raw.gather_window_ms.map_or(d::GATHER_WINDOW, Duration::from_millis),
+        round_timeout: millis("mrtr.round_timeout_ms", raw.round_timeout_ms, d::ROUND_TIMEOUT)?,
+        total_timeout: millis("mrtr.total_timeout_ms", raw.total_timeout_ms, d::TOTAL_TIMEOUT)?,
         max_rounds,
         max_questions_per_round: positive(
             "mrtr.max_questions_per_round",
-            raw.max_questions_per_round.unwrap_or(d::MAX_QUESTIONS),
+            raw.max_questions_per_round.unwrap_or(d::MAX_QUESTIONS_PER_ROUND),
         )?,
         max_answer_bytes: positive(
             "mrtr.max_answer_bytes",
@@ -203,14 +199,14 @@ fn state(raw: RawState) -> Result<StateConfig, ConfigError> {
         keys.extend(key_file(&path)?);
     }
     check_keys(&keys)?;
-    let ttl = raw.ttl_secs.unwrap_or(d::STATE_TTL_SECS);
-    if ttl == 0 {
+    let ttl = raw.ttl_secs.map_or(d::STATE_TTL, Duration::from_secs);
+    if ttl.is_zero() {
         return Err(ConfigError::invalid("state.ttl_secs", "must be positive"));
     }
     Ok(StateConfig {
         keys,
-        ttl: Duration::from_secs(ttl),
-        clock_skew: Duration::from_secs(raw.clock_skew_secs.unwrap_or(d::CLOCK_SKEW_SECS)),
+        ttl,
+        clock_skew: raw.clock_skew_secs.map_or(d::CLOCK_SKEW, Duration::from_secs),
         max_token_bytes: positive(
             "state.max_token_bytes",
             raw.max_token_bytes.unwrap_or(d::MAX_TOKEN_BYTES),
@@ -315,11 +311,13 @@ fn addr(field: &str, s: &str) -> Result<SocketAddr, ConfigError> {
     s.parse().map_err(|_| ConfigError::invalid(field, format!("{s:?} is not an address like 127.0.0.1:8080")))
 }
 
-fn millis(field: &str, ms: u64) -> Result<Duration, ConfigError> {
-    if ms == 0 {
-        return Err(ConfigError::invalid(field, "must be positive"));
+/// A positive duration given in milliseconds, or `default`.
+fn millis(field: &str, ms: Option<u64>, default: Duration) -> Result<Duration, ConfigError> {
+    match ms {
+        None => Ok(default),
+        Some(0) => Err(ConfigError::invalid(field, "must be positive")),
+        Some(ms) => Ok(Duration::from_millis(ms)),
     }
-    Ok(Duration::from_millis(ms))
 }
 
 fn positive(field: &str, n: usize) -> Result<usize, ConfigError> {

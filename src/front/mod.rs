@@ -4,10 +4,12 @@
 pub mod body;
 mod discover;
 pub mod guard;
+mod outcome;
 mod relay;
 mod respond;
 mod service;
 mod stream;
 pub mod validate;
 
+pub use outcome::OutcomeLabel;
 pub use service::{Front, FrontState};

@@ -6,8 +6,8 @@
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::bridge::upstream_error;
 use crate::error::{map_upstream_error, FrontError};
+use crate::metrics::Metrics;
 use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::methods::RelayMethod;
 use crate::upstream::{Pool, PoolKey};
@@ -16,19 +16,24 @@ use crate::upstream::{Pool, PoolKey};
 /// a new upstream session must be initialised.
 pub(super) async fn relay(
     pool: &Pool,
+    metrics: &Metrics,
     key: PoolKey,
     init_caps: impl FnOnce() -> Value,
     method: RelayMethod,
     params: Value,
 ) -> Result<Box<RawValue>, FrontError> {
-    let lease = pool.lease_with(key, init_caps).await.map_err(upstream_error)?;
+    let lease = pool.lease_with(key, init_caps).await?;
+    let started = std::time::Instant::now();
     let outcome = match lease.session().request(method.name(), Some(params)).await {
-        Ok(o) => o,
+        Ok(o) => {
+            metrics.observe_upstream(method.name(), started.elapsed());
+            o
+        }
         Err(e) => {
             if e.poisons_session() {
                 lease.poison();
             }
-            return Err(upstream_error(e));
+            return Err(e.into());
         }
     };
     match outcome {

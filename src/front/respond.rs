@@ -160,7 +160,8 @@ mod tests {
         let r = error(None, &FrontError::HttpMethodNotAllowed("GET".into()));
         assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
         assert_eq!(r.headers()[ALLOW], "POST");
-        let r = error(Some(&RequestId::Number(1)), &FrontError::Unauthorized("no token".into()));
+        let r =
+            error(Some(&RequestId::Number(1)), &FrontError::Unauthorized(crate::auth::AuthError::Missing));
         assert!(r.headers().contains_key(WWW_AUTHENTICATE));
     }
 }

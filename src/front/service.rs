@@ -15,16 +15,17 @@ use tokio::time::Instant;
 
 use super::body::FrontBody;
 use super::guard::{self, Accepts};
+use super::outcome::{Outcome, OutcomeLabel};
 use super::validate::{self, RequestMeta};
 use super::{discover, relay, respond, stream};
 use crate::auth::Auth;
-use crate::bridge::{upstream_error, upstream_params, Bridge, MrtrRequest, Reply};
+use crate::bridge::{upstream_params, Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;
 use crate::error::FrontError;
 use crate::metrics::Metrics;
 use crate::mrtr::{input_responses, request_state, LegacyVersion};
-use crate::protocol::jsonrpc::{Envelope, EnvelopeError, Request as RpcRequest};
+use crate::protocol::jsonrpc::{Envelope, Request as RpcRequest};
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
 use crate::server::Handler;
@@ -58,16 +59,6 @@ pub(super) struct Call {
     pub accepts: Accepts,
 }
 
-/// The label of a response committed as an SSE stream before its outcome is known.
-pub(super) const STREAMED: &str = "streamed";
-
-/// How a request ended, for the log line and metrics.
-pub(super) struct Outcome {
-    pub label: &'static str,
-    pub round: Option<u32>,
-    pub response: Response<FrontBody>,
-}
-
 // === impl FrontState ===
 
 impl FrontState {
@@ -90,7 +81,7 @@ impl FrontState {
         let (method, outcome) = match self.prepare(&parts, body).await {
             Ok((Envelope::Request(r), principal)) => self.request(&parts, r, principal).await,
             Ok((Envelope::Notification(_), _)) => {
-                ("notification", Outcome::plain("accepted", respond::accepted()))
+                ("notification", Outcome::plain(OutcomeLabel::Accepted, respond::accepted()))
             }
             Ok((Envelope::Response(_), _)) => {
                 let e = FrontError::InvalidRequest("clients must not send JSON-RPC responses".into());
@@ -99,7 +90,7 @@ impl FrontState {
             Err(e) => ("invalid", Outcome::error(None, &e)),
         };
         // A streamed request is recorded when its stream ends, with its real outcome.
-        if outcome.label != STREAMED {
+        if outcome.label != OutcomeLabel::Streamed {
             self.record(method, &outcome, started);
         }
         outcome.response
@@ -115,14 +106,10 @@ impl FrontState {
             return Err(FrontError::HttpMethodNotAllowed(parts.method.to_string()));
         }
         guard::check_origin(&parts.headers, &self.cfg.origins)?;
-        let principal =
-            self.auth.principal(&parts.headers).map_err(|e| FrontError::Unauthorized(e.to_string()))?;
+        let principal = self.auth.principal(&parts.headers)?;
         guard::check_content_type(&parts.headers)?;
         let bytes = read_body(body, self.cfg.max_body_bytes).await?;
-        let envelope = Envelope::parse(&bytes).map_err(|e| match e {
-            EnvelopeError::Json(e) if e.is_syntax() || e.is_eof() => FrontError::Parse(e.to_string()),
-            other => FrontError::InvalidRequest(other.to_string()),
-        })?;
+        let envelope = Envelope::parse(&bytes)?;
         Ok((envelope, principal))
     }
 
@@ -156,8 +143,7 @@ impl FrontState {
         let meta = validate::request_meta(r.params.as_ref())?;
         validate::check_headers(&parts.headers, &r.method, kind, r.params.as_ref(), &meta.protocol_version)?;
         validate::check_version(&meta)?;
-        let caps = ClientCaps::from_modern(&meta.capabilities)
-            .map_err(|e| FrontError::InvalidParams(format!("_meta clientCapabilities: {e}")))?;
+        let caps = ClientCaps::from_modern(&meta.capabilities)?;
         let accepts = guard::accepts(&parts.headers)?;
         Ok(Call { id: r.id, kind, params: r.params, meta, caps, principal, accepts })
     }
@@ -170,7 +156,7 @@ impl FrontState {
             FrontMethod::Mrtr(m) => return self.mrtr(call, m).await,
         };
         match result {
-            Ok(bytes) => Outcome::plain("complete", respond::json(StatusCode::OK, bytes)),
+            Ok(bytes) => Outcome::plain(OutcomeLabel::Complete, respond::json(StatusCode::OK, bytes)),
             Err(e) => Outcome::error(Some(&id), &e),
         }
     }
@@ -178,10 +164,9 @@ impl FrontState {
     async fn discover(&self, call: &Call) -> Result<Vec<u8>, FrontError> {
         let caps = call.caps.legacy_initialize(self.upstream_version);
         let key = (call.principal.clone(), call.caps.fingerprint());
-        let init = self.pool.discover(key, &caps).await.map_err(upstream_error)?;
+        let init = self.pool.discover(key, &caps).await?;
         let result = discover::discover_result(&init, self.cfg.cache_ttl_ms, self.cfg.cache_scope.as_str());
-        let raw =
-            serde_json::value::to_raw_value(&result).map_err(|e| FrontError::Internal(e.to_string()))?;
+        let raw = serde_json::value::to_raw_value(&result).map_err(FrontError::internal)?;
         Ok(crate::protocol::jsonrpc::result_bytes(&call.id, &raw))
     }
 
@@ -189,7 +174,9 @@ impl FrontState {
         let (caps, version) = (call.caps, self.upstream_version);
         let key = (call.principal.clone(), call.caps.fingerprint());
         let params = upstream_params(call.params.as_ref());
-        let raw = relay::relay(&self.pool, key, || caps.legacy_initialize(version), method, params).await?;
+        let raw =
+            relay::relay(&self.pool, &self.metrics, key, || caps.legacy_initialize(version), method, params)
+                .await?;
         let extra = if method.cacheable() { self.cache_fields.as_str() } else { "" };
         Ok(respond::complete_bytes(&call.id, &raw, extra))
     }
@@ -212,17 +199,7 @@ impl FrontState {
     }
 
     pub(super) fn record(&self, method: &'static str, outcome: &Outcome, started: Instant) {
-        let elapsed = started.elapsed();
-        self.metrics.requests.with_label_values(&[method, outcome.label]).inc();
-        self.metrics.front_duration.with_label_values(&[method]).observe(elapsed.as_secs_f64());
-        tracing::info!(
-            method,
-            outcome = outcome.label,
-            round = outcome.round,
-            status = outcome.response.status().as_u16(),
-            duration_us = elapsed.as_micros() as u64,
-            "request"
-        );
+        outcome.record(&self.metrics, method, started);
     }
 }
 
@@ -233,10 +210,8 @@ fn mrtr_request(call: &Call, method: MrtrMethod) -> Result<MrtrRequest, FrontErr
         params.and_then(|p| p.get(method.target_field())).and_then(Value::as_str).ok_or_else(|| {
             FrontError::InvalidParams(format!("params.{} must be a string", method.target_field()))
         })?;
-    let state =
-        request_state(params).map_err(|e| FrontError::InvalidParams(e.to_string()))?.map(str::to_owned);
-    let responses =
-        input_responses(params).map_err(|e| FrontError::InvalidParams(format!("inputResponses: {e}")))?;
+    let state = request_state(params)?.map(str::to_owned);
+    let responses = input_responses(params)?;
     Ok(MrtrRequest {
         principal: call.principal.clone(),
         caps: call.caps,
@@ -252,13 +227,14 @@ fn mrtr_request(call: &Call, method: MrtrMethod) -> Result<MrtrRequest, FrontErr
 pub(super) fn reply_outcome(id: &RequestId, reply: Result<Reply, FrontError>, cache: &str) -> Outcome {
     match reply {
         Ok(Reply::Complete(raw)) => Outcome::plain(
-            "complete",
+            OutcomeLabel::Complete,
             respond::json(StatusCode::OK, respond::complete_bytes(id, &raw, cache)),
         ),
         Ok(Reply::InputRequired { requests, state, round }) => Outcome {
-            label: "input_required",
+            label: OutcomeLabel::InputRequired,
             round: Some(round),
             response: respond::json(StatusCode::OK, respond::input_required_bytes(id, &requests, &state)),
+            failure: None,
         },
         Err(e) => Outcome::error(Some(id), &e),
     }
@@ -281,21 +257,6 @@ async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, FrontError> {
             Err(FrontError::PayloadTooLarge { limit })
         }
         Err(e) => Err(FrontError::InvalidRequest(format!("reading the body: {e}"))),
-    }
-}
-
-// === impl Outcome ===
-
-impl Outcome {
-    pub(super) fn plain(label: &'static str, response: Response<FrontBody>) -> Self {
-        Self { label, round: None, response }
-    }
-
-    pub(super) fn error(id: Option<&RequestId>, e: &FrontError) -> Self {
-        if matches!(e, FrontError::Internal(_)) {
-            tracing::error!(error = %e, "internal error");
-        }
-        Self { label: e.label(), round: None, response: respond::error(id, e) }
     }
 }
 

@@ -16,7 +16,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::body::{sse_event, FrontBody};
-use super::service::{reply_outcome, FrontState, Outcome, STREAMED};
+use super::outcome::{Outcome, OutcomeLabel};
+use super::service::{reply_outcome, FrontState};
 use crate::bridge::{MrtrRequest, Progress, Reply};
 use crate::error::FrontError;
 use crate::protocol::RequestId;
@@ -87,7 +88,7 @@ fn commit_sse(finish: Finish, run: RunState, rx: mpsc::Receiver<Value>, first: V
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Outcome { label: STREAMED, round: None, response }
+    Outcome::plain(OutcomeLabel::Streamed, response)
 }
 
 /// Writes every progress note in the order the run sent it, then the result. Returning early
@@ -145,5 +146,5 @@ async fn final_bytes(outcome: Outcome) -> Vec<u8> {
 }
 
 fn flatten(joined: Joined) -> Result<Reply, FrontError> {
-    joined.unwrap_or_else(|e| Err(FrontError::Internal(format!("request task failed: {e}"))))
+    joined.unwrap_or_else(|e| Err(FrontError::from(e)))
 }

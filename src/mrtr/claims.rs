@@ -14,16 +14,12 @@ use crate::protocol::methods::MrtrMethod;
 
 /// Version of the claims layout; bump when a field changes meaning.
 pub const FORMAT_VERSION: u8 = 1;
-/// Default bound on `input_required` rounds per call: clients give up after about 10.
-pub const DEFAULT_MAX_ROUNDS: u32 = 8;
 
 /// Errors about rounds and about the request fields claims are built from.
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimsError {
     #[error("the call needed more than {max} input rounds")]
     TooManyRounds { max: u32 },
-    #[error("`params.{0}` must be a string")]
-    MissingTarget(&'static str),
     #[error("`params.requestState` must be a string")]
     StateNotString,
 }
@@ -110,23 +106,9 @@ pub fn next_round(previous: u32, max_rounds: u32) -> Result<u32, ClaimsError> {
 // === impl Binding ===
 
 impl Binding {
-    /// The binding of an incoming `tools/call`, `prompts/get` or `resources/read`: its target
-    /// field (`name` or `uri`) and the digest of its arguments (none for resources).
-    pub fn for_call(
-        principal: &str,
-        method: MrtrMethod,
-        params: Option<&Value>,
-    ) -> Result<Self, ClaimsError> {
-        let field = method.target_field();
-        let target = params
-            .and_then(|p| p.get(field))
-            .and_then(Value::as_str)
-            .ok_or(ClaimsError::MissingTarget(field))?;
-        Ok(Self::new(principal, method, target, params))
-    }
-
-    /// The binding of a call whose target is already known: hashes the arguments field of
-    /// `params` (none for resources).
+    /// The binding of a `tools/call`, `prompts/get` or `resources/read` whose target (tool
+    /// name, prompt name or resource URI) the front has already read: hashes the arguments
+    /// field of `params` (none for resources).
     pub fn new(principal: &str, method: MrtrMethod, target: &str, params: Option<&Value>) -> Self {
         let arguments = method.arguments_field().and_then(|name| params.and_then(|p| p.get(name)));
         Self {
@@ -211,14 +193,12 @@ mod tests {
     #[test]
     fn bindings_come_from_the_call() {
         let params = json!({"name": "get_weather", "arguments": {"b": 1, "a": 2}});
-        let binding = Binding::for_call("alice", MrtrMethod::ToolsCall, Some(&params)).unwrap();
+        let binding = Binding::new("alice", MrtrMethod::ToolsCall, "get_weather", Some(&params));
         assert_eq!(binding.target, "get_weather");
         assert_eq!(binding.arguments, arguments_digest(Some(&json!({"a": 2, "b": 1}))));
         let read = json!({"uri": "file:///a", "arguments": {"ignored": true}});
-        let binding = Binding::for_call("bob", MrtrMethod::ResourcesRead, Some(&read)).unwrap();
+        let binding = Binding::new("bob", MrtrMethod::ResourcesRead, "file:///a", Some(&read));
         assert_eq!((binding.target.as_str(), binding.arguments), ("file:///a", arguments_digest(None)));
-        let err = Binding::for_call("c", MrtrMethod::PromptsGet, Some(&json!({"name": 1})));
-        assert!(matches!(err, Err(ClaimsError::MissingTarget("name"))));
     }
 
     #[test]
@@ -232,9 +212,10 @@ mod tests {
 
     #[test]
     fn round_cap() {
-        assert_eq!(next_round(0, DEFAULT_MAX_ROUNDS).unwrap(), 1);
-        assert_eq!(next_round(7, DEFAULT_MAX_ROUNDS).unwrap(), 8);
-        assert!(matches!(next_round(8, DEFAULT_MAX_ROUNDS), Err(ClaimsError::TooManyRounds { max: 8 })));
+        let max = crate::defaults::MAX_ROUNDS;
+        assert_eq!(next_round(0, max).unwrap(), 1);
+        assert_eq!(next_round(max - 1, max).unwrap(), max);
+        assert!(matches!(next_round(max, max), Err(ClaimsError::TooManyRounds { max: m }) if m == max));
         assert!(next_round(u32::MAX, u32::MAX).is_err());
     }
 }

@@ -23,18 +23,13 @@ use chacha20poly1305::aead::AeadInPlace;
 use chacha20poly1305::{Tag, XNonce};
 use rand::RngCore;
 
+use crate::defaults;
 use crate::mrtr::claims::{Binding, ClaimsRef, StateClaims, FORMAT_VERSION};
 use crate::mrtr::journal::Journal;
 use crate::mrtr::keyring::{KeyId, KeyRing, KEY_ID_LEN};
 
 /// Token prefix: format version 1.
 pub const TOKEN_PREFIX: &str = "v1.";
-/// Default lifetime of a state.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
-/// Default tolerated clock difference between replicas.
-pub const DEFAULT_SKEW: Duration = Duration::from_secs(30);
-/// Default bound on a token's length in bytes.
-pub const DEFAULT_MAX_TOKEN_BYTES: usize = 64 * 1024;
 
 const NONCE_LEN: usize = 24;
 const TAG_LEN: usize = 16;
@@ -118,7 +113,11 @@ impl StateError {
 
 impl Default for CodecSettings {
     fn default() -> Self {
-        Self { ttl: DEFAULT_TTL, skew: DEFAULT_SKEW, max_token_bytes: DEFAULT_MAX_TOKEN_BYTES }
+        Self {
+            ttl: defaults::STATE_TTL,
+            skew: defaults::CLOCK_SKEW,
+            max_token_bytes: defaults::MAX_TOKEN_BYTES,
+        }
     }
 }
 

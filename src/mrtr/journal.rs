@@ -13,14 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::defaults;
 use crate::mrtr::answers::validate_answer;
 use crate::mrtr::canonical::Digest;
 use crate::mrtr::translate::{to_legacy_result, InputKind, LegacyVersion};
-
-/// Default bound on one answer's serialised size.
-pub const DEFAULT_MAX_ANSWER_BYTES: usize = 16 * 1024;
-/// Default bound on the answers one chain accumulates.
-pub const DEFAULT_MAX_ANSWERS: usize = 64;
 
 /// Errors in a client's `inputResponses`; each names the key and the cause.
 #[derive(Debug, thiserror::Error)]
@@ -106,7 +102,7 @@ pub fn input_responses(params: Option<&Value>) -> Result<Option<&Map<String, Val
 
 impl Default for AnswerLimits {
     fn default() -> Self {
-        Self { max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES, max_answers: DEFAULT_MAX_ANSWERS }
+        Self { max_answer_bytes: defaults::MAX_ANSWER_BYTES, max_answers: defaults::MAX_ANSWERS }
     }
 }
 

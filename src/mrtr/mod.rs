@@ -22,9 +22,9 @@ pub mod replay;
 pub mod translate;
 
 pub use canonical::{arguments_digest, question_digest, Digest};
-pub use claims::{next_round, request_state, Binding, ClaimsError, StateClaims, DEFAULT_MAX_ROUNDS};
+pub use claims::{next_round, request_state, Binding, ClaimsError, StateClaims};
 pub use codec::{CodecSettings, StateCodec, StateError};
 pub use journal::{input_responses, Accepted, AnswerLimits, InputError, Journal};
 pub use keyring::{parse_key_lines, KeyError, KeyId, KeyRing, KeySecret};
-pub use replay::{Decision, Replay, ReplayError, RoundOutcome, DEFAULT_MAX_QUESTIONS};
+pub use replay::{Decision, Replay, ReplayError, RoundOutcome};
 pub use translate::{InputKind, LegacyVersion, TranslateError};

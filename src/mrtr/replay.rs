@@ -19,9 +19,6 @@ use crate::mrtr::keyring::valid_label;
 use crate::mrtr::translate::{input_request, InputKind, TranslateError};
 use crate::protocol::meta::INPUT_KEY_HINT;
 
-/// Default bound on questions asked in one round.
-pub const DEFAULT_MAX_QUESTIONS: usize = 16;
-
 /// Errors from deciding on a pushed request.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {

@@ -55,18 +55,16 @@ pub enum InputKind {
 // === impl LegacyVersion ===
 
 impl LegacyVersion {
+    /// Every revision the upstream client can negotiate, newest first.
+    pub const ALL: [Self; 3] = [Self::V2025_11_25, Self::V2025_06_18, Self::V2025_03_26];
+
     /// Parses a negotiated `protocolVersion`; `None` for versions the gateway cannot speak.
     pub fn parse(version: &str) -> Option<Self> {
-        match version {
-            "2025-11-25" => Some(Self::V2025_11_25),
-            "2025-06-18" => Some(Self::V2025_06_18),
-            "2025-03-26" => Some(Self::V2025_03_26),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|v| v.as_str() == version)
     }
 
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
+    /// The wire spelling (the only place it is written).
+    pub const fn as_str(self) -> &'static str {
         match self {
             Self::V2025_11_25 => "2025-11-25",
             Self::V2025_06_18 => "2025-06-18",
@@ -344,6 +342,7 @@ mod tests {
         for v in crate::protocol::LEGACY_VERSIONS {
             assert_eq!(LegacyVersion::parse(v).map(LegacyVersion::as_str), Some(*v));
         }
+        assert_eq!(crate::protocol::LEGACY_VERSIONS, ["2025-11-25", "2025-06-18", "2025-03-26"]);
         assert_eq!(LegacyVersion::parse("2024-11-05"), None);
     }
 }

@@ -15,8 +15,18 @@ pub const MODERN_VERSION: &str = "2026-07-28";
 /// Versions the front accepts in `MCP-Protocol-Version` and `_meta`.
 pub const FRONT_SUPPORTED_VERSIONS: &[&str] = &[MODERN_VERSION];
 
-/// Legacy revisions the upstream client can negotiate, newest first.
-pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+/// Legacy revisions the upstream client can negotiate, newest first: the spellings of
+/// [`crate::mrtr::LegacyVersion::ALL`].
+pub const LEGACY_VERSIONS: &[&str] = &{
+    use crate::mrtr::LegacyVersion;
+    let mut out = [""; LegacyVersion::ALL.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = LegacyVersion::ALL[i].as_str();
+        i += 1;
+    }
+    out
+};
 
 /// `_meta` keys of the 2026-07-28 per-request envelope.
 pub mod meta {

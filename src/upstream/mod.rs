@@ -28,4 +28,4 @@ pub use call::{Call, UpstreamEvent};
 pub use error::UpstreamError;
 pub use pool::{Lease, Pool, PoolKey, PoolStats};
 pub use session::{InitializeResult, Session};
-pub use settings::{UpstreamSettings, DEFAULT_PREFERRED_VERSION};
+pub use settings::UpstreamSettings;

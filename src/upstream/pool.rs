@@ -184,13 +184,17 @@ impl Pool {
         self.inner.evict_idle()
     }
 
-    /// Closes every idle session (at shutdown); leased ones close when their lease drops.
-    pub async fn close_idle(&self) {
+    /// Closes every idle session at once (at shutdown) and returns how many; leased ones close
+    /// when their lease drops.
+    pub async fn close_idle(&self) -> usize {
         let idle: Vec<_> = self.inner.state.lock().idle.drain(..).collect();
-        for entry in idle {
-            let _ = tokio::time::timeout(CLOSE_TIMEOUT, entry.session.close()).await;
-        }
+        let count = idle.len();
+        let closes = idle
+            .into_iter()
+            .map(|e| tokio::time::timeout(CLOSE_TIMEOUT, async move { e.session.close().await }));
+        futures_util::future::join_all(closes).await;
         self.inner.freed.notify_waiters();
+        count
     }
 }
 

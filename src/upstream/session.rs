@@ -298,7 +298,7 @@ async fn handshake(
 ) -> Result<(Option<http::HeaderValue>, Box<RawValue>), UpstreamError> {
     let settings = transport.settings();
     let params = json!({
-        "protocolVersion": settings.preferred_version,
+        "protocolVersion": settings.preferred_version.as_str(),
         "capabilities": capabilities,
         "clientInfo": { "name": settings.client_name, "version": settings.client_version },
     });

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use http::{HeaderMap, Uri};
 
-/// The default protocol revision asked for in `initialize`.
-pub const DEFAULT_PREFERRED_VERSION: &str = "2025-11-25";
+use crate::defaults;
+use crate::mrtr::LegacyVersion;
 
 /// How the gateway reaches and talks to the legacy server.
 #[derive(Clone)]
@@ -22,7 +22,7 @@ pub struct UpstreamSettings {
     /// `clientInfo.version` in `initialize`.
     pub client_version: String,
     /// The revision asked for in `initialize`; the server may answer any of `LEGACY_VERSIONS`.
-    pub preferred_version: String,
+    pub preferred_version: LegacyVersion,
     /// Bound on establishing a TCP connection.
     pub connect_timeout: Duration,
     /// Bound on one upstream request, from sending it to its response (a call's whole life).
@@ -59,13 +59,13 @@ impl UpstreamSettings {
             extra_headers: HeaderMap::new(),
             client_name: "mrtr-gateway".to_owned(),
             client_version: env!("CARGO_PKG_VERSION").to_owned(),
-            preferred_version: DEFAULT_PREFERRED_VERSION.to_owned(),
-            connect_timeout: Duration::from_secs(5),
-            request_timeout: Duration::from_secs(60),
-            pool_max_sessions: 64,
-            pool_idle_timeout: Duration::from_secs(300),
-            pool_acquire_timeout: Duration::from_secs(10),
-            max_event_bytes: 4 * 1024 * 1024,
+            preferred_version: defaults::UPSTREAM_VERSION,
+            connect_timeout: defaults::CONNECT_TIMEOUT,
+            request_timeout: defaults::REQUEST_TIMEOUT,
+            pool_max_sessions: defaults::POOL_MAX_SESSIONS,
+            pool_idle_timeout: defaults::POOL_IDLE,
+            pool_acquire_timeout: defaults::POOL_ACQUIRE_TIMEOUT,
+            max_event_bytes: defaults::MAX_EVENT_BYTES,
         }
     }
 }

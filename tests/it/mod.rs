@@ -1,6 +1,7 @@
 //! One file per behaviour area of the gateway.
 
 mod admin;
+mod boundary;
 mod capabilities;
 mod catalog;
 mod client_faults;

@@ -10,10 +10,35 @@ fn empty_config_takes_defaults() {
     assert_eq!(c.front.listen.to_string(), "127.0.0.1:8080");
     assert_eq!(c.admin_listen.unwrap().to_string(), "127.0.0.1:9090");
     assert_eq!(c.upstream.target, UpstreamTarget::Embedded);
-    assert_eq!(c.mrtr.max_rounds, 8);
-    assert_eq!(c.state.ttl, Duration::from_secs(600));
+    assert_eq!(c.mrtr.max_rounds, d::MAX_ROUNDS);
+    assert_eq!(c.state.ttl, d::STATE_TTL);
+    assert_eq!(c.upstream.protocol_version, LegacyVersion::V2025_11_25);
     assert!(c.state.keys.is_empty());
     assert_eq!(c.front.cache_scope, CacheScope::Private);
+}
+
+/// The config's fallbacks, the core's `Default`s and the upstream client's settings are the
+/// same numbers: each has one definition, in `crate::defaults`.
+#[test]
+fn every_layer_takes_the_same_defaults() {
+    use crate::mrtr::{AnswerLimits, CodecSettings};
+    use crate::upstream::UpstreamSettings;
+    let c = Config::from_toml("").unwrap();
+    let answers = AnswerLimits::default();
+    assert_eq!(c.mrtr.max_answer_bytes, answers.max_answer_bytes);
+    assert_eq!(answers.max_answer_bytes, 64 * 1024);
+    let codec = CodecSettings::default();
+    assert_eq!((c.state.ttl, c.state.clock_skew), (codec.ttl, codec.skew));
+    assert_eq!(c.state.max_token_bytes, codec.max_token_bytes);
+    assert_eq!(codec.max_token_bytes, 256 * 1024);
+    let upstream = UpstreamSettings::new(Uri::from_static("http://127.0.0.1:1/mcp"));
+    assert_eq!(c.upstream.request_timeout, upstream.request_timeout);
+    assert_eq!(upstream.request_timeout, Duration::from_secs(120));
+    assert_eq!(c.upstream.connect_timeout, upstream.connect_timeout);
+    assert_eq!(c.upstream.pool_max_sessions, upstream.pool_max_sessions);
+    assert_eq!(upstream.pool_max_sessions, 256);
+    assert_eq!(c.upstream.pool_idle, upstream.pool_idle_timeout);
+    assert_eq!(c.upstream.protocol_version, upstream.preferred_version);
 }
 
 #[test]

@@ -120,6 +120,21 @@ fn answer_size_and_count_are_bounded() {
 }
 
 #[test]
+fn the_default_answer_bound_is_the_production_one() {
+    let limits = AnswerLimits::default();
+    assert_eq!(limits.max_answer_bytes, crate::defaults::MAX_ANSWER_BYTES);
+    let text = |n: usize| json!({"e": {"action": "accept", "content": {"t": "x".repeat(n)}}});
+    // Well above the old core-only 16 KiB, well below the documented 64 KiB.
+    let mut journal = journal_asking(&[pending("e", InputKind::Elicitation, "x")]);
+    let fits = responses(text(32 * 1024));
+    assert!(journal.accept_responses(Some(&fits), LegacyVersion::V2025_11_25, &limits).is_ok());
+    let mut journal = journal_asking(&[pending("e", InputKind::Elicitation, "x")]);
+    let over = responses(text(limits.max_answer_bytes));
+    let err = journal.accept_responses(Some(&over), LegacyVersion::V2025_11_25, &limits).unwrap_err();
+    assert!(matches!(err, InputError::TooLarge { limit, .. } if limit == limits.max_answer_bytes));
+}
+
+#[test]
 fn input_responses_field() {
     let params = json!({"inputResponses": {"k": {}}});
     assert_eq!(input_responses(Some(&params)).unwrap().map(Map::len), Some(1));

@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::defaults;
 use crate::mrtr::journal::AnswerLimits;
 use crate::mrtr::translate::LegacyVersion;
 
@@ -39,12 +40,12 @@ fn next_round(outcome: RoundOutcome, answers: Value) -> Replay {
     let mut journal = outcome.journal;
     let map = answers.as_object().cloned().unwrap_or_default();
     journal.accept_responses(Some(&map), LegacyVersion::V2025_11_25, &AnswerLimits::default()).unwrap();
-    Replay::new(journal, DEFAULT_MAX_QUESTIONS)
+    Replay::new(journal, defaults::MAX_QUESTIONS_PER_ROUND)
 }
 
 #[test]
 fn first_round_mints_keys_and_translates_requests() {
-    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
     let mut params = question("Name?");
     params["elicitationId"] = json!("e-1");
     assert_eq!(ask(&mut replay, &params), "elicitation-1");
@@ -69,7 +70,7 @@ fn first_round_mints_keys_and_translates_requests() {
 
 #[test]
 fn a_chain_answers_from_the_journal_and_never_repeats_keys() {
-    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
     let key = ask(&mut replay, &question("Name?"));
     let mut replay = next_round(replay.finish(), json!({ key: accept("Alice") }));
     assert_eq!(answer(&mut replay, &question("Name?")), accept("Alice"));
@@ -82,7 +83,7 @@ fn a_chain_answers_from_the_journal_and_never_repeats_keys() {
 
 #[test]
 fn identical_questions_get_their_answers_in_order() {
-    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
     let first = ask(&mut replay, &question("Pick one"));
     let second = ask(&mut replay, &question("Pick one"));
     assert_ne!(first, second);
@@ -96,7 +97,7 @@ fn identical_questions_get_their_answers_in_order() {
 
 #[test]
 fn a_changed_question_is_asked_again_never_answered() {
-    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
     let key = ask(&mut replay, &question("Name?"));
     let mut replay = next_round(replay.finish(), json!({ key: accept("Alice") }));
     let key = ask(&mut replay, &question("Full name?"));
@@ -108,7 +109,7 @@ fn a_changed_question_is_asked_again_never_answered() {
 
 #[test]
 fn re_asked_pending_questions_keep_their_keys() {
-    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
     let first = ask(&mut replay, &question("A?"));
     let second = ask(&mut replay, &question("B?"));
     // The client answers only the second question.
@@ -123,7 +124,7 @@ fn re_asked_pending_questions_keep_their_keys() {
 
 #[test]
 fn volatile_fields_do_not_break_matching() {
-    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
     let mut params = json!({"mode": "url", "message": "Open", "url": "https://e.com", "elicitationId": "r1"});
     let key = ask(&mut replay, &params);
     let mut replay = next_round(replay.finish(), json!({ key: {"action": "accept"} }));
@@ -134,7 +135,7 @@ fn volatile_fields_do_not_break_matching() {
 
 #[test]
 fn key_hints_are_honoured_when_valid_and_free() {
-    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
     assert_eq!(ask(&mut replay, &hinted("Name?", "user_name")), "user_name");
     assert_eq!(ask(&mut replay, &hinted("Other?", "user_name")), "elicitation-1");
     assert_eq!(ask(&mut replay, &hinted("Bad?", "has space")), "elicitation-2");
@@ -148,7 +149,7 @@ fn key_hints_are_honoured_when_valid_and_free() {
 
 #[test]
 fn a_re_asked_key_taken_by_a_hint_is_replaced() {
-    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
     assert_eq!(ask(&mut replay, &hinted("A?", "user_name")), "user_name");
     let mut replay = next_round(replay.finish(), json!({}));
     // A different question grabs the hint first this round.
@@ -182,7 +183,7 @@ fn answered_questions_do_not_count_against_the_cap() {
 
 #[test]
 fn unknown_methods_are_errors() {
-    let mut replay = Replay::new(Journal::new(), DEFAULT_MAX_QUESTIONS);
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
     let err = replay.decide("tools/call", None).unwrap_err();
     assert!(matches!(err, ReplayError::Translate(TranslateError::UnknownMethod(_))));
     assert_eq!(replay.asked(), 0);

@@ -1,0 +1,60 @@
+//! Every default bound and setting of the gateway, defined once.
+//!
+//! Why a module of its own: the sealed core (`src/mrtr`) must not import the config layer (or
+//! tokio or hyper), and the config layer must not restate numbers the core and the upstream
+//! client also use (they drifted apart when each kept its own). So the defaults live here, with
+//! nothing but `std` and the core's [`LegacyVersion`] in scope, and the core's `Default` impls,
+//! the upstream settings and the config's fallbacks all read them. The README's configuration
+//! table documents these values; tests use them instead of copies.
+
+use std::time::Duration;
+
+use crate::mrtr::LegacyVersion;
+
+// [front]
+pub const LISTEN: &str = "127.0.0.1:8080";
+pub const PATH: &str = "/mcp";
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+pub const MAX_CONNECTIONS: usize = 4096;
+pub const MAX_IN_FLIGHT: usize = 1024;
+pub const DRAIN: Duration = Duration::from_secs(30);
+pub const CACHE_TTL_MS: u64 = 0;
+pub const CACHE_SCOPE: &str = "private";
+
+// [admin]
+pub const ADMIN_LISTEN: &str = "127.0.0.1:9090";
+
+// [upstream]
+/// The revision proposed in `initialize`.
+pub const UPSTREAM_VERSION: LegacyVersion = LegacyVersion::V2025_11_25;
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// One upstream request, a call's whole life included.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+pub const POOL_MAX_SESSIONS: usize = 256;
+pub const POOL_IDLE: Duration = Duration::from_secs(300);
+/// How long a lease waits for a session when every one is leased (not configurable).
+pub const POOL_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest SSE event or JSON body accepted from the upstream (not configurable).
+pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
+/// Longest shutdown spends closing pooled upstream sessions (not configurable).
+pub const SHUTDOWN_CLOSE: Duration = Duration::from_secs(5);
+
+// [mrtr]
+pub const GATHER_WINDOW: Duration = Duration::from_millis(50);
+pub const ROUND_TIMEOUT: Duration = Duration::from_secs(60);
+pub const TOTAL_TIMEOUT: Duration = Duration::from_secs(120);
+/// `input_required` rounds per call: clients give up after about 10.
+pub const MAX_ROUNDS: u32 = 8;
+pub const MAX_QUESTIONS_PER_ROUND: usize = 16;
+/// One answer's serialised size.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// Answers one request chain may accumulate (not configurable).
+pub const MAX_ANSWERS: usize = 64;
+
+// [state]
+pub const STATE_TTL: Duration = Duration::from_secs(600);
+pub const CLOCK_SKEW: Duration = Duration::from_secs(30);
+pub const MAX_TOKEN_BYTES: usize = 256 * 1024;
+
+// [log]
+pub const LOG_LEVEL: &str = "info";

@@ -1,0 +1,116 @@
+//! The error boundary: codes and statuses, and that nothing the upstream said reaches the client.
+
+use super::*;
+
+#[test]
+fn spec_mandated_statuses() {
+    assert_eq!(FrontError::MethodNotFound("ping".into()).status(), StatusCode::NOT_FOUND);
+    assert_eq!(FrontError::MethodNotFound("ping".into()).code(), -32601);
+    assert_eq!(FrontError::HeaderMismatch("x".into()).code(), -32020);
+    let e = FrontError::MissingCapability { required: json!({"sampling": {}}) };
+    assert_eq!((e.code(), e.status()), (-32021, StatusCode::BAD_REQUEST));
+    assert_eq!(e.to_object().data, Some(json!({"requiredCapabilities": {"sampling": {}}})));
+    let e = FrontError::UnsupportedVersion { requested: "1900-01-01".into() };
+    assert_eq!((e.code(), e.status()), (-32022, StatusCode::BAD_REQUEST));
+    assert_eq!(e.to_object().data.unwrap()["requested"], "1900-01-01");
+}
+
+#[test]
+fn state_errors_are_generic_for_the_client() {
+    let a = FrontError::from(StateError::Expired { expires_at: 1, now: 2 }).to_object();
+    let b = FrontError::from(StateError::Integrity).to_object();
+    assert_eq!(a, b);
+    assert_eq!(a.code, -32602);
+}
+
+#[test]
+fn upstream_codes_are_mapped() {
+    let e = |code| ErrorObject { code, message: "m".into(), data: Some(json!(1)) };
+    assert_eq!(map_upstream_error(e(-32002)).code, -32602);
+    assert_eq!(map_upstream_error(e(-32042)).code, -32603);
+    assert_eq!(map_upstream_error(e(-32042)).data, None);
+    assert_eq!(map_upstream_error(e(-32602)).code, -32602);
+    assert_eq!(map_upstream_error(e(-32000)).code, -32000);
+}
+
+#[test]
+fn internal_details_are_not_sent() {
+    let o = FrontError::Internal("key file /secret unreadable".into()).to_object();
+    assert!(!o.message.contains("secret"));
+}
+
+fn io_refused() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused by 10.0.0.9")
+}
+
+#[test]
+fn upstream_failures_get_fixed_messages_and_keep_their_source() {
+    let body = b"Traceback secret (most recent call last)";
+    let e = FrontError::from(UpstreamError::http(StatusCode::INTERNAL_SERVER_ERROR, body));
+    assert_eq!(e.to_object().message, "upstream returned HTTP 500");
+    assert_eq!(e.status(), StatusCode::BAD_GATEWAY);
+    assert!(e.detail().contains("Traceback secret"), "{}", e.detail());
+    assert_eq!(e.upstream_failure().map(UpstreamError::label), Some("http_status"));
+
+    let e = FrontError::from(UpstreamError::Closed("peer said: secret".into()));
+    assert_eq!(e.to_object().message, "upstream server unavailable: connection closed");
+    let e = FrontError::from(UpstreamError::Initialize("server chose version \"secret\"".into()));
+    assert_eq!(e.to_object().message, "upstream server unavailable: initialize failed");
+    let e = FrontError::from(UpstreamError::Protocol("bad frame <secret>".into()));
+    assert_eq!(e.to_object().message, "upstream server unavailable: invalid response");
+
+    let e = FrontError::from(UpstreamError::Timeout(std::time::Duration::from_secs(3)));
+    assert_eq!(
+        (e.to_object().message.as_str(), e.status()),
+        ("upstream server timed out", StatusCode::GATEWAY_TIMEOUT)
+    );
+}
+
+#[test]
+fn a_refused_connection_is_named_without_the_os_text() {
+    assert_eq!(connect_cause(&io_refused()), "connection refused");
+    let other = std::io::Error::other("dns lookup of secret.internal failed");
+    assert_eq!(connect_cause(&other), "cannot connect");
+}
+
+#[test]
+fn settings_and_seal_failures_are_internal_and_hidden() {
+    let e = FrontError::from(UpstreamError::Settings("token=secret".into()));
+    assert!(matches!(e, FrontError::Internal(_)));
+    assert_eq!(e.upstream_failure().map(UpstreamError::label), Some("settings"));
+    assert_eq!(e.to_object().message, "Internal error");
+    assert!(e.detail().contains("token=secret"));
+    let e = FrontError::from(StateError::Seal);
+    assert_eq!((e.label(), e.to_object().message.as_str()), (OutcomeLabel::Internal, "Internal error"));
+}
+
+#[test]
+fn client_input_errors_convert_to_their_codes() {
+    let e = FrontError::from(StateError::Expired { expires_at: 1, now: 2 });
+    assert!(matches!(e, FrontError::InvalidState(StateError::Expired { .. })));
+    assert!(e.detail().contains("expired at 1 (now 2)"), "{}", e.detail());
+    let e = FrontError::from(ClaimsError::TooManyRounds { max: 8 });
+    assert!(matches!(e, FrontError::TooManyRounds { limit: 8 }));
+    let e = FrontError::from(ClaimsError::StateNotString);
+    assert_eq!(e.code(), -32602);
+    let e = FrontError::from(InputError::NotAnObject);
+    assert_eq!((e.code(), e.status()), (-32602, StatusCode::BAD_REQUEST));
+    let json = serde_json::from_slice::<Value>(b"{").unwrap_err();
+    assert_eq!(FrontError::from(EnvelopeError::Json(json)).code(), -32700);
+    assert_eq!(FrontError::from(EnvelopeError::Version).code(), -32600);
+    let e = FrontError::from(AuthError::Missing);
+    assert_eq!(e.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(e.to_object().message, "unauthorized: missing bearer token");
+}
+
+#[test]
+fn a_key_problem_of_the_gateway_is_only_an_invalid_token_for_the_client() {
+    use jsonwebtoken::errors::{Error, ErrorKind};
+    let key =
+        AuthError::Invalid(Error::from(ErrorKind::InvalidRsaKey("modulus of key-secret-7 too short".into())));
+    let e = FrontError::from(key);
+    assert_eq!(e.to_object().message, "unauthorized: invalid token");
+    assert!(e.detail().contains("key-secret-7"), "{}", e.detail());
+    let expired = FrontError::from(AuthError::Invalid(Error::from(ErrorKind::ExpiredSignature)));
+    assert_eq!(expired.to_object().message, "unauthorized: token expired");
+}
