@@ -163,7 +163,7 @@ impl Run<'_> {
             // Two open requests with one id cannot be answered apart: the answer to one would
             // reach the other. The upstream broke JSON-RPC; end the call rather than guess.
             let what = "the upstream sent two requests with the same id".to_owned();
-            return Step::Abort { refuse: id, error: FrontError::UpstreamUnavailable(what) };
+            return Step::Abort { refuse: id, error: UpstreamError::Protocol(what).into() };
         }
         if !methods::is_input_method(method) {
             let e = error(codes::METHOD_NOT_FOUND, format!("{method} is not supported by mrtr-gateway"));

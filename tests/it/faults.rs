@@ -176,8 +176,6 @@ async fn two_server_requests_with_one_id_are_a_clear_error() -> TestResult {
 }
 
 #[tokio::test]
-#[ignore = "the front error still quotes the upstream's HTTP error body; the error boundary \
-            replaces it with a fixed text"]
 async fn an_http_error_page_is_a_clear_error_that_does_not_quote_it() -> TestResult {
     let rig = Rig::start().await?;
     let reply = call_promptly(&rig, tools::HTTP_500).await?;
