@@ -79,10 +79,11 @@ prepare_run_dir() {
 # === the harness's own unit tests ===
 
 self_tests() {
-  if (cd "$HERE" && timeout 120 node --test baseline.test.mjs >"$RUN_DIR/self-test-node.txt" 2>&1); then
-    record PASS "PASS self-test - conformance baseline rules (node --test)"
+  if (cd "$HERE" && timeout 180 node --test baseline.test.mjs conformance_runner.test.mjs \
+    >"$RUN_DIR/self-test-node.txt" 2>&1); then
+    record PASS "PASS self-test - conformance baseline and runner rules (node --test)"
   else
-    record FAIL "FAIL self-test - conformance baseline rules: see $RUN_DIR/self-test-node.txt"
+    record FAIL "FAIL self-test - conformance baseline and runner rules: see $RUN_DIR/self-test-node.txt"
   fi
   if (cd "$HERE" && timeout 120 "$PY_MODERN" -m unittest test_client_checks >"$RUN_DIR/self-test-py.txt" 2>&1); then
     record PASS "PASS self-test - client check verdicts (unittest)"
@@ -192,7 +193,8 @@ conformance_cli_check() {
 }
 
 # run_conformance LABEL URL OUTFILE RUNNER_ARGS...: one runner invocation;
-# each scenario line counts as one test (PASS/XFAIL pass, FAIL/STALE fail).
+# each scenario line counts as one test (PASS/XFAIL pass; FAIL, and the
+# STALE/UNKNOWN baseline entries and MISSING scenarios, fail).
 run_conformance() {
   local label="$1" url="$2" outfile="$3" out rc=0 line verdict
   shift 3
@@ -203,11 +205,13 @@ run_conformance() {
     read -r _ verdict _ <<<"$line"
     case "$verdict" in
       PASS | XFAIL) record PASS "$line [$label]" ;;
-      FAIL | STALE) record FAIL "$line [$label]" ;;
+      FAIL | STALE | UNKNOWN | MISSING) record FAIL "$line [$label]" ;;
     esac
   done < <(grep '^CONFORMANCE ' <<<"$out" | grep -v '^CONFORMANCE SUMMARY')
-  if ((rc != 0)) && ! grep -q '^CONFORMANCE SUMMARY' <<<"$out"; then
+  if ! grep -q '^CONFORMANCE SUMMARY' <<<"$out"; then
     record FAIL "FAIL harness conformance-$label - runner exited $rc without a summary"
+  elif ((rc != 0)) && ! grep -qE '^CONFORMANCE (FAIL|STALE|UNKNOWN|MISSING) ' <<<"$out"; then
+    record FAIL "FAIL harness conformance-$label - runner exited $rc without naming a failure"
   fi
 }
 
@@ -241,7 +245,7 @@ print_matrix() {
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-legacy-control.txt" 2>/dev/null || say "(not run)"
   say "gateway in front of the fixture, 2026-07-28 wire:"
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-gateway.txt" 2>/dev/null || say "(not run)"
-  grep -E '^(FAIL (harness|conformance-cli|self-test)|CONFORMANCE (FAIL|STALE))' "$RESULTS" || true
+  grep -E '^(FAIL (harness|conformance-cli|self-test)|CONFORMANCE (FAIL|STALE|UNKNOWN|MISSING))' "$RESULTS" || true
 }
 
 with_gateways() {
