@@ -79,11 +79,11 @@ prepare_run_dir() {
 # === the harness's own unit tests ===
 
 self_tests() {
-  if (cd "$HERE" && timeout 180 node --test baseline.test.mjs conformance_runner.test.mjs \
+  if (cd "$HERE" && timeout 180 node --test baseline.test.mjs conformance_runner.test.mjs client_checks.test.mjs \
     >"$RUN_DIR/self-test-node.txt" 2>&1); then
-    record PASS "PASS self-test - conformance baseline and runner rules (node --test)"
+    record PASS "PASS self-test - conformance baseline, runner and ts client check rules (node --test)"
   else
-    record FAIL "FAIL self-test - conformance baseline and runner rules: see $RUN_DIR/self-test-node.txt"
+    record FAIL "FAIL self-test - conformance baseline, runner and ts client check rules: see $RUN_DIR/self-test-node.txt"
   fi
   if (cd "$HERE" && timeout 120 "$PY_MODERN" -m unittest test_client_checks >"$RUN_DIR/self-test-py.txt" 2>&1); then
     record PASS "PASS self-test - client check verdicts (unittest)"
