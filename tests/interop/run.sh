@@ -161,19 +161,35 @@ gateway_checks() {
 }
 
 # Two gateways, one key file, requests alternating between them: multi-round
-# calls must still complete, and both gateways must have served requests.
+# calls must still complete, both gateways must have served requests, and
+# every retry carrying a requestState must have reached the other replica than
+# the one whose answer carried that state (the proxy logs both ends), as many
+# retries as the clients report rounds.
 two_gateway_checks() {
   local rr="http://127.0.0.1:$P_RR/mcp" only
   only="test_input_required_result_multi_round,test_input_required_result_multiple_inputs,test_input_required_result_elicitation"
   py fixture-two-gateways fixture "$rr" 2026-07-28 --only "$only"
   ts fixture-two-gateways fixture "$rr" pin --only "$only"
-  local to_a to_b
-  to_a="$(grep -c -- '-> 0$' "$RUN_DIR/round-robin.log" || true)"
-  to_b="$(grep -c -- '-> 1$' "$RUN_DIR/round-robin.log" || true)"
+  local log="$RUN_DIR/round-robin.log" to_a to_b
+  to_a="$(grep -c -- '-> 0$' "$log" || true)"
+  to_b="$(grep -c -- '-> 1$' "$log" || true)"
   if ((to_a > 0 && to_b > 0)); then
     record PASS "PASS proxy two-gateways alternation requests: gateway-a=$to_a gateway-b=$to_b"
   else
     record FAIL "FAIL proxy two-gateways alternation requests: gateway-a=$to_a gateway-b=$to_b"
+  fi
+  local retries crossed same unknown rounds
+  retries="$(grep -c '^rr-retry ' "$log" || true)"
+  crossed="$(grep -cE '^rr-retry .* sealed-by=(0 sent-to=1|1 sent-to=0)$' "$log" || true)"
+  same="$(grep -cE '^rr-retry .* sealed-by=(0 sent-to=0|1 sent-to=1)$' "$log" || true)"
+  unknown="$(grep -c '^rr-retry .* sealed-by=unknown ' "$log" || true)"
+  rounds="$(grep -E '^PASS (py|ts) fixture-two-gateways ' "$RESULTS" | grep -oE 'rounds=[0-9]+' |
+    cut -d= -f2 | awk '{ n += $1 } END { print n + 0 }')"
+  local detail="retries=$retries crossed=$crossed same-replica=$same unsealed=$unknown client-rounds=$rounds"
+  if ((retries > 0 && crossed == retries && retries == rounds)); then
+    record PASS "PASS proxy two-gateways cross-replica-retries: $detail"
+  else
+    record FAIL "FAIL proxy two-gateways cross-replica-retries: $detail (see $log)"
   fi
 }
 
