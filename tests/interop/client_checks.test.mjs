@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bind, loadTable, matchQuestions, newRecorder, refusalProblem, verify } from './client_checks.mjs';
+import { bind, loadTable, matchQuestions, needs, newRecorder, refusalProblem, verify } from './client_checks.mjs';
 
 const ENTRY = {
   name: 'tool',
@@ -89,4 +89,10 @@ test('the answer token is required back exactly when the client sent it', () => 
   assert.equal(verify(check, rec, { text: 'declined', isError: false }, false), null);
   rec.noteRequest('{"jsonrpc":"2.0","id":1,"result":{"action":"decline","_meta":{"x":"answer-k"}}}');
   assert.match(verify(check, rec, { text: 'declined', isError: false }, false), /result lacks 'answer-k'/);
+});
+
+test('a check needs exactly the kinds its rounds name', () => {
+  assert.deepEqual([...needs(bind(ENTRY, 'k'))], ['elicit']);
+  assert.deepEqual([...needs(bind({ name: 'echo' }, 'k'))], []);
+  assert.deepEqual([...needs(bind({ name: 't', rounds: [{ sample: ['a'], roots: ['roots/list'] }] }, 'k'))].sort(), ['roots', 'sample']);
 });

@@ -101,6 +101,11 @@ class CheckTest(unittest.TestCase):
         wrong = self.recorder(3, ("sample", 1, "Step 1"), ("elicit", 2, "Step 2 k"))
         self.assertIn("round 1: 0 elicit question(s), wanted 1", self.CHECK.bind("k").verify(wrong, "got k", False, True))
 
+    def test_a_check_needs_exactly_the_kinds_its_rounds_name(self) -> None:
+        self.assertEqual(self.CHECK.needs, {"elicit"})
+        self.assertEqual(Check("echo").needs, set())
+        self.assertEqual(Check("t", rounds=[{"sample": ["a"], "roots": ["roots/list"]}]).needs, {"sample", "roots"})
+
     def test_roots_questions_are_matched_as_roots(self) -> None:
         self.assertIsNone(match_questions({"roots": ["roots/list"]}, [Question("roots", 1, "roots/list")], "r"))
         self.assertIn("0 roots question", match_questions({"roots": ["roots/list"]}, [], "r"))
