@@ -79,7 +79,6 @@ function conformance(args, timeoutMs) {
     child.on('error', (error) => keep(`spawn failed: ${error.message}`));
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      killGroup(child.pid, 'SIGKILL'); // whatever the CLI left behind in its group
       liveGroups.delete(child.pid);
       if (!stopping) resolve({ code, signal, output });
     });
