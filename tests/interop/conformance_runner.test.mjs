@@ -5,10 +5,10 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseRequirements } from './baseline.mjs';
 
@@ -39,8 +39,14 @@ case $FAKE_MODE in
 esac
 `;
 
+const dirs = [];
+after(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
 function setup() {
   const dir = mkdtempSync(join(tmpdir(), 'conformance-runner-test-'));
+  dirs.push(dir);
   const cli = join(dir, 'fake-cli');
   writeFileSync(cli, FAKE_CLI);
   chmodSync(cli, 0o755);
