@@ -2,10 +2,26 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { judge, parseBaseline, staleEntries } from './baseline.mjs';
+import {
+  CRASH,
+  EXIT_MISMATCH,
+  NO_CHECKS,
+  judge,
+  missingScenarios,
+  parseBaseline,
+  parseRequirements,
+  staleEntries,
+  unknownEntries,
+} from './baseline.mjs';
 
 const check = (id, status) => ({ id, status });
-const scenario = (name, ...checks) => ({ scenario: name, checks, crash: null });
+// A scenario run whose CLI exit code agrees with its checks (1 iff a FAILURE).
+const scenario = (name, ...checks) => ({
+  scenario: name,
+  checks,
+  crash: null,
+  exitCode: checks.some((c) => c.status === 'FAILURE') ? 1 : 0,
+});
 
 test('an empty list parses to no entries', () => {
   assert.deepEqual(parseBaseline('server: []\n'), []);
@@ -63,4 +79,51 @@ test('a crashed scenario fails unless the whole scenario is listed', () => {
   const crashed = { scenario: 'a', checks: [], crash: 'timeout' };
   assert.equal(judge(crashed, []).verdict, 'FAIL');
   assert.equal(judge(crashed, parseBaseline('server:\n  - a # r\n')).verdict, 'XFAIL');
+});
+
+test('an entry for a scenario the pinned suite does not require is unknown, even if never judged', () => {
+  const baseline = parseBaseline('server:\n  - caching # r\n  - cachng # misspelt\n  - dropped:c1 # gone in a new pin\n');
+  assert.deepEqual(unknownEntries(baseline, ['caching', 'tools-list']).map((e) => e.text), ['cachng', 'dropped:c1']);
+  assert.deepEqual(unknownEntries(baseline, ['caching', 'cachng', 'dropped']), []);
+});
+
+test('a scenario with zero checks fails, and only a whole-scenario entry covers it', () => {
+  const empty = { scenario: 'a', checks: [], crash: null, exitCode: 0 };
+  assert.deepEqual(judge(empty, []), { verdict: 'FAIL', failing: [NO_CHECKS], unexpected: [NO_CHECKS] });
+  assert.equal(judge(empty, parseBaseline('server:\n  - a:wire-schema-valid # r\n')).verdict, 'FAIL');
+  assert.equal(judge(empty, parseBaseline('server:\n  - a # r\n')).verdict, 'XFAIL');
+});
+
+test('a non-zero exit with no FAILURE check fails as an exit mismatch', () => {
+  const run = { ...scenario('a', check('c1', 'SUCCESS')), exitCode: 1 };
+  assert.deepEqual(judge(run, []).unexpected, [EXIT_MISMATCH]);
+  assert.deepEqual(judge({ ...run, exitCode: 2 }, []).unexpected, [EXIT_MISMATCH]);
+});
+
+test('exit 0 beside a FAILURE check fails as an exit mismatch too', () => {
+  const run = { ...scenario('a', check('c1', 'FAILURE')), exitCode: 0 };
+  const judged = judge(run, parseBaseline('server:\n  - a:c1 # r\n'));
+  assert.deepEqual([judged.verdict, judged.unexpected], ['FAIL', [EXIT_MISMATCH]]);
+});
+
+test('exit 1 with only baselined failures is what the CLI does: XFAIL, not a mismatch', () => {
+  const run = scenario('a', check('c1', 'FAILURE'), check('c2', 'SUCCESS'));
+  assert.equal(run.exitCode, 1);
+  assert.equal(judge(run, parseBaseline('server:\n  - a:c1 # r\n')).verdict, 'XFAIL');
+});
+
+test('a crash is reported as such, not as its (absent) checks', () => {
+  const crashed = { scenario: 'a', checks: [], crash: 'killed', exitCode: null, signal: 'SIGKILL' };
+  assert.deepEqual(judge(crashed, []).failing, [CRASH]);
+});
+
+test('every scenario that was to run must have run with checks of its own, by name', () => {
+  const results = [scenario('a', check('c', 'SUCCESS')), { scenario: 'b', checks: [], crash: 'timeout' }, scenario('c')];
+  assert.deepEqual(missingScenarios(['a', 'b', 'c', 'd'], results), ['b', 'c', 'd']);
+  assert.deepEqual(missingScenarios(['a'], results), []);
+});
+
+test('the requirements file yields its server list and rejects a file without one', () => {
+  assert.deepEqual(parseRequirements('server:\n  - a\n  - b\nclient:\n  - c\n'), ['a', 'b']);
+  assert.throws(() => parseRequirements('client:\n  - c\n'), /no 'server' list/);
 });

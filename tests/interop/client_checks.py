@@ -1,11 +1,15 @@
 """Callbacks and verdicts for the Python client check; the table is checks.json.
 
 A `Recorder` answers the legacy server's questions (through the client's
-callbacks) with values derived from a per-check random token and remembers each
-question. A `Check` (one entry of checks.json, shared with the TypeScript check)
-names a call and what must then be true: how many questions of each kind
-reached the callbacks, a fragment of the legacy server's question, and
-fragments of the result that only the token-bearing answers can produce.
+callbacks) with values derived from a per-check random token, remembers each
+question with its kind and the round it was asked in, and counts the call's
+POSTs (the first call plus one retry per `input_required` round). A `Check`
+(one entry of checks.json, shared with the TypeScript check) names a call, how
+the callbacks answer, and what must then be true: the exact rounds and, per
+round and kind, the exact questions (each matched by a fragment of the legacy
+server's own question), the exact number of progress notes, a result that is
+not an error, and fragments of the result only the token-bearing answers can
+produce.
 """
 
 from __future__ import annotations
@@ -14,14 +18,24 @@ import json
 import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from mcp import types
 
 MAX_DETAIL = 200
+KINDS = ("elicit", "sample", "roots")
+CALL_METHODS = ("tools/call", "prompts/get")
+# The key under which every elicitation answer carries the check's token.
+ANSWER_META = "dev.mrtr-interop/answer"
 
 
 # === Recorder ===
+
+
+class Question(NamedTuple):
+    kind: str  # elicit | sample | roots
+    round: int  # call POSTs sent when it was asked: 1 = the first call's round
+    text: str  # the request as JSON: {"method": ..., "params": ...}
 
 
 @dataclass
@@ -29,32 +43,65 @@ class Recorder:
     """Answers the callbacks with token-derived values and records every question."""
 
     token: str = field(default_factory=lambda: secrets.token_hex(4))
-    questions: list[str] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=lambda: {"elicit": 0, "sample": 0, "roots": 0, "progress": 0})
+    answers: dict[str, str] = field(default_factory=dict)  # kind -> action, e.g. {"elicit": "decline"}
+    questions: list[Question] = field(default_factory=list)
+    call_posts: int = 0
+    progress: int = 0
+    answer_sent: bool = False  # some POST carried answer_token (the client sent the answer's _meta)
 
-    def _note(self, kind: str, params: Any) -> None:
-        self.counts[kind] += 1
-        if params is not None:
-            self.questions.append(json.dumps(params.model_dump(mode="json", by_alias=True)))
+    @property
+    def answer_token(self) -> str:
+        return f"answer-{self.token}"
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {kind: sum(q.kind == kind for q in self.questions) for kind in KINDS}
+
+    def _note(self, kind: str, method: str, params: Any) -> None:
+        dumped = params.model_dump(mode="json", by_alias=True, exclude_none=True) if params is not None else None
+        self.questions.append(Question(kind, self.call_posts, json.dumps({"method": method, "params": dumped})))
+
+    def note_request(self, body: bytes | str) -> None:
+        """Count a POST that carries the call (the first one or a retry)."""
+        text = body.decode(errors="replace") if isinstance(body, bytes) else str(body)
+        if self.answer_token in text:
+            self.answer_sent = True
+        try:
+            message = json.loads(body)
+        except (TypeError, ValueError):
+            return
+        for item in message if isinstance(message, list) else [message]:
+            if isinstance(item, dict) and item.get("method") in CALL_METHODS:
+                self.call_posts += 1
+
+    async def on_http_request(self, request: Any) -> None:
+        """httpx request hook: every POST the client sends passes through here."""
+        if request.method == "POST":
+            self.note_request(request.content)
+
+    def answer_meta(self) -> dict[str, str]:
+        return {ANSWER_META: self.answer_token}
 
     async def on_elicit(self, _ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        self._note("elicit", params)
-        if getattr(params, "mode", "form") == "url":
-            return types.ElicitResult(action="accept")
-        return types.ElicitResult(action="accept", content=self.form_answer(params.requested_schema))
+        self._note("elicit", "elicitation/create", params)
+        action = self.answers.get("elicit", "accept")
+        answer: dict[str, Any] = {"action": action, "_meta": self.answer_meta()}
+        if action == "accept" and getattr(params, "mode", "form") != "url":
+            answer["content"] = self.form_answer(params.requested_schema)
+        return types.ElicitResult.model_validate(answer)
 
     async def on_sample(self, _ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
-        self._note("sample", params)
+        self._note("sample", "sampling/createMessage", params)
         text = types.TextContent(type="text", text=f"sampled-{self.token}")
         return types.CreateMessageResult(role="assistant", content=text, model="interop-model", stop_reason="endTurn")
 
     async def on_roots(self, _ctx: Any) -> types.ListRootsResult:
-        self._note("roots", None)
+        self._note("roots", "roots/list", None)
         root = types.Root(uri=f"file:///interop/{self.token}", name=f"root-{self.token}")
         return types.ListRootsResult(roots=[root])
 
     async def on_progress(self, _progress: float, _total: float | None, _message: str | None) -> None:
-        self.counts["progress"] += 1
+        self.progress += 1
 
     def form_answer(self, schema: dict[str, Any]) -> dict[str, Any]:
         """Fill the required fields (all fields if none is required) from the token."""
@@ -76,60 +123,115 @@ class Recorder:
 # === Check ===
 
 
+def match_questions(wanted: dict[str, list[str]], asked: list[Question], where: str) -> str | None:
+    """Per kind: exactly as many questions as fragments, each fragment in its own question."""
+    for kind in KINDS:
+        texts = [q.text for q in asked if q.kind == kind]
+        fragments = wanted.get(kind, [])
+        if len(texts) != len(fragments):
+            return f"{where}: {len(texts)} {kind} question(s), wanted {len(fragments)}"
+        for fragment in fragments:
+            hit = next((t for t in texts if fragment in t), None)
+            if hit is None:
+                return f"{where}: no {kind} question containing {fragment!r}"
+            texts.remove(hit)
+    return None
+
+
 @dataclass(frozen=True)
 class Check:
-    """One call and the facts that must hold after it."""
+    """One call, how the callbacks answer it, and the facts that must hold after it."""
 
     name: str
     args: dict[str, Any] = field(default_factory=dict)
     kind: str = "tool"
-    calls: dict[str, int] = field(default_factory=dict)
-    question: str = ""
+    variant: str = ""
+    answer: dict[str, str] = field(default_factory=dict)
+    rounds: tuple[dict[str, list[str]], ...] | list[dict[str, list[str]]] = ()
+    progress: int = 0
     expect: tuple[str, ...] | list[str] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}#{self.variant}" if self.variant else self.name
+
+    @property
+    def needs(self) -> set[str]:
+        """The kinds of question this check expects: the only capabilities its client declares."""
+        return {kind for wanted in self.rounds for kind in wanted}
 
     def bind(self, token: str) -> Check:
         """Substitute this run's token into the arguments and expectations."""
-        args = json.loads(json.dumps(self.args).replace("{token}", token))
-        sub = lambda text: text.replace("{token}", token)  # noqa: E731
-        return replace(self, args=args, question=sub(self.question), expect=tuple(map(sub, self.expect)))
+        sub = lambda value: json.loads(json.dumps(value).replace("{token}", token))  # noqa: E731
+        return replace(self, args=sub(self.args), rounds=tuple(sub(list(self.rounds))), expect=tuple(sub(list(self.expect))))
 
-    def verify(self, recorder: Recorder, text: str) -> str | None:
-        """The first broken expectation, or None."""
-        for kind, minimum in self.calls.items():
-            if recorder.counts[kind] < minimum:
-                return f"{kind} callback ran {recorder.counts[kind]}x, wanted >= {minimum}"
-        if self.question and not any(self.question in q for q in recorder.questions):
-            return f"no question containing {self.question!r} reached the callbacks"
+    def verify(self, recorder: Recorder, text: str, is_error: bool, rounds_observable: bool) -> str | None:
+        """The first broken expectation, or None.
+
+        rounds_observable: the client speaks 2026-07-28, so each round is a
+        retry POST; otherwise (a legacy session) the server asks inside the one
+        call, and only the questions per kind are compared.
+        """
+        if is_error:
+            return f"result has isError: {clip(text)}"
+        if rounds_observable:
+            got = recorder.call_posts - 1
+            if got != len(self.rounds):
+                return f"{got} input_required round(s), wanted {len(self.rounds)}"
+            for number, wanted in enumerate(self.rounds, start=1):
+                asked = [q for q in recorder.questions if q.round == number]
+                problem = match_questions(wanted, asked, f"round {number}")
+                if problem:
+                    return problem
+            stray = [q for q in recorder.questions if not 1 <= q.round <= len(self.rounds)]
+            if stray:
+                return f"{len(stray)} question(s) outside any round, first: {clip(stray[0].text)}"
+        else:
+            if recorder.call_posts != 1:
+                return f"the call was sent {recorder.call_posts}x, wanted once"
+            merged: dict[str, list[str]] = {}
+            for wanted in self.rounds:
+                for kind, fragments in wanted.items():
+                    merged.setdefault(kind, []).extend(fragments)
+            problem = match_questions(merged, recorder.questions, "the call")
+            if problem:
+                return problem
+        if recorder.progress != self.progress:
+            return f"{recorder.progress} progress note(s), wanted {self.progress}"
+        # The answer token is expected back only if the client put it on the wire.
         for fragment in self.expect:
+            if recorder.answer_token in fragment and not recorder.answer_sent:
+                continue
             if fragment not in text:
                 return f"result lacks {fragment!r}: {clip(text)}"
         return None
 
     def success_detail(self, recorder: Recorder) -> str:
-        used = ",".join(f"{k}={v}" for k, v in recorder.counts.items() if v)
-        return f"ok ({used or 'no callbacks'})"
+        rounds = max(recorder.call_posts - 1, 0)
+        used = ",".join(f"{k}={v}" for k, v in {**recorder.counts, "progress": recorder.progress}.items() if v)
+        token = ",answer-token" if recorder.answer_sent else ""
+        return f"ok (rounds={rounds}{',' + used if used else ''}{token})"
 
 
 CHECKS_FILE = Path(__file__).with_name("checks.json")
 
 
-def load_checks(path: Path = CHECKS_FILE) -> dict[str, tuple[Check, ...]]:
-    """The check table, shared with the TypeScript client check."""
+def load_table(path: Path = CHECKS_FILE) -> tuple[dict[str, tuple[Check, ...]], dict[str, dict[str, str]]]:
+    """The check table and the expected refusals, shared with the TypeScript client check."""
     table = json.loads(path.read_text())
-    return {
-        server: tuple(Check(**{**entry, "calls": entry.get("calls", {})}) for entry in entries)
-        for server, entries in table.items()
-        if not server.startswith("_")
+    checks = {
+        server: tuple(Check(**entry) for entry in entries) for server, entries in table.items() if not server.startswith("_")
     }
+    return checks, table["_refusals"]
 
 
-CHECKS = load_checks()
+CHECKS, REFUSALS = load_table()
 
 
 def select(server: str, only: str) -> list[Check]:
-    """The server's checks, filtered by a comma-separated list of names."""
+    """The server's checks, filtered by a comma-separated list of labels or tool names."""
     names = {n.strip() for n in only.split(",") if n.strip()}
-    return [c for c in CHECKS[server] if not names or c.name in names]
+    return [c for c in CHECKS[server] if not names or c.label in names or c.name in names]
 
 
 def clip(text: str) -> str:
@@ -138,8 +240,23 @@ def clip(text: str) -> str:
     return flat if len(flat) <= MAX_DETAIL else flat[:MAX_DETAIL] + "..."
 
 
-def describe_failure(error: BaseException) -> str:
-    """The innermost message of an error (task groups wrap the real one)."""
+def innermost(error: BaseException) -> BaseException:
+    """The real error inside task-group wrappers."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
+    return error
+
+
+def describe_failure(error: BaseException) -> str:
+    """The innermost message of an error (task groups wrap the real one)."""
+    error = innermost(error)
     return clip(f"{type(error).__name__}: {error}")
+
+
+def refusal_problem(error: BaseException, wanted: str, error_type: type[BaseException]) -> str | None:
+    """None if the error is the expected refusal (its type, and its message holds `wanted`)."""
+    inner = innermost(error)
+    message = getattr(inner, "message", None) or str(inner)
+    if isinstance(inner, error_type) and wanted in message:
+        return None
+    return f"refused, but not with {error_type.__name__} {wanted!r}: {describe_failure(error)}"

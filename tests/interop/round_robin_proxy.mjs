@@ -5,16 +5,25 @@
 //
 // Responses (JSON or SSE) are streamed through unchanged. Each forwarded
 // request is logged to stdout as `rr <n> <method> <path> -> <upstream index>`
-// so the harness can assert that both upstreams served rounds.
+// so the harness can assert that both upstreams served rounds. The proxy also
+// remembers which upstream answered with each `requestState` (scanned in the
+// response as it streams, before it reaches the client), and logs every
+// request that carries one as
+//   `rr-retry <n> state=<digest> sealed-by=<index|unknown> sent-to=<index>`
+// so the harness can assert that every retry reached the other replica than
+// the one that sealed its state.
 //
 // Usage: node round_robin_proxy.mjs --listen PORT --upstream URL --upstream URL
 
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 
 const LOOPBACK = '127.0.0.1';
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
 const UPSTREAM_TIMEOUT_MS = 120_000;
+const STATE_PATTERN = /"requestState"\s*:\s*"([^"\\]+)"/g;
+const SCAN_TAIL = 64 * 1024; // response text kept between chunks, so a state split across two is still found
 const HOP_BY_HOP = ['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer'];
 
 function options() {
@@ -45,6 +54,37 @@ function fail(res, status, message) {
   res.writeHead(status, { 'content-type': 'text/plain' }).end(`${message}\n`);
 }
 
+function digest(state) {
+  return createHash('sha256').update(state).digest('hex').slice(0, 16);
+}
+
+// requestState digest -> index of the upstream whose response carried it.
+const sealedBy = new Map();
+
+// Records every requestState in a response as its text streams past.
+function stateScanner(index) {
+  let text = '';
+  return (chunk) => {
+    text += chunk.toString('utf8');
+    for (const match of text.matchAll(STATE_PATTERN)) {
+      if (!sealedBy.has(digest(match[1]))) sealedBy.set(digest(match[1]), index);
+    }
+    text = text.slice(-SCAN_TAIL);
+  };
+}
+
+function logRetry(served, index, body) {
+  let state;
+  try {
+    state = JSON.parse(Buffer.concat(body).toString('utf8'))?.params?.requestState;
+  } catch {
+    return;
+  }
+  if (typeof state !== 'string') return;
+  const key = digest(state);
+  console.log(`rr-retry ${served} state=${key} sealed-by=${sealedBy.get(key) ?? 'unknown'} sent-to=${index}`);
+}
+
 function makeHandler(upstreams) {
   let served = 0;
   return (req, res) => {
@@ -53,7 +93,9 @@ function makeHandler(upstreams) {
     const base = upstreams[index];
     const target = new URL(req.url, base);
     console.log(`rr ${served} ${req.method} ${req.url} -> ${index}`);
+    const number = served;
     let size = 0;
+    const body = [];
     const upstream = http.request(target, {
       method: req.method,
       headers: forwardHeaders(req.headers, target),
@@ -61,6 +103,7 @@ function makeHandler(upstreams) {
     });
     upstream.on('response', (answer) => {
       res.writeHead(answer.statusCode ?? 502, forwardHeaders(answer.headers, target));
+      answer.on('data', stateScanner(index)); // runs before pipe forwards the chunk
       answer.pipe(res);
     });
     upstream.on('timeout', () => upstream.destroy(new Error('upstream timed out')));
@@ -71,9 +114,13 @@ function makeHandler(upstreams) {
         upstream.destroy(new Error('request body too large'));
         return;
       }
+      body.push(chunk);
       upstream.write(chunk);
     });
-    req.on('end', () => upstream.end());
+    req.on('end', () => {
+      logRetry(number, index, body);
+      upstream.end();
+    });
     res.on('close', () => upstream.destroy());
   };
 }

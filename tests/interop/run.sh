@@ -79,10 +79,11 @@ prepare_run_dir() {
 # === the harness's own unit tests ===
 
 self_tests() {
-  if (cd "$HERE" && timeout 120 node --test baseline.test.mjs >"$RUN_DIR/self-test-node.txt" 2>&1); then
-    record PASS "PASS self-test - conformance baseline rules (node --test)"
+  if (cd "$HERE" && timeout 180 node --test baseline.test.mjs conformance_runner.test.mjs client_checks.test.mjs \
+    >"$RUN_DIR/self-test-node.txt" 2>&1); then
+    record PASS "PASS self-test - conformance baseline, runner and ts client check rules (node --test)"
   else
-    record FAIL "FAIL self-test - conformance baseline rules: see $RUN_DIR/self-test-node.txt"
+    record FAIL "FAIL self-test - conformance baseline, runner and ts client check rules: see $RUN_DIR/self-test-node.txt"
   fi
   if (cd "$HERE" && timeout 120 "$PY_MODERN" -m unittest test_client_checks >"$RUN_DIR/self-test-py.txt" 2>&1); then
     record PASS "PASS self-test - client check verdicts (unittest)"
@@ -160,19 +161,35 @@ gateway_checks() {
 }
 
 # Two gateways, one key file, requests alternating between them: multi-round
-# calls must still complete, and both gateways must have served requests.
+# calls must still complete, both gateways must have served requests, and
+# every retry carrying a requestState must have reached the other replica than
+# the one whose answer carried that state (the proxy logs both ends), as many
+# retries as the clients report rounds.
 two_gateway_checks() {
   local rr="http://127.0.0.1:$P_RR/mcp" only
   only="test_input_required_result_multi_round,test_input_required_result_multiple_inputs,test_input_required_result_elicitation"
   py fixture-two-gateways fixture "$rr" 2026-07-28 --only "$only"
   ts fixture-two-gateways fixture "$rr" pin --only "$only"
-  local to_a to_b
-  to_a="$(grep -c -- '-> 0$' "$RUN_DIR/round-robin.log" || true)"
-  to_b="$(grep -c -- '-> 1$' "$RUN_DIR/round-robin.log" || true)"
+  local log="$RUN_DIR/round-robin.log" to_a to_b
+  to_a="$(grep -c -- '-> 0$' "$log" || true)"
+  to_b="$(grep -c -- '-> 1$' "$log" || true)"
   if ((to_a > 0 && to_b > 0)); then
     record PASS "PASS proxy two-gateways alternation requests: gateway-a=$to_a gateway-b=$to_b"
   else
     record FAIL "FAIL proxy two-gateways alternation requests: gateway-a=$to_a gateway-b=$to_b"
+  fi
+  local retries crossed same unknown rounds
+  retries="$(grep -c '^rr-retry ' "$log" || true)"
+  crossed="$(grep -cE '^rr-retry .* sealed-by=(0 sent-to=1|1 sent-to=0)$' "$log" || true)"
+  same="$(grep -cE '^rr-retry .* sealed-by=(0 sent-to=0|1 sent-to=1)$' "$log" || true)"
+  unknown="$(grep -c '^rr-retry .* sealed-by=unknown ' "$log" || true)"
+  rounds="$(grep -E '^PASS (py|ts) fixture-two-gateways ' "$RESULTS" | grep -oE 'rounds=[0-9]+' |
+    cut -d= -f2 | awk '{ n += $1 } END { print n + 0 }')"
+  local detail="retries=$retries crossed=$crossed same-replica=$same unsealed=$unknown client-rounds=$rounds"
+  if ((retries > 0 && crossed == retries && retries == rounds)); then
+    record PASS "PASS proxy two-gateways cross-replica-retries: $detail"
+  else
+    record FAIL "FAIL proxy two-gateways cross-replica-retries: $detail (see $log)"
   fi
 }
 
@@ -192,7 +209,8 @@ conformance_cli_check() {
 }
 
 # run_conformance LABEL URL OUTFILE RUNNER_ARGS...: one runner invocation;
-# each scenario line counts as one test (PASS/XFAIL pass, FAIL/STALE fail).
+# each scenario line counts as one test (PASS/XFAIL pass; FAIL, and the
+# STALE/UNKNOWN baseline entries and MISSING scenarios, fail).
 run_conformance() {
   local label="$1" url="$2" outfile="$3" out rc=0 line verdict
   shift 3
@@ -203,11 +221,13 @@ run_conformance() {
     read -r _ verdict _ <<<"$line"
     case "$verdict" in
       PASS | XFAIL) record PASS "$line [$label]" ;;
-      FAIL | STALE) record FAIL "$line [$label]" ;;
+      FAIL | STALE | UNKNOWN | MISSING) record FAIL "$line [$label]" ;;
     esac
   done < <(grep '^CONFORMANCE ' <<<"$out" | grep -v '^CONFORMANCE SUMMARY')
-  if ((rc != 0)) && ! grep -q '^CONFORMANCE SUMMARY' <<<"$out"; then
+  if ! grep -q '^CONFORMANCE SUMMARY' <<<"$out"; then
     record FAIL "FAIL harness conformance-$label - runner exited $rc without a summary"
+  elif ((rc != 0)) && ! grep -qE '^CONFORMANCE (FAIL|STALE|UNKNOWN|MISSING) ' <<<"$out"; then
+    record FAIL "FAIL harness conformance-$label - runner exited $rc without naming a failure"
   fi
 }
 
@@ -241,7 +261,7 @@ print_matrix() {
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-legacy-control.txt" 2>/dev/null || say "(not run)"
   say "gateway in front of the fixture, 2026-07-28 wire:"
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-gateway.txt" 2>/dev/null || say "(not run)"
-  grep -E '^(FAIL (harness|conformance-cli|self-test)|CONFORMANCE (FAIL|STALE))' "$RESULTS" || true
+  grep -E '^(FAIL (harness|conformance-cli|self-test)|CONFORMANCE (FAIL|STALE|UNKNOWN|MISSING))' "$RESULTS" || true
 }
 
 with_gateways() {

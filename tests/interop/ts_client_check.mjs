@@ -4,56 +4,48 @@
 //
 // Each check uses a fresh client whose elicitation, sampling and roots
 // handlers (registered with setRequestHandler, which the SDK also uses to
-// fulfil `input_required` rounds) answer with values unique to the check, then
-// asserts that the handler saw the legacy server's question and that the
-// result holds content only those answers could produce.
+// fulfil `input_required` rounds) answer with values unique to the check, and
+// whose fetch counts the call's POSTs (one per round). It then asserts the
+// exact rounds and, in each, the exact questions of each kind (each the legacy
+// server's own), the exact progress notes, a result that is not an error, and
+// content only those answers could produce (rules in client_checks.mjs).
 //
-// Prints `CHECK PASS|FAIL ts <target> <name> <detail>` per check; exits 1 if
-// any failed. --expect-refusal: every call must fail (the negative check).
+// Prints `CHECK PASS|FAIL ts <target> <label> <detail>` per check; exits 1 if
+// any failed. --expect-refusal: every call must fail, with the refusal
+// checks.json names for the server, and nothing else (the negative check).
 //
 // Usage: node ts_client_check.mjs --url URL --server everything|fixture
 //          [--mode pin|auto|legacy] [--only a,b] [--target LABEL]
 //          [--timeout SECONDS] [--expect-refusal]
 
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client, SdkError, SdkErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import {
+  ANSWER_META,
+  bind,
+  clip,
+  label,
+  loadTable,
+  needs,
+  newRecorder,
+  refusalProblem,
+  successDetail,
+  verify,
+} from './client_checks.mjs';
 
 const PINNED_VERSION = '2026-07-28';
-const MAX_DETAIL = 200;
+// Per kind of question, the capability a client declares to be asked it.
 const CAPABILITIES = {
-  elicitation: { form: {}, url: {} },
-  sampling: {},
-  roots: { listChanged: true },
+  elicit: ['elicitation', { form: {}, url: {} }],
+  sample: ['sampling', {}],
+  roots: ['roots', { listChanged: true }],
 };
+// The SDK reports each input_required round to onprogress with this message;
+// such a note is the client's own, not the server's progress.
+const ROUND_NOTE = /^Fulfilling input required by /;
 
-// === the check table ===
-
-function loadChecks(server) {
-  const table = JSON.parse(readFileSync(new URL('./checks.json', import.meta.url), 'utf8'));
-  if (!Array.isArray(table[server])) throw new Error(`checks.json has no server '${server}'`);
-  return table[server];
-}
-
-function bind(check, token) {
-  const sub = (value) => JSON.parse(JSON.stringify(value ?? null).replaceAll('{token}', token));
-  return {
-    name: check.name,
-    kind: check.kind ?? 'tool',
-    args: sub(check.args ?? {}),
-    calls: check.calls ?? {},
-    question: sub(check.question ?? ''),
-    expect: sub(check.expect ?? []),
-  };
-}
-
-function clip(text) {
-  const flat = String(text).split(/\s+/).join(' ').trim();
-  return flat.length <= MAX_DETAIL ? flat : `${flat.slice(0, MAX_DETAIL)}...`;
-}
-
-// === the recorder: token-derived answers, every question remembered ===
+// === the recorder's answers ===
 
 function fieldValue(name, spec, token) {
   if (spec.type === 'boolean') return true;
@@ -68,32 +60,34 @@ function formAnswer(schema, token) {
   return Object.fromEntries(wanted.map((n) => [n, fieldValue(n, properties[n] ?? {}, token)]));
 }
 
-function newRecorder() {
-  const token = randomBytes(4).toString('hex');
-  const counts = { elicit: 0, sample: 0, roots: 0, progress: 0 };
-  const questions = [];
-  const note = (kind, params) => {
-    counts[kind] += 1;
-    if (params !== undefined) questions.push(JSON.stringify(params));
-  };
-  return { token, counts, questions, note };
-}
-
-function installHandlers(client, rec) {
-  client.setRequestHandler('elicitation/create', async (request) => {
-    rec.note('elicit', request.params);
-    if (request.params.mode === 'url') return { action: 'accept' };
-    return { action: 'accept', content: formAnswer(request.params.requestedSchema, rec.token) };
+// Handlers for the kinds in `kinds` only (the client declares only those).
+function installHandlers(client, rec, answer, kinds) {
+  if (kinds.has('elicit')) client.setRequestHandler('elicitation/create', async (request) => {
+    rec.note('elicit', 'elicitation/create', request.params);
+    const action = answer.elicit ?? 'accept';
+    const result = { action, _meta: { [ANSWER_META]: `answer-${rec.token}` } };
+    if (action === 'accept' && request.params.mode !== 'url') {
+      result.content = formAnswer(request.params.requestedSchema, rec.token);
+    }
+    return result;
   });
-  client.setRequestHandler('sampling/createMessage', async (request) => {
-    rec.note('sample', request.params);
+  if (kinds.has('sample')) client.setRequestHandler('sampling/createMessage', async (request) => {
+    rec.note('sample', 'sampling/createMessage', request.params);
     const content = { type: 'text', text: `sampled-${rec.token}` };
     return { role: 'assistant', content, model: 'interop-model', stopReason: 'endTurn' };
   });
-  client.setRequestHandler('roots/list', async () => {
-    rec.note('roots', undefined);
+  if (kinds.has('roots')) client.setRequestHandler('roots/list', async (request) => {
+    rec.note('roots', 'roots/list', request.params);
     return { roots: [{ uri: `file:///interop/${rec.token}`, name: `root-${rec.token}` }] };
   });
+}
+
+// A fetch that shows the recorder every POST body before sending it.
+function countingFetch(rec) {
+  return (url, init) => {
+    if ((init?.method ?? 'GET').toUpperCase() === 'POST' && typeof init?.body === 'string') rec.noteRequest(init.body);
+    return fetch(url, init);
+  };
 }
 
 // === one check ===
@@ -103,52 +97,47 @@ function negotiation(mode) {
 }
 
 async function invoke(client, check, rec, timeoutMs) {
-  const options = { timeout: timeoutMs, onprogress: () => (rec.counts.progress += 1) };
+  const onprogress = (note) => {
+    if (!ROUND_NOTE.test(note?.message ?? '')) rec.progress += 1;
+  };
+  const options = { timeout: timeoutMs, onprogress };
   if (check.kind === 'prompt') {
     const prompt = await client.getPrompt({ name: check.name, arguments: check.args }, options);
-    return prompt.messages.map((m) => m.content?.text ?? '').join('\n');
+    return { text: prompt.messages.map((m) => m.content?.text ?? '').join('\n'), isError: false };
   }
   const result = await client.callTool({ name: check.name, arguments: check.args }, options);
-  const text = (result.content ?? []).map((block) => block.text ?? '').join('\n');
-  return result.isError ? `[isError] ${text}` : text;
-}
-
-function verify(check, rec, text) {
-  for (const [kind, minimum] of Object.entries(check.calls)) {
-    if (rec.counts[kind] < minimum) return `${kind} handler ran ${rec.counts[kind]}x, wanted >= ${minimum}`;
-  }
-  if (check.question && !rec.questions.some((q) => q.includes(check.question))) {
-    return `no question containing '${check.question}' reached the handlers`;
-  }
-  const missing = check.expect.find((fragment) => !text.includes(fragment));
-  return missing === undefined ? null : `result lacks '${missing}': ${clip(text)}`;
+  return { text: (result.content ?? []).map((block) => block.text ?? '').join('\n'), isError: result.isError === true };
 }
 
 async function runCheck(opts, entry) {
-  const rec = newRecorder();
+  const rec = newRecorder(randomBytes(4).toString('hex'));
   const check = bind(entry, rec.token);
+  const kinds = needs(check);
+  const capabilities = Object.fromEntries([...kinds].map((kind) => CAPABILITIES[kind]));
   const client = new Client(
     { name: 'mrtr-interop-ts', version: '1.0.0' },
-    { capabilities: CAPABILITIES, versionNegotiation: negotiation(opts.mode) },
+    { capabilities, versionNegotiation: negotiation(opts.mode) },
   );
-  installHandlers(client, rec);
+  installHandlers(client, rec, check.answer, kinds);
   try {
-    await client.connect(new StreamableHTTPClientTransport(new URL(opts.url)));
-    const text = await invoke(client, check, rec, opts.timeoutMs);
-    const problem = verify(check, rec, text);
-    const used = Object.entries(rec.counts).filter(([, n]) => n > 0).map(([k, n]) => `${k}=${n}`);
-    return problem === null ? [true, `ok (${used.join(',') || 'no callbacks'})`] : [false, problem];
+    await client.connect(new StreamableHTTPClientTransport(new URL(opts.url), { fetch: countingFetch(rec) }));
+    const outcome = await invoke(client, check, rec, opts.timeoutMs);
+    const problem = verify(check, rec, outcome, opts.mode === 'pin');
+    return problem === null ? [true, successDetail(rec)] : [false, problem];
   } finally {
     await client.close().catch(() => {});
   }
 }
 
 async function runRefusal(opts, entry) {
+  const wanted = opts.refusals[opts.server].ts;
   try {
     const [ok, detail] = await runCheck(opts, entry);
     return [false, `expected a refusal, got a result (${ok ? 'ok' : detail})`];
   } catch (error) {
-    return [true, `refused as expected: ${clip(error?.message ?? error)}`];
+    const code = error instanceof SdkError ? error.code : `not an SdkError: ${error?.code}`;
+    const problem = refusalProblem({ name: error?.name, message: error?.message, code }, wanted, SdkErrorCode.EraNegotiationFailed);
+    return problem === null ? [true, `refused as expected: ${clip(error.message)}`] : [false, problem];
   }
 }
 
@@ -169,7 +158,7 @@ async function runOne(opts, entry) {
     verdict = [false, clip(`${error?.name ?? 'Error'}: ${error?.message ?? error}`)];
   }
   const [ok, detail] = verdict;
-  console.log(`CHECK ${ok ? 'PASS' : 'FAIL'} ts ${opts.target} ${entry.name} ${detail}`);
+  console.log(`CHECK ${ok ? 'PASS' : 'FAIL'} ts ${opts.target} ${label(entry)} ${detail}`);
   return ok;
 }
 
@@ -202,7 +191,11 @@ function options() {
 
 async function main() {
   const opts = options();
-  const checks = loadChecks(opts.server).filter((c) => opts.only.size === 0 || opts.only.has(c.name));
+  const table = loadTable();
+  if (!Array.isArray(table[opts.server])) throw new Error(`checks.json has no server '${opts.server}'`);
+  opts.refusals = table._refusals;
+  const picked = (c) => opts.only.size === 0 || opts.only.has(label(c)) || opts.only.has(c.name);
+  const checks = table[opts.server].filter(picked);
   if (checks.length === 0) throw new Error(`no check named in --only`);
   const results = [];
   for (const entry of checks) results.push(await runOne(opts, entry));

@@ -1,0 +1,98 @@
+// Unit tests of the TypeScript client check's verdicts (node --test client_checks.test.mjs).
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { bind, loadTable, matchQuestions, needs, newRecorder, refusalProblem, verify } from './client_checks.mjs';
+
+const ENTRY = {
+  name: 'tool',
+  args: { a: 'x-{token}' },
+  rounds: [{ elicit: ['Step 1'] }, { elicit: ['Step 2 {token}'] }],
+  expect: ['got {token}'],
+};
+const ok = { text: 'we got k', isError: false };
+
+// A recorder that saw the call POSTed `posts` times and these questions.
+function recorder(posts, questions) {
+  const rec = newRecorder('k');
+  rec.callPosts = posts;
+  for (const [kind, round, text] of questions) rec.questions.push({ kind, round, text });
+  return rec;
+}
+const twoRounds = () => recorder(3, [['elicit', 1, '{"m":"Step 1"}'], ['elicit', 2, '{"m":"Step 2 k"}']]);
+
+test('bind substitutes the token everywhere and labels variants', () => {
+  const bound = bind({ ...ENTRY, variant: 'decline' }, 'k');
+  assert.deepEqual([bound.args, bound.rounds[1], bound.expect, bound.label], [{ a: 'x-k' }, { elicit: ['Step 2 k'] }, ['got k'], 'tool#decline']);
+});
+
+test('verify passes only when every fact holds', () => {
+  assert.equal(verify(bind(ENTRY, 'k'), twoRounds(), ok, true), null);
+});
+
+test('an extra round, a missing round, or a re-asked question fails', () => {
+  const check = bind(ENTRY, 'k');
+  assert.match(verify(check, recorder(4, [['elicit', 1, 'Step 1'], ['elicit', 2, 'Step 2 k']]), ok, true), /3 input_required round\(s\), wanted 2/);
+  assert.match(verify(check, recorder(2, [['elicit', 1, 'Step 1']]), ok, true), /1 input_required round\(s\), wanted 2/);
+  const reasked = recorder(3, [['elicit', 1, 'Step 1'], ['elicit', 2, 'Step 1'], ['elicit', 2, 'Step 2 k']]);
+  assert.match(verify(check, reasked, ok, true), /round 2: 2 elicit question\(s\), wanted 1/);
+});
+
+test('a question of another kind does not satisfy an elicitation', () => {
+  const check = bind(ENTRY, 'k');
+  const wrongKind = recorder(3, [['sample', 1, 'Step 1'], ['elicit', 2, 'Step 2 k']]);
+  assert.match(verify(check, wrongKind, ok, true), /round 1: 0 elicit question\(s\), wanted 1/);
+});
+
+test('a roots question is matched as a roots question', () => {
+  assert.equal(matchQuestions({ roots: ['roots/list'] }, [{ kind: 'roots', text: '{"method":"roots/list"}' }], 'r'), null);
+  assert.match(matchQuestions({ roots: ['roots/list'] }, [], 'r'), /0 roots question/);
+});
+
+test('an isError result fails even if it holds the expected text', () => {
+  assert.match(verify(bind(ENTRY, 'k'), twoRounds(), { text: 'we got k', isError: true }, true), /isError/);
+});
+
+test('progress notes are counted exactly', () => {
+  const check = { ...bind(ENTRY, 'k'), progress: 3 };
+  assert.match(verify(check, twoRounds(), ok, true), /0 progress note\(s\), wanted 3/);
+});
+
+test('a legacy session is one call with the same questions, and no more', () => {
+  const check = bind(ENTRY, 'k');
+  const legacy = recorder(1, [['elicit', 1, 'Step 1'], ['elicit', 1, 'Step 2 k']]);
+  assert.equal(verify(check, legacy, ok, false), null);
+  legacy.questions.push({ kind: 'roots', round: 1, text: 'roots/list' });
+  assert.match(verify(check, legacy, ok, false), /1 roots question\(s\), wanted 0/);
+});
+
+test('only the named refusal counts as refused', () => {
+  const wanted = 'did not offer pinned protocol version';
+  const refused = Object.assign(new Error(`Version negotiation failed: the server ${wanted} 2026-07-28`), { code: 'ERA' });
+  assert.equal(refusalProblem(refused, wanted, 'ERA'), null);
+  const connection = Object.assign(new TypeError('fetch failed'), { code: 'ECONNREFUSED' });
+  assert.match(refusalProblem(connection, wanted, 'ERA'), /refused, but not with code ERA/);
+});
+
+test('the shared table names a refusal per server and client, and unique labels', () => {
+  const table = loadTable();
+  for (const server of ['everything', 'fixture']) {
+    assert.ok(table._refusals[server].py && table._refusals[server].ts);
+    const labels = table[server].map((e) => (e.variant ? `${e.name}#${e.variant}` : e.name));
+    assert.equal(new Set(labels).size, labels.length);
+  }
+});
+
+test('the answer token is required back exactly when the client sent it', () => {
+  const check = bind({ name: 't', expect: ['declined', 'answer-{token}'] }, 'k');
+  const rec = recorder(1, []);
+  assert.equal(verify(check, rec, { text: 'declined', isError: false }, false), null);
+  rec.noteRequest('{"jsonrpc":"2.0","id":1,"result":{"action":"decline","_meta":{"x":"answer-k"}}}');
+  assert.match(verify(check, rec, { text: 'declined', isError: false }, false), /result lacks 'answer-k'/);
+});
+
+test('a check needs exactly the kinds its rounds name', () => {
+  assert.deepEqual([...needs(bind(ENTRY, 'k'))], ['elicit']);
+  assert.deepEqual([...needs(bind({ name: 'echo' }, 'k'))], []);
+  assert.deepEqual([...needs(bind({ name: 't', rounds: [{ sample: ['a'], roots: ['roots/list'] }] }, 'k'))].sort(), ['roots', 'sample']);
+});
