@@ -36,6 +36,8 @@ pub enum UpstreamError {
     Initialize(String),
     #[error("no upstream session became free within {0:?}")]
     PoolExhausted(Duration),
+    #[error("cannot start the upstream command")]
+    Spawn(#[source] std::io::Error),
 }
 
 // === impl UpstreamError ===
@@ -54,13 +56,14 @@ impl UpstreamError {
             Self::Protocol(_) | Self::Sse(_) => "protocol",
             Self::Initialize(_) => "initialize",
             Self::PoolExhausted(_) => "pool_exhausted",
+            Self::Spawn(_) => "spawn",
         }
     }
 
     /// True when the upstream died (refused the connection, dropped it, or ended a stream
     /// before the response), as opposed to hanging ([`Self::Timeout`]) or refusing.
     pub fn is_dead(&self) -> bool {
-        matches!(self, Self::Connect(_) | Self::Transport(_) | Self::Closed(_))
+        matches!(self, Self::Connect(_) | Self::Transport(_) | Self::Closed(_) | Self::Spawn(_))
     }
 
     /// True when the session that produced this error must not be reused.

@@ -1,0 +1,188 @@
+//! The seam between the gateway and its upstream: one legacy session, whatever carries it.
+//!
+//! The pool, the bridge and the front drive a [`Session`] (initialize with the client's
+//! capabilities, start a call and read its events, answer a server request, notify, cancel,
+//! close, health) and never learn which transport is underneath. Each transport implements the
+//! same operations in its own module: Streamable HTTP in [`super::http`], a child process over
+//! stdio in [`super::stdio`]. Attribution is the same everywhere: a session serves one
+//! MRTR-capable call at a time (the pool's lease), and server requests that no stream ties to a
+//! call go to that call (see [`super::router`]).
+//!
+//! The transports form a closed set, so the seam is an enum rather than a trait object: every
+//! call is a static `match`, and no per-call future or event is boxed on the hot path (an
+//! `async fn` in a `dyn` trait would need a boxed future per operation).
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::call::Call;
+use super::event::UpstreamEvent;
+use super::handshake::InitializeResult;
+use super::http::{HttpSession, Transport};
+use super::state::SessionState;
+use super::stdio::{Spawner, StdioSession};
+use super::{UpstreamError, UpstreamSettings};
+use crate::protocol::jsonrpc::{ErrorObject, Outcome};
+use crate::protocol::{methods, RequestId};
+
+/// A handle on one legacy session; clones share it.
+#[derive(Clone)]
+pub struct Session {
+    link: Link,
+}
+
+/// The transport of one session.
+#[derive(Clone)]
+enum Link {
+    Http(HttpSession),
+    Stdio(StdioSession),
+}
+
+/// How new sessions are opened: one per pool, shared by all its sessions (the HTTP client, or
+/// the command to spawn).
+#[derive(Clone)]
+pub(crate) enum Connector {
+    Http(Transport),
+    Stdio(Spawner),
+}
+
+// === impl Connector ===
+
+impl Connector {
+    /// A stdio connector when a command is configured, else Streamable HTTP to `url`.
+    pub(crate) fn new(settings: Arc<UpstreamSettings>) -> Result<Self, UpstreamError> {
+        match settings.stdio {
+            Some(_) => Spawner::new(settings).map(Self::Stdio),
+            None => Transport::new(settings).map(Self::Http),
+        }
+    }
+
+    pub(crate) fn settings(&self) -> &UpstreamSettings {
+        match self {
+            Self::Http(t) => t.settings(),
+            Self::Stdio(s) => s.settings(),
+        }
+    }
+
+    /// Opens and initialises a session declaring `capabilities`.
+    pub(crate) async fn connect(&self, capabilities: &Value) -> Result<Session, UpstreamError> {
+        let link = match self {
+            Self::Http(t) => Link::Http(HttpSession::initialize(t.clone(), capabilities).await?),
+            Self::Stdio(s) => Link::Stdio(s.spawn(capabilities).await?),
+        };
+        Ok(Session { link })
+    }
+}
+
+// === impl Session ===
+
+impl Session {
+    /// Opens a session with a connector of its own (the pool shares one instead).
+    pub async fn initialize(settings: Arc<UpstreamSettings>, capabilities: &Value) -> Result<Self, UpstreamError> {
+        Connector::new(settings)?.connect(capabilities).await
+    }
+
+    /// The server's `initialize` answer.
+    pub fn initialize_result(&self) -> &Arc<InitializeResult> {
+        match &self.link {
+            Link::Http(s) => s.initialize_result(),
+            Link::Stdio(s) => s.initialize_result(),
+        }
+    }
+
+    /// The negotiated protocol revision.
+    pub fn protocol_version(&self) -> &str {
+        &self.initialize_result().protocol_version
+    }
+
+    /// False once a transport failure, timeout, expiry or exit showed the session can't be reused.
+    pub fn is_healthy(&self) -> bool {
+        self.state().is_healthy()
+    }
+
+    fn state(&self) -> &Arc<SessionState> {
+        match &self.link {
+            Link::Http(s) => s.state(),
+            Link::Stdio(s) => s.state(),
+        }
+    }
+
+    /// Starts `method(params)` upstream. Server requests during it, on its own stream or on one
+    /// that ties nothing to a call, are surfaced as [`UpstreamEvent::Request`].
+    pub fn call(&self, method: &str, params: Option<Value>) -> Call {
+        self.start(method, params.as_ref(), true)
+    }
+
+    /// [`Session::call`] with borrowed params: they are only serialised, so a caller that keeps
+    /// them (to replay the call in a later round) need not clone them.
+    pub fn call_with(&self, method: &str, params: Option<&Value>) -> Call {
+        self.start(method, params, true)
+    }
+
+    pub(crate) fn start(&self, method: &str, params: Option<&Value>, surface: bool) -> Call {
+        match &self.link {
+            Link::Http(s) => s.start(method, params, surface),
+            Link::Stdio(s) => s.start(method, params, surface),
+        }
+    }
+
+    /// Answers a server request that a call surfaced.
+    pub async fn respond(&self, id: &RequestId, outcome: Result<Value, ErrorObject>) -> Result<(), UpstreamError> {
+        match &self.link {
+            Link::Http(s) => s.respond(id, outcome).await,
+            Link::Stdio(s) => s.respond(id, outcome).await,
+        }
+    }
+
+    /// Sends a notification to the server.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), UpstreamError> {
+        match &self.link {
+            Link::Http(s) => s.notify(method, params).await,
+            Link::Stdio(s) => s.notify(method, params).await,
+        }
+    }
+
+    /// A request whose server requests are refused upstream (list methods and the like): it
+    /// may not return `input_required`, so nothing can be surfaced to the front.
+    pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Outcome, UpstreamError> {
+        let mut call = self.start(method, params.as_ref(), false);
+        loop {
+            match call.next_event().await? {
+                Some(UpstreamEvent::Response(outcome)) => return Ok(outcome),
+                Some(_) => continue,
+                None => return Err(UpstreamError::Closed("request ended without a response".to_owned())),
+            }
+        }
+    }
+
+    /// Cancels a call upstream (`notifications/cancelled`); its further events are dropped.
+    pub async fn cancel(&self, call: Call, reason: &str) -> Result<(), UpstreamError> {
+        let id = call.id().clone();
+        drop(call);
+        let params = json!({ "requestId": id, "reason": reason });
+        self.notify(methods::CANCELLED, Some(params)).await
+    }
+
+    /// Ends the session (HTTP: DELETE; stdio: stop the process, bounded).
+    pub async fn close(&self) -> Result<(), UpstreamError> {
+        match &self.link {
+            Link::Http(s) => s.close().await,
+            Link::Stdio(s) => s.close().await,
+        }
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let transport = match self.link {
+            Link::Http(_) => "http",
+            Link::Stdio(_) => "stdio",
+        };
+        f.debug_struct("Session")
+            .field("transport", &transport)
+            .field("protocol_version", &self.protocol_version())
+            .field("healthy", &self.is_healthy())
+            .finish_non_exhaustive()
+    }
+}
