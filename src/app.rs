@@ -22,7 +22,7 @@ use crate::front::{Front, FrontState};
 use crate::metrics::{Metrics, MetricsError};
 use crate::mrtr::{parse_key_lines, CodecSettings, KeyError, KeyRing, LegacyVersion, StateCodec};
 use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
-use crate::upstream::{Pool, UpstreamError, UpstreamSettings};
+use crate::upstream::{Pool, StdioSettings, UpstreamError, UpstreamSettings};
 
 /// Errors that stop the gateway from starting.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +53,7 @@ pub struct Gateway {
     pub ready: Readiness,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
+    pool: Arc<Pool>,
 }
 
 // === impl Gateway ===
@@ -65,7 +66,7 @@ impl Gateway {
             UpstreamTarget::Embedded => {
                 Some(crate::demo::spawn_loopback(DemoOptions::default()).map_err(AppError::Demo)?)
             }
-            UpstreamTarget::Url(_) => None,
+            UpstreamTarget::Url(_) | UpstreamTarget::Command(_) => None,
         };
         let pool = Arc::new(Pool::new(upstream_settings(&cfg, demo.as_ref()))?);
         let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
@@ -97,8 +98,8 @@ impl Gateway {
             }
             None => None,
         };
-        tasks.spawn(probe_readiness(pool, version, ready.clone(), signal(stopped)));
-        Ok(Self { front_addr, admin_addr, demo, metrics, ready, stop, tasks })
+        tasks.spawn(probe_readiness(pool.clone(), version, ready.clone(), signal(stopped)));
+        Ok(Self { front_addr, admin_addr, demo, metrics, ready, stop, tasks, pool })
     }
 
     /// The front URL clients use.
@@ -110,6 +111,9 @@ impl Gateway {
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);
         while self.tasks.join_next().await.is_some() {}
+        // Drained requests have returned their leases: idle sessions end now (child
+        // processes are stopped and reaped, HTTP sessions get their DELETE).
+        self.pool.close_idle().await;
         if let Some(demo) = self.demo.take() {
             let _ = demo.shutdown().await;
         }
@@ -150,18 +154,31 @@ fn example_curl(url: &str) -> String {
 }
 
 fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSettings {
-    let url = match (&cfg.upstream.target, demo) {
-        (UpstreamTarget::Url(u), _) => u.clone(),
-        (UpstreamTarget::Embedded, Some(d)) => d.url().parse().unwrap_or_default(),
-        (UpstreamTarget::Embedded, None) => http::Uri::default(),
+    let mut s = match (&cfg.upstream.target, demo) {
+        (UpstreamTarget::Url(u), _) => UpstreamSettings::new(u.clone()),
+        (UpstreamTarget::Command(c), _) => UpstreamSettings::stdio(stdio_settings(c)),
+        (UpstreamTarget::Embedded, Some(d)) => UpstreamSettings::new(d.url().parse().unwrap_or_default()),
+        (UpstreamTarget::Embedded, None) => UpstreamSettings::new(http::Uri::default()),
     };
-    let mut s = UpstreamSettings::new(url);
+    s.roots =
+        cfg.upstream.roots.as_ref().map(|uris| {
+            Arc::new(uris.iter().map(|uri| json!({ "uri": uri })).collect::<serde_json::Value>())
+        });
     s.extra_headers = cfg.upstream.headers.iter().cloned().collect();
     s.preferred_version = cfg.upstream.protocol_version.clone();
     s.connect_timeout = cfg.upstream.connect_timeout;
     s.request_timeout = cfg.upstream.request_timeout;
     s.pool_max_sessions = cfg.upstream.pool_max_sessions;
     s.pool_idle_timeout = cfg.upstream.pool_idle;
+    s
+}
+
+fn stdio_settings(c: &crate::config::CommandConfig) -> StdioSettings {
+    let mut s = StdioSettings::new(c.program.clone(), c.args.clone());
+    s.env = c.env.iter().map(|(k, v)| (k.clone(), v.expose().to_owned())).collect();
+    s.env_passthrough = c.env_passthrough.clone();
+    s.cwd = c.cwd.clone();
+    s.max_line_bytes = c.max_line_bytes;
     s
 }
 
