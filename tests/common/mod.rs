@@ -11,6 +11,7 @@ pub(crate) mod harness;
 pub(crate) mod legacy;
 pub(crate) mod process;
 pub(crate) mod reply;
+pub(crate) mod stdio;
 
 use std::time::Duration;
 

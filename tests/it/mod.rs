@@ -10,6 +10,7 @@ mod inputs;
 mod progress;
 mod replicas;
 mod state;
+mod stdio;
 
 use serde_json::{json, Value};
 
