@@ -42,6 +42,7 @@ enum Link {
 /// How new sessions are opened: one per pool, shared by all its sessions (the HTTP client, or
 /// the command to spawn).
 #[derive(Clone)]
+#[expect(clippy::large_enum_variant, reason = "one per pool, built once and never moved per call")]
 pub(crate) enum Connector {
     Http(Transport),
     Stdio(Spawner),
@@ -79,7 +80,10 @@ impl Connector {
 
 impl Session {
     /// Opens a session with a connector of its own (the pool shares one instead).
-    pub async fn initialize(settings: Arc<UpstreamSettings>, capabilities: &Value) -> Result<Self, UpstreamError> {
+    pub async fn initialize(
+        settings: Arc<UpstreamSettings>,
+        capabilities: &Value,
+    ) -> Result<Self, UpstreamError> {
         Connector::new(settings)?.connect(capabilities).await
     }
 
@@ -128,7 +132,11 @@ impl Session {
     }
 
     /// Answers a server request that a call surfaced.
-    pub async fn respond(&self, id: &RequestId, outcome: Result<Value, ErrorObject>) -> Result<(), UpstreamError> {
+    pub async fn respond(
+        &self,
+        id: &RequestId,
+        outcome: Result<Value, ErrorObject>,
+    ) -> Result<(), UpstreamError> {
         match &self.link {
             Link::Http(s) => s.respond(id, outcome).await,
             Link::Stdio(s) => s.respond(id, outcome).await,

@@ -44,7 +44,10 @@ pub(crate) struct Inner {
 
 impl HttpSession {
     /// `initialize`, `notifications/initialized`, then the standalone GET stream.
-    pub(crate) async fn initialize(transport: Transport, capabilities: &Value) -> Result<Self, UpstreamError> {
+    pub(crate) async fn initialize(
+        transport: Transport,
+        capabilities: &Value,
+    ) -> Result<Self, UpstreamError> {
         let timeout = transport.settings().request_timeout;
         let (session_id, raw) = tokio::time::timeout(timeout, handshake(&transport, capabilities))
             .await
@@ -66,7 +69,11 @@ impl HttpSession {
         Ok(session)
     }
 
-    fn from_parts(transport: Transport, session_id: Option<http::HeaderValue>, init: InitializeResult) -> Self {
+    fn from_parts(
+        transport: Transport,
+        session_id: Option<http::HeaderValue>,
+        init: InitializeResult,
+    ) -> Self {
         let headers = SessionHeaders::new(session_id, &init.protocol_version);
         let roots = transport.settings().roots.clone();
         let inner = Inner {
@@ -134,7 +141,11 @@ impl Inner {
         Ok(ends_origin)
     }
 
-    async fn respond(&self, id: &RequestId, outcome: Result<Value, ErrorObject>) -> Result<(), UpstreamError> {
+    async fn respond(
+        &self,
+        id: &RequestId,
+        outcome: Result<Value, ErrorObject>,
+    ) -> Result<(), UpstreamError> {
         self.post(state::response_bytes(id, outcome)?).await
     }
 

@@ -75,7 +75,12 @@ pub(super) fn spawn(settings: &StdioSettings) -> Result<Spawned, UpstreamError> 
 }
 
 /// Starts the stdin task; dropping every sender, or [`Input::Close`], closes stdin.
-pub(super) fn spawn_writer(stdin: ChildStdin, state: Arc<SessionState>, pid: u32, timeout: Duration) -> InputTx {
+pub(super) fn spawn_writer(
+    stdin: ChildStdin,
+    state: Arc<SessionState>,
+    pid: u32,
+    timeout: Duration,
+) -> InputTx {
     let (tx, rx) = mpsc::channel(INPUT_QUEUE);
     tokio::spawn(write_input(stdin, rx, state, pid, timeout));
     tx

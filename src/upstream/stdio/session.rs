@@ -5,6 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Longest wait for the answer to the `ping` that follows `notifications/initialized`.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(2);
+
 use serde_json::Value;
 
 use super::process::{self, Input, InputTx};
@@ -67,6 +70,7 @@ impl Spawner {
             .map_err(|_| UpstreamError::Timeout(timeout))??;
         let init = Arc::new(InitializeResult::parse(raw)?);
         link.send(notification_bytes(methods::INITIALIZED, None)).await?;
+        link.settle().await;
         tracing::debug!(pid = link.pid, version = %init.protocol_version, "upstream process initialised");
         Ok(StdioSession { link, init })
     }
@@ -113,6 +117,29 @@ async fn handshake(
 // === impl Link ===
 
 impl Link {
+    /// Pings the new process and waits for the answer before the session is handed out. Some
+    /// servers send `roots/list` as soon as they are initialised (the reference filesystem
+    /// server does); stdout is ordered, so once the ping's answer is read, such a request has
+    /// been routed with no call attached, and is not mistaken for the first call's. A server
+    /// that does not answer in time is used anyway.
+    async fn settle(&self) {
+        let (mut call, _tx) = Call::open(&self.state, self.state.next_id(), false, self.timeout);
+        let ping = request_bytes(call.id(), methods::PING, None);
+        if self.send(ping).await.is_err() {
+            return;
+        }
+        let answered = tokio::time::timeout(SETTLE_TIMEOUT, async {
+            while let Ok(Some(event)) = call.next_event().await {
+                if matches!(event, UpstreamEvent::Response(_)) {
+                    return;
+                }
+            }
+        });
+        if answered.await.is_err() {
+            tracing::debug!(pid = self.pid, "upstream process did not answer ping after initialize");
+        }
+    }
+
     /// Queues one message for stdin, bounded by the request timeout.
     async fn send(&self, bytes: Vec<u8>) -> Result<(), UpstreamError> {
         let sent = tokio::time::timeout(self.timeout, self.input.send(Input::Line(bytes))).await;
