@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::inner::Inner;
 use super::messages::{Cursor, MessageStream};
-use super::session::Inner;
 use crate::upstream::event::{EventTx, Origin};
 use crate::upstream::UpstreamError;
 

@@ -9,8 +9,8 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use super::inner::Inner;
 use super::messages::{Cursor, MessageStream};
-use super::session::Inner;
 use crate::upstream::event::Origin;
 use crate::upstream::UpstreamError;
 

@@ -1,5 +1,6 @@
-//! One legacy Streamable HTTP session: the `initialize` exchange, the session headers, the
-//! messages the gateway POSTs upstream, and the state its calls and GET stream share.
+//! One legacy Streamable HTTP session as the seam drives it: the `initialize` exchange, the
+//! start of a call, and the messages the gateway POSTs upstream. What its calls and GET stream
+//! share lives in [`super::inner`].
 //!
 //! After `initialize` every request carries `Mcp-Session-Id` and `MCP-Protocol-Version`; the
 //! standalone GET stream is opened at once, because some servers send their requests only
@@ -7,37 +8,25 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use tokio::task::AbortHandle;
 
 use super::exchange;
 use super::get_stream;
+use super::inner::Inner;
 use super::messages::MessageStream;
 use super::transport::{SessionHeaders, Transport};
 use crate::protocol::jsonrpc::{notification_bytes, request_bytes, ErrorObject};
 use crate::protocol::{headers, methods, Envelope, RequestId};
 use crate::upstream::call::Call;
-use crate::upstream::event::Origin;
 use crate::upstream::handshake::{self, InitializeResult};
-use crate::upstream::router::Action;
-use crate::upstream::state::{self, SessionState};
+use crate::upstream::state::SessionState;
 use crate::upstream::UpstreamError;
 
 /// A handle on one HTTP session; clones share it.
 #[derive(Clone)]
 pub(crate) struct HttpSession {
     inner: Arc<Inner>,
-}
-
-/// The state shared by a session's handles, calls and GET-stream task.
-pub(crate) struct Inner {
-    pub(crate) state: Arc<SessionState>,
-    pub(crate) transport: Transport,
-    pub(crate) headers: SessionHeaders,
-    init: Arc<InitializeResult>,
-    get_task: Mutex<Option<AbortHandle>>,
 }
 
 // === impl HttpSession ===
@@ -75,19 +64,11 @@ impl HttpSession {
         init: InitializeResult,
     ) -> Self {
         let headers = SessionHeaders::new(session_id, &init.protocol_version);
-        let roots = transport.settings().roots.clone();
-        let inner = Inner {
-            state: Arc::new(SessionState::new(roots)),
-            transport,
-            headers,
-            init: Arc::new(init),
-            get_task: Mutex::new(None),
-        };
-        Self { inner: Arc::new(inner) }
+        Self { inner: Arc::new(Inner::new(transport, headers, init)) }
     }
 
     pub(crate) fn initialize_result(&self) -> &Arc<InitializeResult> {
-        &self.inner.init
+        self.inner.initialize_result()
     }
 
     pub(crate) fn state(&self) -> &Arc<SessionState> {
@@ -124,51 +105,6 @@ impl HttpSession {
         self.inner.state.mark_unhealthy();
         self.inner.stop_get_stream();
         self.inner.transport.delete(&self.inner.headers).await
-    }
-}
-
-// === impl Inner ===
-
-impl Inner {
-    /// Routes one message text and acts on it; true when it ended the origin call.
-    pub(crate) async fn dispatch(&self, text: &str, origin: Origin) -> Result<bool, UpstreamError> {
-        let (action, ends_origin) = self.state.route(text, origin)?;
-        if let Some(Action::Answer(id, outcome)) = state::deliver(action).await {
-            if let Err(e) = self.respond(&id, outcome).await {
-                tracing::warn!(error = %e, "could not answer an upstream request");
-            }
-        }
-        Ok(ends_origin)
-    }
-
-    async fn respond(
-        &self,
-        id: &RequestId,
-        outcome: Result<Value, ErrorObject>,
-    ) -> Result<(), UpstreamError> {
-        self.post(state::response_bytes(id, outcome)?).await
-    }
-
-    /// POSTs a message that expects no response body (202).
-    async fn post(&self, body: Vec<u8>) -> Result<(), UpstreamError> {
-        let resp = self.transport.post(&self.headers, body).await;
-        self.state.note(resp).map(drop)
-    }
-
-    pub(crate) fn set_get_task(&self, handle: AbortHandle) {
-        *self.get_task.lock() = Some(handle);
-    }
-
-    fn stop_get_stream(&self) {
-        if let Some(handle) = self.get_task.lock().take() {
-            handle.abort();
-        }
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.stop_get_stream();
     }
 }
 
