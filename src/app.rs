@@ -23,7 +23,7 @@ use crate::front::{Front, FrontState};
 use crate::metrics::{Metrics, MetricsError};
 use crate::mrtr::{parse_key_lines, CodecSettings, KeyError, KeyRing, LegacyVersion, StateCodec};
 use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
-use crate::upstream::{Pool, UpstreamError, UpstreamSettings};
+use crate::upstream::{Pool, StdioSettings, UpstreamError, UpstreamSettings};
 
 /// Errors that stop the gateway from starting.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +67,7 @@ impl Gateway {
             UpstreamTarget::Embedded => {
                 Some(crate::demo::spawn_loopback(DemoOptions::default()).map_err(AppError::Demo)?)
             }
-            UpstreamTarget::Url(_) => None,
+            UpstreamTarget::Url(_) | UpstreamTarget::Command(_) => None,
         };
         let pool = Arc::new(Pool::new(upstream_settings(&cfg, demo.as_ref()))?);
         let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
@@ -161,18 +161,31 @@ fn example_curl(url: &str) -> String {
 }
 
 fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSettings {
-    let url = match (&cfg.upstream.target, demo) {
-        (UpstreamTarget::Url(u), _) => u.clone(),
-        (UpstreamTarget::Embedded, Some(d)) => d.url().parse().unwrap_or_default(),
-        (UpstreamTarget::Embedded, None) => http::Uri::default(),
+    let mut s = match (&cfg.upstream.target, demo) {
+        (UpstreamTarget::Url(u), _) => UpstreamSettings::new(u.clone()),
+        (UpstreamTarget::Command(c), _) => UpstreamSettings::stdio(stdio_settings(c)),
+        (UpstreamTarget::Embedded, Some(d)) => UpstreamSettings::new(d.url().parse().unwrap_or_default()),
+        (UpstreamTarget::Embedded, None) => UpstreamSettings::new(http::Uri::default()),
     };
-    let mut s = UpstreamSettings::new(url);
+    s.roots =
+        cfg.upstream.roots.as_ref().map(|uris| {
+            Arc::new(uris.iter().map(|uri| json!({ "uri": uri })).collect::<serde_json::Value>())
+        });
     s.extra_headers = cfg.upstream.headers.iter().cloned().collect();
     s.preferred_version = cfg.upstream.protocol_version;
     s.connect_timeout = cfg.upstream.connect_timeout;
     s.request_timeout = cfg.upstream.request_timeout;
     s.pool_max_sessions = cfg.upstream.pool_max_sessions;
     s.pool_idle_timeout = cfg.upstream.pool_idle;
+    s
+}
+
+fn stdio_settings(c: &crate::config::CommandConfig) -> StdioSettings {
+    let mut s = StdioSettings::new(c.program.clone(), c.args.clone());
+    s.env = c.env.iter().map(|(k, v)| (k.clone(), v.expose().to_owned())).collect();
+    s.env_passthrough = c.env_passthrough.clone();
+    s.cwd = c.cwd.clone();
+    s.max_line_bytes = c.max_line_bytes;
     s
 }
 

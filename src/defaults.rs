@@ -36,6 +36,10 @@ pub const POOL_IDLE: Duration = Duration::from_secs(300);
 pub const POOL_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest SSE event or JSON body accepted from the upstream (not configurable).
 pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
+/// Longest stdout line accepted from a stdio upstream; a longer one ends that process.
+pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+/// The only variables of the gateway's own environment a stdio child inherits.
+pub const ENV_PASSTHROUGH: [&str; 2] = ["PATH", "HOME"];
 /// Longest shutdown spends closing pooled upstream sessions (not configurable).
 pub const SHUTDOWN_CLOSE: Duration = Duration::from_secs(5);
 

@@ -255,6 +255,9 @@ fn unavailable_message(e: &UpstreamError) -> String {
         UpstreamError::Timeout(_) => "timed out",
         UpstreamError::PoolExhausted(_) => "no session free",
         UpstreamError::Settings(_) => "misconfigured",
+        UpstreamError::Spawn(_) => "the upstream command could not be started",
+        // The gateway's own words about how a child process ended (status or signal).
+        UpstreamError::ProcessEnded(how) => return format!("upstream server unavailable: {how}"),
     };
     format!("upstream server unavailable: {cause}")
 }

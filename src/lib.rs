@@ -7,7 +7,7 @@
 //!   translation of embedded requests. Pure functions, no I/O, no clock of its own.
 //! - [`capabilities`]: 2026-07-28 client capabilities ↔ legacy `initialize` capabilities, and the
 //!   capability each legacy server request needs.
-//! - [`upstream`]: the legacy Streamable HTTP client — sessions, SSE, the session pool.
+//! - [`upstream`]: the legacy client — one session seam over Streamable HTTP and stdio, the pool.
 //! - [`bridge`]: drives one front request against a leased upstream session and turns server
 //!   requests into `input_required` rounds.
 //! - [`front`]: the 2026-07-28 Streamable HTTP surface (validation, dispatch, responses).

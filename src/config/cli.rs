@@ -15,6 +15,10 @@ pub struct Cli {
     /// Legacy Streamable HTTP endpoint (`upstream.url`); absent: the embedded demo server.
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
+    /// A legacy stdio server to spawn instead (`upstream.command`), e.g. `"npx -y my-server"`;
+    /// split on whitespace, with '…' and "…" quoting.
+    #[arg(long, value_name = "COMMAND")]
+    pub upstream_command: Option<String>,
     /// MCP listener address (`front.listen`).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
@@ -40,6 +44,7 @@ impl Cli {
     pub fn overrides(&self) -> Vec<(&'static str, String)> {
         [
             ("upstream.url", &self.upstream),
+            ("upstream.command", &self.upstream_command),
             ("front.listen", &self.listen),
             ("admin.listen", &self.admin_listen),
             ("state.key_file", &self.state_key_file),

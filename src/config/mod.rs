@@ -5,6 +5,7 @@
 //! appear in `Debug` output or errors.
 
 pub mod cli;
+mod command;
 pub mod raw;
 pub mod secret;
 mod validate;
@@ -104,6 +105,21 @@ pub enum UpstreamTarget {
     /// Start the built-in demo server on loopback and front it.
     Embedded,
     Url(Uri),
+    /// Spawn a legacy stdio server, one process per session.
+    Command(CommandConfig),
+}
+
+/// A legacy stdio server to spawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandConfig {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Set in the child's environment; values are secrets.
+    pub env: Vec<(String, Secret)>,
+    /// Copied from the gateway's environment when present.
+    pub env_passthrough: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub max_line_bytes: usize,
 }
 
 /// The legacy upstream.
@@ -118,6 +134,8 @@ pub struct UpstreamConfig {
     pub request_timeout: Duration,
     pub pool_max_sessions: usize,
     pub pool_idle: Duration,
+    /// The answer to `roots/list` requests no client can be asked, as `file://` URIs.
+    pub roots: Option<Vec<String>>,
 }
 
 /// Bounds of the replay flow.

@@ -77,6 +77,29 @@ pub struct RawUpstream {
     pub pool_max_sessions: Option<usize>,
     /// Seconds an idle pooled session is kept. Default 300.
     pub pool_idle_secs: Option<u64>,
+    /// A legacy stdio server to spawn instead of `url`: `["program", "arg", …]`, or one line
+    /// split on whitespace with simple quoting. One process per pooled session.
+    pub command: Option<RawCommand>,
+    /// Variables set in the child's environment, which otherwise holds only the passed-through
+    /// names. Values are secrets.
+    pub env: Option<BTreeMap<String, Secret>>,
+    /// Names copied from the gateway's environment to the child's. Default `["PATH", "HOME"]`.
+    pub env_passthrough: Option<Vec<String>>,
+    /// Working directory of the child. Default: the gateway's.
+    pub cwd: Option<String>,
+    /// Longest stdout line accepted from the child; a longer one stops it. Default 4 MiB.
+    pub max_line_bytes: Option<usize>,
+    /// `file://` URIs answered to `roots/list` requests that no client can be asked (a
+    /// server asking outside any call). Absent: such requests get an error.
+    pub roots: Option<Vec<String>>,
+}
+
+/// `upstream.command`: an argument vector, or a command line to split.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawCommand {
+    Argv(Vec<String>),
+    Line(String),
 }
 
 /// `[mrtr]`: the replay flow.

@@ -91,10 +91,11 @@ fn admin(raw: RawAdmin) -> Result<Option<SocketAddr>, ConfigError> {
     addr("admin.listen", raw.listen.as_deref().unwrap_or(d::ADMIN_LISTEN)).map(Some)
 }
 
-fn upstream(raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
-    let target = match raw.url {
-        None => UpstreamTarget::Embedded,
-        Some(url) => UpstreamTarget::Url(upstream_url(&url)?),
+fn upstream(mut raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
+    let target = match (super::command::command(&mut raw)?, raw.url) {
+        (Some(cmd), _) => UpstreamTarget::Command(cmd),
+        (None, None) => UpstreamTarget::Embedded,
+        (None, Some(url)) => UpstreamTarget::Url(upstream_url(&url)?),
     };
     let protocol_version = match raw.protocol_version.as_deref() {
         None => d::UPSTREAM_VERSION,
@@ -116,7 +117,18 @@ fn upstream(raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
             raw.pool_max_sessions.unwrap_or(d::POOL_MAX_SESSIONS),
         )?,
         pool_idle: raw.pool_idle_secs.map_or(d::POOL_IDLE, |s| Duration::from_secs(s.max(1))),
+        roots: raw.roots.map(roots).transpose()?,
     })
+}
+
+/// Roots are `file://` URIs (the legacy `Root` allows nothing else).
+fn roots(list: Vec<String>) -> Result<Vec<String>, ConfigError> {
+    for uri in &list {
+        if !uri.starts_with("file://") {
+            return Err(ConfigError::invalid("upstream.roots", format!("{uri:?} is not a file:// URI")));
+        }
+    }
+    Ok(list)
 }
 
 fn upstream_url(url: &str) -> Result<Uri, ConfigError> {

@@ -36,6 +36,13 @@ pub enum UpstreamError {
     Initialize(String),
     #[error("no upstream session became free within {0:?}")]
     PoolExhausted(Duration),
+    #[error("cannot start the upstream command")]
+    Spawn(#[source] std::io::Error),
+    /// A stdio upstream process ended or was stopped. The text is the gateway's own description
+    /// (exit status, signal, or why it was stopped), never the child's output, so the client may
+    /// be told it.
+    #[error("{0}")]
+    ProcessEnded(String),
 }
 
 // === impl UpstreamError ===
@@ -54,13 +61,18 @@ impl UpstreamError {
             Self::Protocol(_) | Self::Sse(_) => "protocol",
             Self::Initialize(_) => "initialize",
             Self::PoolExhausted(_) => "pool_exhausted",
+            Self::Spawn(_) => "spawn",
+            Self::ProcessEnded(_) => "process_ended",
         }
     }
 
     /// True when the upstream died (refused the connection, dropped it, or ended a stream
     /// before the response), as opposed to hanging ([`Self::Timeout`]) or refusing.
     pub fn is_dead(&self) -> bool {
-        matches!(self, Self::Connect(_) | Self::Transport(_) | Self::Closed(_))
+        matches!(
+            self,
+            Self::Connect(_) | Self::Transport(_) | Self::Closed(_) | Self::Spawn(_) | Self::ProcessEnded(_)
+        )
     }
 
     /// True when the session that produced this error must not be reused.

@@ -1,31 +1,41 @@
-//! The legacy upstream client: Streamable HTTP (2025-03-26 … 2025-11-25) sessions and their pool.
+//! The legacy upstream client: sessions over Streamable HTTP (2025-03-26 … 2025-11-25) or a
+//! child process's stdio, and the pool that leases them.
 //!
-//! A legacy MCP server wants a session (`initialize`, `Mcp-Session-Id`) and may send requests to
-//! its client in the middle of a call, on the call's POST stream or on the standalone GET stream.
-//! This module owns everything the gateway needs to be that client: the SSE parser ([`sse`]),
-//! the HTTP exchanges ([`transport`]), one session with its call event streams ([`Session`],
-//! [`Call`]), and the pool that leases a session to one call at a time ([`Pool`], [`Lease`]) so
-//! that GET-stream requests can be attributed to the call that holds the session.
+//! A legacy MCP server wants a session (`initialize`) and may send requests to its client in
+//! the middle of a call. Everything outside this module drives one seam, [`Session`], and never
+//! learns the transport. Inside, the layout runs bottom-up with no import circle:
+//! - [`event`]: what a server says during a call, and where a message came from;
+//! - [`router`]: attribution of every message to its call (the lease rule), `ping`, and the
+//!   answer to requests no call can take; [`state`]: what a session keeps on any transport;
+//! - [`handshake`]: the `initialize` request and the checks on its answer; [`call`]: a call's
+//!   event stream as its consumer sees it;
+//! - [`http`] and [`stdio`]: one implementation per transport; [`sse`]: the SSE parser;
+//! - [`session`]: the seam; [`pool`]: sessions keyed by (principal, capabilities), leased to
+//!   one call at a time so that unattributed server requests reach the call holding it.
 //!
 //! It never forwards anything from the front client (headers, ids, tokens): it allocates its own
-//! request ids and sends only the headers configured in [`UpstreamSettings`].
+//! request ids and sends only what [`UpstreamSettings`] configures.
 
 mod call;
-mod dispatch;
 mod error;
-mod get_stream;
-mod messages;
+mod event;
+mod handshake;
+mod http;
 mod pool;
+mod router;
 mod session;
 mod settings;
 pub mod sse;
-mod transport;
+mod state;
+mod stdio;
 
 #[cfg(test)]
 mod tests;
 
-pub use call::{Call, UpstreamEvent};
+pub use call::Call;
 pub use error::UpstreamError;
+pub use event::UpstreamEvent;
+pub use handshake::InitializeResult;
 pub use pool::{Lease, Pool, PoolKey, PoolStats};
-pub use session::{InitializeResult, Session};
-pub use settings::UpstreamSettings;
+pub use session::Session;
+pub use settings::{StdioSettings, UpstreamSettings};

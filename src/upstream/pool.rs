@@ -19,9 +19,8 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::session::{InitializeResult, Session};
-use super::transport::Transport;
-use super::{UpstreamError, UpstreamSettings};
+use super::session::{Connector, Session};
+use super::{InitializeResult, UpstreamError, UpstreamSettings};
 
 /// (principal, capability fingerprint).
 pub type PoolKey = (Arc<str>, u8);
@@ -44,7 +43,7 @@ pub struct Pool {
 }
 
 struct PoolInner {
-    transport: Transport,
+    transport: Connector,
     state: Mutex<State>,
     freed: Notify,
     initialize: Mutex<Option<Arc<InitializeResult>>>,
@@ -89,7 +88,7 @@ impl Pool {
     /// closes expired idle sessions; [`Pool::evict_idle`] does the same on demand.
     pub fn new(settings: UpstreamSettings) -> Result<Self, UpstreamError> {
         let inner = Arc::new(PoolInner {
-            transport: Transport::new(Arc::new(settings))?,
+            transport: Connector::new(Arc::new(settings))?,
             state: Mutex::new(State::default()),
             freed: Notify::new(),
             initialize: Mutex::new(None),
@@ -132,7 +131,7 @@ impl Pool {
 
     async fn start(&self, key: PoolKey, capabilities: &Value) -> Result<Lease, UpstreamError> {
         let reservation = Starting(&self.inner);
-        let session = Session::initialize_with(self.inner.transport.clone(), capabilities).await?;
+        let session = self.inner.transport.connect(capabilities).await?;
         // The reservation becomes a lease below; its drop would undo the count.
         std::mem::forget(reservation);
         {
@@ -189,6 +188,7 @@ impl Pool {
     pub async fn close_idle(&self) -> usize {
         let idle: Vec<_> = self.inner.state.lock().idle.drain(..).collect();
         let count = idle.len();
+        // Concurrently: each close is bounded, and child processes take seconds to stop.
         let closes = idle
             .into_iter()
             .map(|e| tokio::time::timeout(CLOSE_TIMEOUT, async move { e.session.close().await }));

@@ -1,182 +1,154 @@
-//! One legacy Streamable HTTP session: the `initialize` handshake, the session headers, the
-//! responses the gateway sends upstream, and the shared state its calls and GET stream use.
+//! The seam between the gateway and its upstream: one legacy session, whatever carries it.
 //!
-//! A session declares, at `initialize`, the capabilities its caller computed (legacy servers
-//! decide which tools exist from them), negotiates one of `LEGACY_VERSIONS`, and then carries
-//! `Mcp-Session-Id` and `MCP-Protocol-Version` on every request. It allocates its own request
-//! ids: front ids from many clients would collide.
+//! The pool, the bridge and the front drive a [`Session`] (initialize with the client's
+//! capabilities, start a call and read its events, answer a server request, notify, cancel,
+//! close, health) and never learn which transport is underneath. Each transport implements the
+//! same operations in its own module: Streamable HTTP in [`super::http`], a child process over
+//! stdio in [`super::stdio`]. Attribution is the same everywhere: a session serves one
+//! MRTR-capable call at a time (the pool's lease), and server requests that no stream ties to a
+//! call go to that call (see [`super::router`]).
+//!
+//! The transports form a closed set, so the seam is an enum rather than a trait object: every
+//! call is a static `match`, and no per-call future or event is boxed on the hot path (an
+//! `async fn` in a `dyn` trait would need a boxed future per operation).
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
-use tokio::task::AbortHandle;
-use tokio::time::Instant;
 
-use super::dispatch::{Action, Origin, Router};
-use super::messages::MessageStream;
-use super::transport::{SessionHeaders, Transport};
-use super::{get_stream, UpstreamError, UpstreamSettings};
-use crate::protocol::jsonrpc::{
-    error_bytes, notification_bytes, request_bytes, result_bytes, ErrorObject, Outcome,
-};
-use crate::protocol::{headers, methods, Envelope, RequestId, LEGACY_VERSIONS};
-
-/// The id of `initialize`; calls count up from 1.
-const INITIALIZE_ID: i64 = 0;
-
-/// What the legacy server answered to `initialize` (the source of `server/discover`).
-#[derive(Debug)]
-pub struct InitializeResult {
-    /// The negotiated revision, one of `LEGACY_VERSIONS`.
-    pub protocol_version: String,
-    /// The server's capabilities, as sent.
-    pub capabilities: Value,
-    /// `serverInfo`, as sent (`Null` if absent).
-    pub server_info: Value,
-    pub instructions: Option<String>,
-    /// The whole result object, verbatim.
-    pub raw: Box<RawValue>,
-}
+use super::call::Call;
+use super::event::UpstreamEvent;
+use super::handshake::InitializeResult;
+use super::http::{HttpSession, Transport};
+use super::state::SessionState;
+use super::stdio::{Spawner, StdioSession};
+use super::{UpstreamError, UpstreamSettings};
+use crate::protocol::jsonrpc::{ErrorObject, Outcome};
+use crate::protocol::{methods, RequestId};
 
 /// A handle on one legacy session; clones share it.
 #[derive(Clone)]
 pub struct Session {
-    pub(crate) inner: Arc<Inner>,
+    link: Link,
 }
 
-/// The state shared by a session's handles, calls and GET-stream task.
-pub(crate) struct Inner {
-    pub(crate) transport: Transport,
-    pub(crate) headers: SessionHeaders,
-    pub(crate) router: Mutex<Router>,
-    init: Arc<InitializeResult>,
-    next_id: AtomicI64,
-    healthy: AtomicBool,
-    get_task: Mutex<Option<AbortHandle>>,
+/// The transport of one session.
+#[derive(Clone)]
+enum Link {
+    Http(HttpSession),
+    Stdio(StdioSession),
 }
 
-// === impl InitializeResult ===
+/// How new sessions are opened: one per pool, shared by all its sessions (the HTTP client, or
+/// the command to spawn).
+#[derive(Clone)]
+#[expect(clippy::large_enum_variant, reason = "one per pool, built once and never moved per call")]
+pub(crate) enum Connector {
+    Http(Transport),
+    Stdio(Spawner),
+}
 
-impl InitializeResult {
-    fn parse(raw: Box<RawValue>) -> Result<Self, UpstreamError> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Wire {
-            protocol_version: String,
-            #[serde(default)]
-            capabilities: Value,
-            #[serde(default)]
-            server_info: Value,
-            instructions: Option<String>,
+// === impl Connector ===
+
+impl Connector {
+    /// A stdio connector when a command is configured, else Streamable HTTP to `url`.
+    pub(crate) fn new(settings: Arc<UpstreamSettings>) -> Result<Self, UpstreamError> {
+        match settings.stdio {
+            Some(_) => Spawner::new(settings).map(Self::Stdio),
+            None => Transport::new(settings).map(Self::Http),
         }
-        let wire: Wire = serde_json::from_str(raw.get())
-            .map_err(|e| UpstreamError::Initialize(format!("malformed result: {e}")))?;
-        if !LEGACY_VERSIONS.contains(&wire.protocol_version.as_str()) {
-            return Err(UpstreamError::Initialize(format!(
-                "server chose protocol version {:?}; supported: {}",
-                wire.protocol_version,
-                LEGACY_VERSIONS.join(", ")
-            )));
+    }
+
+    pub(crate) fn settings(&self) -> &UpstreamSettings {
+        match self {
+            Self::Http(t) => t.settings(),
+            Self::Stdio(s) => s.settings(),
         }
-        Ok(Self {
-            protocol_version: wire.protocol_version,
-            capabilities: wire.capabilities,
-            server_info: wire.server_info,
-            instructions: wire.instructions,
-            raw,
-        })
+    }
+
+    /// Opens and initialises a session declaring `capabilities`.
+    pub(crate) async fn connect(&self, capabilities: &Value) -> Result<Session, UpstreamError> {
+        let link = match self {
+            Self::Http(t) => Link::Http(HttpSession::initialize(t.clone(), capabilities).await?),
+            Self::Stdio(s) => Link::Stdio(s.spawn(capabilities).await?),
+        };
+        Ok(Session { link })
     }
 }
 
 // === impl Session ===
 
 impl Session {
-    /// Opens a session with its own HTTP client (the pool shares one client instead).
+    /// Opens a session with a connector of its own (the pool shares one instead).
     pub async fn initialize(
         settings: Arc<UpstreamSettings>,
         capabilities: &Value,
     ) -> Result<Self, UpstreamError> {
-        Self::initialize_with(Transport::new(settings)?, capabilities).await
-    }
-
-    /// `initialize`, `notifications/initialized`, then the standalone GET stream.
-    pub(crate) async fn initialize_with(
-        transport: Transport,
-        capabilities: &Value,
-    ) -> Result<Self, UpstreamError> {
-        let timeout = transport.settings().request_timeout;
-        let deadline = Instant::now() + timeout;
-        let (session_id, raw) = tokio::time::timeout_at(deadline, handshake(&transport, capabilities))
-            .await
-            .map_err(|_| UpstreamError::Timeout(timeout))??;
-        let init = match InitializeResult::parse(raw) {
-            Ok(init) => init,
-            Err(e) => {
-                let headers = SessionHeaders::new(session_id, "");
-                let _ = transport.delete(&headers).await;
-                return Err(e);
-            }
-        };
-        let session = Self::from_parts(transport, session_id, init);
-        if let Err(e) = session.notify(methods::INITIALIZED, None).await {
-            let _ = session.close().await;
-            return Err(e);
-        }
-        get_stream::spawn(&session.inner);
-        Ok(session)
-    }
-
-    fn from_parts(
-        transport: Transport,
-        session_id: Option<http::HeaderValue>,
-        init: InitializeResult,
-    ) -> Self {
-        let headers = SessionHeaders::new(session_id, &init.protocol_version);
-        let inner = Inner {
-            transport,
-            headers,
-            router: Mutex::new(Router::default()),
-            init: Arc::new(init),
-            next_id: AtomicI64::new(INITIALIZE_ID + 1),
-            healthy: AtomicBool::new(true),
-            get_task: Mutex::new(None),
-        };
-        Self { inner: Arc::new(inner) }
+        Connector::new(settings)?.connect(capabilities).await
     }
 
     /// The server's `initialize` answer.
     pub fn initialize_result(&self) -> &Arc<InitializeResult> {
-        &self.inner.init
+        match &self.link {
+            Link::Http(s) => s.initialize_result(),
+            Link::Stdio(s) => s.initialize_result(),
+        }
     }
 
     /// The negotiated protocol revision.
     pub fn protocol_version(&self) -> &str {
-        &self.inner.init.protocol_version
+        &self.initialize_result().protocol_version
     }
 
-    /// False once a transport failure, timeout or expiry showed the session can't be reused.
+    /// False once a transport failure, timeout, expiry or exit showed the session can't be reused.
     pub fn is_healthy(&self) -> bool {
-        self.inner.healthy.load(Ordering::Relaxed)
+        self.state().is_healthy()
     }
 
-    /// Answers a server request that a call surfaced (a POST of the response, expecting 202).
+    fn state(&self) -> &Arc<SessionState> {
+        match &self.link {
+            Link::Http(s) => s.state(),
+            Link::Stdio(s) => s.state(),
+        }
+    }
+
+    /// Starts `method(params)` upstream. Server requests during it, on its own stream or on one
+    /// that ties nothing to a call, are surfaced as [`UpstreamEvent::Request`].
+    pub fn call(&self, method: &str, params: Option<Value>) -> Call {
+        self.start(method, params.as_ref(), true)
+    }
+
+    /// [`Session::call`] with borrowed params: they are only serialised, so a caller that keeps
+    /// them (to replay the call in a later round) need not clone them.
+    pub fn call_with(&self, method: &str, params: Option<&Value>) -> Call {
+        self.start(method, params, true)
+    }
+
+    pub(crate) fn start(&self, method: &str, params: Option<&Value>, surface: bool) -> Call {
+        match &self.link {
+            Link::Http(s) => s.start(method, params, surface),
+            Link::Stdio(s) => s.start(method, params, surface),
+        }
+    }
+
+    /// Answers a server request that a call surfaced.
     pub async fn respond(
         &self,
         id: &RequestId,
         outcome: Result<Value, ErrorObject>,
     ) -> Result<(), UpstreamError> {
-        self.inner.respond(id, outcome).await
+        match &self.link {
+            Link::Http(s) => s.respond(id, outcome).await,
+            Link::Stdio(s) => s.respond(id, outcome).await,
+        }
     }
 
     /// Sends a notification to the server.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), UpstreamError> {
-        let body = notification_bytes(method, params.as_ref());
-        let resp = self.inner.transport.post(&self.inner.headers, body).await;
-        self.inner.note(resp).map(drop)
+        match &self.link {
+            Link::Http(s) => s.notify(method, params).await,
+            Link::Stdio(s) => s.notify(method, params).await,
+        }
     }
 
     /// A request whose server requests are refused upstream (list methods and the like): it
@@ -185,7 +157,7 @@ impl Session {
         let mut call = self.start(method, params.as_ref(), false);
         loop {
             match call.next_event().await? {
-                Some(super::UpstreamEvent::Response(outcome)) => return Ok(outcome),
+                Some(UpstreamEvent::Response(outcome)) => return Ok(outcome),
                 Some(_) => continue,
                 None => return Err(UpstreamError::Closed("request ended without a response".to_owned())),
             }
@@ -193,130 +165,32 @@ impl Session {
     }
 
     /// Cancels a call upstream (`notifications/cancelled`); its further events are dropped.
-    pub async fn cancel(&self, call: super::Call, reason: &str) -> Result<(), UpstreamError> {
+    pub async fn cancel(&self, call: Call, reason: &str) -> Result<(), UpstreamError> {
         let id = call.id().clone();
         drop(call);
         let params = json!({ "requestId": id, "reason": reason });
         self.notify(methods::CANCELLED, Some(params)).await
     }
 
-    /// Ends the session: stops the GET stream and sends DELETE (405 tolerated).
+    /// Ends the session (HTTP: DELETE; stdio: stop the process, bounded).
     pub async fn close(&self) -> Result<(), UpstreamError> {
-        self.inner.healthy.store(false, Ordering::Relaxed);
-        self.inner.stop_get_stream();
-        self.inner.transport.delete(&self.inner.headers).await
-    }
-
-    pub(crate) fn next_id(&self) -> i64 {
-        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+        match &self.link {
+            Link::Http(s) => s.close().await,
+            Link::Stdio(s) => s.close().await,
+        }
     }
 }
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let transport = match self.link {
+            Link::Http(_) => "http",
+            Link::Stdio(_) => "stdio",
+        };
         f.debug_struct("Session")
+            .field("transport", &transport)
             .field("protocol_version", &self.protocol_version())
             .field("healthy", &self.is_healthy())
             .finish_non_exhaustive()
     }
-}
-
-// === impl Inner ===
-
-impl Inner {
-    /// Routes one message text and acts on it; true when it ended the origin call.
-    pub(crate) async fn dispatch(&self, text: &str, origin: Origin) -> Result<bool, UpstreamError> {
-        let env = Envelope::parse(text.as_bytes()).map_err(|e| UpstreamError::Protocol(format!("{e}")))?;
-        let (action, ends_origin) = self.router.lock().route(env, origin);
-        match action {
-            Action::Deliver(tx, event) => {
-                // A closed queue means the call was dropped: its events are discarded.
-                let _ = tx.send(Ok(event)).await;
-            }
-            Action::Answer(id, outcome) => {
-                if let Err(e) = self.respond(&id, outcome).await {
-                    tracing::warn!(error = %e, "could not answer an upstream request");
-                }
-            }
-            Action::Ignore(why) => tracing::debug!(why, "upstream message dropped"),
-        }
-        Ok(ends_origin)
-    }
-
-    async fn respond(
-        &self,
-        id: &RequestId,
-        outcome: Result<Value, ErrorObject>,
-    ) -> Result<(), UpstreamError> {
-        let body = match outcome {
-            Ok(value) => {
-                let raw = serde_json::value::to_raw_value(&value)
-                    .map_err(|e| UpstreamError::Protocol(format!("unserialisable result: {e}")))?;
-                result_bytes(id, &raw)
-            }
-            Err(error) => error_bytes(Some(id), &error),
-        };
-        let resp = self.transport.post(&self.headers, body).await;
-        self.note(resp).map(drop)
-    }
-
-    /// Marks the session unusable when a result shows it is.
-    pub(crate) fn note<T>(&self, result: Result<T, UpstreamError>) -> Result<T, UpstreamError> {
-        if let Err(e) = &result {
-            if e.poisons_session() {
-                self.mark_unhealthy();
-            }
-        }
-        result
-    }
-
-    pub(crate) fn mark_unhealthy(&self) {
-        self.healthy.store(false, Ordering::Relaxed);
-    }
-
-    pub(crate) fn set_get_task(&self, handle: AbortHandle) {
-        *self.get_task.lock() = Some(handle);
-    }
-
-    fn stop_get_stream(&self) {
-        if let Some(handle) = self.get_task.lock().take() {
-            handle.abort();
-        }
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.stop_get_stream();
-    }
-}
-
-/// POSTs `initialize` and reads its response; returns the session id and the raw result.
-async fn handshake(
-    transport: &Transport,
-    capabilities: &Value,
-) -> Result<(Option<http::HeaderValue>, Box<RawValue>), UpstreamError> {
-    let settings = transport.settings();
-    let params = json!({
-        "protocolVersion": settings.preferred_version.as_str(),
-        "capabilities": capabilities,
-        "clientInfo": { "name": settings.client_name, "version": settings.client_version },
-    });
-    let body = request_bytes(&RequestId::Number(INITIALIZE_ID), methods::INITIALIZE, Some(&params));
-    let resp = transport.post(&SessionHeaders::default(), body).await?;
-    let session_id = resp.headers().get(headers::SESSION_ID).cloned();
-    let mut stream = MessageStream::new(resp, settings.max_event_bytes)?;
-    while let Some(text) = stream.next().await? {
-        let env = Envelope::parse(text.as_bytes())
-            .map_err(|e| UpstreamError::Initialize(format!("bad message: {e}")))?;
-        if let Envelope::Response(resp) = env {
-            return match resp.outcome {
-                Outcome::Result(raw) => Ok((session_id, raw)),
-                Outcome::Error(e) => {
-                    Err(UpstreamError::Initialize(format!("server refused ({}): {}", e.code, e.message)))
-                }
-            };
-        }
-    }
-    Err(UpstreamError::Initialize("stream ended before the initialize response".to_owned()))
 }

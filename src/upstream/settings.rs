@@ -3,9 +3,12 @@
 //! Kept free of parsing so that the config module owns names, defaults from files and
 //! validation messages, while this module only states what the client needs and its defaults.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderMap, Uri};
+use serde_json::Value;
 
 use crate::defaults;
 use crate::mrtr::LegacyVersion;
@@ -13,8 +16,14 @@ use crate::mrtr::LegacyVersion;
 /// How the gateway reaches and talks to the legacy server.
 #[derive(Clone)]
 pub struct UpstreamSettings {
-    /// The MCP endpoint, e.g. `http://127.0.0.1:3001/mcp` (plain `http` only).
+    /// The MCP endpoint, e.g. `http://127.0.0.1:3001/mcp` (plain `http` only). Unused when
+    /// [`Self::stdio`] is set.
     pub url: Uri,
+    /// Spawn this command and speak stdio to it instead of HTTP to [`Self::url`].
+    pub stdio: Option<StdioSettings>,
+    /// The result of `roots/list` requests no client can be asked (a JSON array of roots), on
+    /// every transport. `None`: such requests get an error.
+    pub roots: Option<Arc<Value>>,
     /// Headers sent on every upstream request (an API key, for instance). Never logged.
     pub extra_headers: HeaderMap,
     /// `clientInfo.name` in `initialize`.
@@ -37,11 +46,55 @@ pub struct UpstreamSettings {
     pub max_event_bytes: usize,
 }
 
+/// A legacy server started as a child process, one process per session.
+#[derive(Clone)]
+pub struct StdioSettings {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Variables set in the child's otherwise empty environment. Values may be secrets.
+    pub env: Vec<(String, String)>,
+    /// Variables copied from the gateway's environment when it has them.
+    pub env_passthrough: Vec<String>,
+    /// Working directory of the child; `None` keeps the gateway's.
+    pub cwd: Option<PathBuf>,
+    /// Longest stdout line accepted; a longer one stops the process.
+    pub max_line_bytes: usize,
+}
+
+impl StdioSettings {
+    /// `program args…` with the default environment rules and line bound.
+    pub fn new(program: impl Into<String>, args: Vec<String>) -> Self {
+        Self {
+            program: program.into(),
+            args,
+            env: Vec::new(),
+            env_passthrough: defaults::ENV_PASSTHROUGH.iter().map(|&n| n.to_owned()).collect(),
+            cwd: None,
+            max_line_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+impl std::fmt::Debug for StdioSettings {
+    // Arguments and variables may hold credentials: show the program and names only.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioSettings")
+            .field("program", &self.program)
+            .field("args", &self.args.len())
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("env_passthrough", &self.env_passthrough)
+            .field("cwd", &self.cwd)
+            .field("max_line_bytes", &self.max_line_bytes)
+            .finish()
+    }
+}
+
 impl std::fmt::Debug for UpstreamSettings {
     // Extra headers may hold credentials: show only their names.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UpstreamSettings")
             .field("url", &self.url)
+            .field("stdio", &self.stdio)
             .field("extra_headers", &self.extra_headers.keys().collect::<Vec<_>>())
             .field("client_name", &self.client_name)
             .field("preferred_version", &self.preferred_version)
@@ -56,6 +109,8 @@ impl UpstreamSettings {
     pub fn new(url: Uri) -> Self {
         Self {
             url,
+            stdio: None,
+            roots: None,
             extra_headers: HeaderMap::new(),
             client_name: "mrtr-gateway".to_owned(),
             client_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -67,5 +122,10 @@ impl UpstreamSettings {
             pool_acquire_timeout: defaults::POOL_ACQUIRE_TIMEOUT,
             max_event_bytes: defaults::MAX_EVENT_BYTES,
         }
+    }
+
+    /// Settings with the defaults for everything but the command to spawn.
+    pub fn stdio(command: StdioSettings) -> Self {
+        Self { stdio: Some(command), ..Self::new(Uri::default()) }
     }
 }

@@ -14,6 +14,7 @@ mod progress;
 mod replicas;
 mod restart;
 mod state;
+mod stdio;
 
 use serde_json::{json, Value};
 

@@ -9,10 +9,10 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::dispatch::Origin;
+use super::inner::Inner;
 use super::messages::{Cursor, MessageStream};
-use super::session::Inner;
-use super::UpstreamError;
+use crate::upstream::event::Origin;
+use crate::upstream::UpstreamError;
 
 /// Consecutive failed reconnections before the session is declared unhealthy.
 const MAX_FAILURES: u32 = 6;
@@ -52,7 +52,7 @@ async fn run(session: Weak<Inner>) {
         if failures > MAX_FAILURES {
             // Without this stream, GET-stream requests would go unanswered: retire the session.
             if let Some(inner) = session.upgrade() {
-                inner.mark_unhealthy();
+                inner.state.mark_unhealthy();
             }
             return;
         }
@@ -83,7 +83,7 @@ async fn connect_and_read(session: &Weak<Inner>, cursor: &mut Cursor) -> Result<
                 let Some(inner) = session.upgrade() else {
                     break Ok(End::SessionGone);
                 };
-                if let Err(e) = inner.dispatch(&text, Origin::Get).await {
+                if let Err(e) = inner.dispatch(&text, Origin::Unattributed).await {
                     tracing::warn!(error = %e, "bad message on the upstream GET stream");
                 }
                 delivered = true;

@@ -12,8 +12,8 @@ use http::Response;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
-use super::sse::{SseEvent, SseParser};
-use super::UpstreamError;
+use crate::upstream::sse::{SseEvent, SseParser};
+use crate::upstream::UpstreamError;
 
 /// Where to resume an SSE stream from.
 #[derive(Debug, Clone, Default)]

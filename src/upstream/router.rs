@@ -1,33 +1,22 @@
-//! Attribution of every message a legacy server sends to the call it belongs to.
+//! Attribution of every message a legacy server sends to the call it belongs to, the same for
+//! every transport.
 //!
-//! A message on a call's POST stream belongs to that call. A message on the standalone GET
-//! stream carries nothing tying it to a call, so it goes to the *attached* call: the MRTR call
-//! that holds the session's lease. `ping` is answered here, never surfaced. A server request
-//! nobody can answer truthfully (no attached call, or a list method that may not return
-//! `input_required`) gets a JSON-RPC error, never invented data: an empty `roots/list` answer
-//! would be cached by the server as the truth.
+//! A message on a call's POST stream belongs to that call. A message on a stream that ties
+//! nothing to a call (the standalone GET stream, a child's stdout) goes to the *attached* call:
+//! the MRTR call that holds the session's lease. `ping` is answered here, never surfaced. A
+//! server request nobody can answer truthfully (no attached call, or a list method that may not
+//! return `input_required`) gets a JSON-RPC error, never invented data: an empty `roots/list`
+//! answer would be cached by the server as the truth. The one exception is `roots/list` when
+//! the operator configured the roots (`upstream.roots`): those are the truth, so they answer.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use serde_json::Value;
-use tokio::sync::mpsc;
+use serde_json::{json, Value};
 
-use super::call::UpstreamEvent;
-use super::UpstreamError;
-use crate::protocol::jsonrpc::{ErrorObject, Response};
+use super::event::{EventTx, Origin, UpstreamEvent};
+use crate::protocol::jsonrpc::{ErrorObject, Request, Response};
 use crate::protocol::{codes, methods, Envelope, RequestId};
-
-/// The queue of one call's events.
-pub(crate) type EventTx = mpsc::Sender<Result<UpstreamEvent, UpstreamError>>;
-
-/// The stream a message arrived on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Origin {
-    /// The POST (or its resumption) of the call with this upstream id.
-    Post(i64),
-    /// The standalone GET stream.
-    Get,
-}
 
 /// What to do with one routed message.
 pub(crate) enum Action {
@@ -47,11 +36,18 @@ struct Slot {
 pub(crate) struct Router {
     calls: HashMap<i64, Slot>,
     attached: Option<i64>,
+    /// The configured `roots/list` result, answered when no call can be asked.
+    roots: Option<Arc<Value>>,
 }
 
 // === impl Router ===
 
 impl Router {
+    /// A router that answers unattributed `roots/list` requests with `roots` (a JSON array).
+    pub(crate) fn with_roots(roots: Option<Arc<Value>>) -> Self {
+        Self { roots, ..Self::default() }
+    }
+
     /// Registers a call; the first surfacing call becomes the GET-stream target.
     pub(crate) fn insert(&mut self, id: i64, tx: EventTx, surfaces_requests: bool) {
         self.calls.insert(id, Slot { tx, surfaces_requests });
@@ -70,6 +66,12 @@ impl Router {
 
     pub(crate) fn is_pending(&self, id: i64) -> bool {
         self.calls.contains_key(&id)
+    }
+
+    /// Forgets every call and returns their queues, so a dead session can fail them.
+    pub(crate) fn drain(&mut self) -> Vec<EventTx> {
+        self.attached = None;
+        self.calls.drain().map(|(_, slot)| slot.tx).collect()
     }
 
     /// Decides where a message goes; the flag is true when it is the response that ends the
@@ -94,17 +96,18 @@ impl Router {
     fn target(&self, origin: Origin) -> Option<&Slot> {
         let id = match origin {
             Origin::Post(id) => id,
-            Origin::Get => self.attached?,
+            Origin::Unattributed => self.attached?,
         };
         self.calls.get(&id)
     }
 
-    fn route_request(&self, req: crate::protocol::jsonrpc::Request, origin: Origin) -> Action {
+    fn route_request(&self, req: Request, origin: Origin) -> Action {
         match self.target(origin) {
             Some(slot) if slot.surfaces_requests => {
                 let event = UpstreamEvent::Request { id: req.id, method: req.method, params: req.params };
                 Action::Deliver(slot.tx.clone(), event)
             }
+            _ if req.method == methods::ROOTS_LIST => Action::Answer(req.id, self.configured_roots()),
             Some(_) => Action::Answer(
                 req.id,
                 Err(internal("the client cannot be asked for input during this method")),
@@ -113,6 +116,14 @@ impl Router {
                 req.id,
                 Err(internal("no client request in flight to attribute this request to")),
             ),
+        }
+    }
+
+    /// The answer to a `roots/list` no client can be asked: the configured roots, or an error.
+    fn configured_roots(&self) -> Result<Value, ErrorObject> {
+        match &self.roots {
+            Some(roots) => Ok(json!({ "roots": roots.as_ref() })),
+            None => Err(internal("the client's roots are not known yet (no client request in flight)")),
         }
     }
 
@@ -140,6 +151,9 @@ fn internal(message: &str) -> ErrorObject {
 
 #[cfg(test)]
 mod tests {
+    use tokio::sync::mpsc;
+
+    use super::super::UpstreamError;
     use super::*;
 
     fn parse(text: &str) -> Envelope {
@@ -160,7 +174,7 @@ mod tests {
     fn get_stream_request_goes_to_the_attached_call() {
         let (mut router, _rx) = router_with(5, true);
         let env = parse(r#"{"jsonrpc":"2.0","id":0,"method":"roots/list"}"#);
-        let (action, ends) = router.route(env, Origin::Get);
+        let (action, ends) = router.route(env, Origin::Unattributed);
         assert!(
             matches!(action, Action::Deliver(_, UpstreamEvent::Request { ref method, .. }) if method == "roots/list")
         );
@@ -171,9 +185,24 @@ mod tests {
     fn get_stream_request_without_call_is_refused_with_an_error() {
         let mut router = Router::default();
         let env = parse(r#"{"jsonrpc":"2.0","id":0,"method":"roots/list"}"#);
-        let (action, _) = router.route(env, Origin::Get);
+        let (action, _) = router.route(env, Origin::Unattributed);
         let Action::Answer(RequestId::Number(0), Err(e)) = action else { panic!("expected an error answer") };
         assert_eq!(e.code, codes::INTERNAL_ERROR);
+    }
+
+    #[test]
+    fn unattributed_roots_request_gets_the_configured_roots_or_an_error() {
+        let env = || parse(r#"{"jsonrpc":"2.0","id":4,"method":"roots/list"}"#);
+        let roots = json!([{"uri": "file:///srv/data", "name": "data"}]);
+        let mut router = Router::with_roots(Some(Arc::new(roots.clone())));
+        let (Action::Answer(_, Ok(v)), _) = router.route(env(), Origin::Unattributed) else {
+            panic!("configured roots not answered")
+        };
+        assert_eq!(v, json!({ "roots": roots }));
+        let (Action::Answer(_, Err(e)), _) = Router::default().route(env(), Origin::Unattributed) else {
+            panic!("expected an error answer")
+        };
+        assert!(e.message.contains("roots are not known yet"), "{}", e.message);
     }
 
     #[test]
@@ -182,7 +211,7 @@ mod tests {
         let env = parse(r#"{"jsonrpc":"2.0","id":9,"method":"elicitation/create","params":{}}"#);
         assert!(matches!(router.route(env, Origin::Post(3)).0, Action::Answer(_, Err(_))));
         let env = parse(r#"{"jsonrpc":"2.0","id":10,"method":"roots/list"}"#);
-        assert!(matches!(router.route(env, Origin::Get).0, Action::Answer(_, Err(_))));
+        assert!(matches!(router.route(env, Origin::Unattributed).0, Action::Answer(_, Err(_))));
     }
 
     #[test]
@@ -204,6 +233,6 @@ mod tests {
         assert!(ends);
         assert!(!router.is_pending(2));
         let env = parse(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
-        assert!(matches!(router.route(env, Origin::Get).0, Action::Answer(_, Err(_))));
+        assert!(matches!(router.route(env, Origin::Unattributed).0, Action::Answer(_, Err(_))));
     }
 }

@@ -16,7 +16,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
-use super::{UpstreamError, UpstreamSettings};
+use super::super::{UpstreamError, UpstreamSettings};
 use crate::protocol::headers;
 
 /// The first revision whose clients send `MCP-Protocol-Version` on every request.

@@ -1,0 +1,74 @@
+//! The HTTP side of one call: POST the request, read its response (JSON or SSE), routing every
+//! message through the session, and resume the stream when a 2025-11-25 server closes it
+//! before the response (priming event, `retry`, close) with GET + `Last-Event-ID`, honouring
+//! `retry` within bounds.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::inner::Inner;
+use super::messages::{Cursor, MessageStream};
+use crate::upstream::event::{EventTx, Origin};
+use crate::upstream::UpstreamError;
+
+/// Most reconnections of one call's response stream.
+const MAX_RESUMES: usize = 32;
+/// Delay before resuming when the server sent no `retry`, and the most we honour.
+const DEFAULT_RETRY: Duration = Duration::from_millis(500);
+const MAX_RETRY: Duration = Duration::from_secs(10);
+
+/// The call's reader task: any failure becomes the call's terminal event.
+pub(super) async fn drive(inner: Arc<Inner>, id: i64, body: Vec<u8>, tx: EventTx) {
+    if let Err(e) = post_and_read(&inner, id, body).await {
+        let _ = tx.send(Err(e)).await;
+    }
+}
+
+async fn post_and_read(inner: &Inner, id: i64, body: Vec<u8>) -> Result<(), UpstreamError> {
+    let resp = inner.transport.post(&inner.headers, body).await?;
+    let max = inner.transport.settings().max_event_bytes;
+    let mut stream = MessageStream::new(resp, max)?;
+    if read_until_response(inner, &mut stream, id).await? {
+        return Ok(());
+    }
+    resume(inner, id, stream.cursor().clone()).await
+}
+
+/// Dispatches the stream's messages; true once the call has its response.
+async fn read_until_response(
+    inner: &Inner,
+    stream: &mut MessageStream,
+    id: i64,
+) -> Result<bool, UpstreamError> {
+    while let Some(text) = stream.next().await? {
+        if inner.dispatch(&text, Origin::Post(id)).await? {
+            return Ok(true);
+        }
+    }
+    // The response may have come on another stream; the router then forgot the call.
+    Ok(!inner.state.router.lock().is_pending(id))
+}
+
+/// Resumes a response stream the server closed early (2025-11-25 polling).
+async fn resume(inner: &Inner, id: i64, mut cursor: Cursor) -> Result<(), UpstreamError> {
+    let max = inner.transport.settings().max_event_bytes;
+    for _ in 0..MAX_RESUMES {
+        let Some(last) = cursor.last_event_id.clone() else {
+            return Err(UpstreamError::Closed(
+                "response stream ended before the response, with no event id to resume from".to_owned(),
+            ));
+        };
+        tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+        let Some(resp) = inner.transport.get(&inner.headers, Some(&last)).await? else {
+            return Err(UpstreamError::Closed(
+                "response stream ended early and the server does not allow resuming it (405)".to_owned(),
+            ));
+        };
+        let mut stream = MessageStream::new(resp, max)?.with_cursor(cursor);
+        if read_until_response(inner, &mut stream, id).await? {
+            return Ok(());
+        }
+        cursor = stream.cursor().clone();
+    }
+    Err(UpstreamError::Closed(format!("no response after resuming the stream {MAX_RESUMES} times")))
+}

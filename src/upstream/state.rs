@@ -1,0 +1,109 @@
+//! What one legacy session keeps whatever its transport: the router of its in-flight calls,
+//! its request-id counter and its health. A session's handles, its calls and its transport's
+//! background tasks (the GET stream, a child's stdout reader) share it.
+//!
+//! A session allocates its own request ids: front ids from many clients would collide.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::event::Origin;
+use super::handshake::INITIALIZE_ID;
+use super::router::{Action, Router};
+use super::UpstreamError;
+use crate::protocol::jsonrpc::{error_bytes, result_bytes, ErrorObject};
+use crate::protocol::{Envelope, RequestId};
+
+/// The transport-neutral state of one session.
+pub(crate) struct SessionState {
+    pub(crate) router: Mutex<Router>,
+    next_id: AtomicI64,
+    healthy: AtomicBool,
+}
+
+// === impl SessionState ===
+
+impl SessionState {
+    /// A fresh session; unattributed `roots/list` requests get `roots` when configured.
+    pub(crate) fn new(roots: Option<Arc<Value>>) -> Self {
+        Self {
+            router: Mutex::new(Router::with_roots(roots)),
+            next_id: AtomicI64::new(INITIALIZE_ID + 1),
+            healthy: AtomicBool::new(true),
+        }
+    }
+
+    pub(crate) fn next_id(&self) -> i64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// False once a failure showed the session can't be reused.
+    pub(crate) fn is_healthy(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn mark_unhealthy(&self) {
+        self.healthy.store(false, Ordering::Relaxed);
+    }
+
+    /// Marks the session unusable when a result shows it is.
+    pub(crate) fn note<T>(&self, result: Result<T, UpstreamError>) -> Result<T, UpstreamError> {
+        if let Err(e) = &result {
+            if e.poisons_session() {
+                self.mark_unhealthy();
+            }
+        }
+        result
+    }
+
+    /// Parses one message text and decides where it goes; the flag is true when it is the
+    /// response that ends the call whose stream carried it.
+    pub(crate) fn route(&self, text: &str, origin: Origin) -> Result<(Action, bool), UpstreamError> {
+        let env = Envelope::parse(text.as_bytes()).map_err(|e| UpstreamError::Protocol(format!("{e}")))?;
+        Ok(self.router.lock().route(env, origin))
+    }
+
+    /// Ends every call in flight with the error `why` builds (the session died).
+    pub(crate) async fn fail_all(&self, why: impl Fn() -> UpstreamError) {
+        self.mark_unhealthy();
+        let queues = self.router.lock().drain();
+        for tx in queues {
+            // A closed queue means the call was dropped: nobody waits for the error.
+            let _ = tx.send(Err(why())).await;
+        }
+    }
+}
+
+/// Delivers a routed event to its call. A closed queue means the call was dropped: its events
+/// are discarded.
+pub(crate) async fn deliver(action: Action) -> Option<Action> {
+    match action {
+        Action::Deliver(tx, event) => {
+            let _ = tx.send(Ok(event)).await;
+            None
+        }
+        Action::Ignore(why) => {
+            tracing::debug!(why, "upstream message dropped");
+            None
+        }
+        answer @ Action::Answer(..) => Some(answer),
+    }
+}
+
+/// One JSON-RPC response to a server request, framed for any transport.
+pub(crate) fn response_bytes(
+    id: &RequestId,
+    outcome: Result<Value, ErrorObject>,
+) -> Result<Vec<u8>, UpstreamError> {
+    match outcome {
+        Ok(value) => {
+            let raw = serde_json::value::to_raw_value(&value)
+                .map_err(|e| UpstreamError::Protocol(format!("unserialisable result: {e}")))?;
+            Ok(result_bytes(id, &raw))
+        }
+        Err(error) => Ok(error_bytes(Some(id), &error)),
+    }
+}

@@ -1,0 +1,18 @@
+//! The stdio transport: a legacy server started as a child process, spoken to with
+//! newline-delimited JSON-RPC on its stdin and stdout (protocol.md §5.3).
+//!
+//! One process is one legacy session, and the pool's lease gives it to one call at a time:
+//! nothing on the wire ties a server request to the call that caused it, so the lease is what
+//! attributes it. Pieces, bottom-up: [`lines`] frames output with a bound on a line;
+//! [`process`] spawns the child with a clean environment, writes its stdin and logs its stderr;
+//! [`supervisor`] reads its stdout, notices an exit, a closed stdout or an oversized line, fails
+//! the calls in flight with what happened, and stops and reaps the process (close stdin, then
+//! SIGTERM, then SIGKILL to its process group, each bounded); [`session`] is the session the
+//! seam drives.
+
+mod lines;
+mod process;
+mod session;
+mod supervisor;
+
+pub(crate) use session::{Spawner, StdioSession};
