@@ -18,7 +18,7 @@ use crate::bridge::Bridge;
 use crate::capabilities::ClientCaps;
 use crate::config::{Config, StateConfig, UpstreamTarget};
 use crate::demo::{DemoHandle, DemoOptions};
-use crate::front::{Front, FrontState};
+use crate::front::{self, FrontState};
 use crate::metrics::{Metrics, MetricsError};
 use crate::mrtr::{parse_key_lines, CodecSettings, KeyError, KeyRing, LegacyVersion, StateCodec};
 use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
@@ -42,6 +42,9 @@ pub enum AppError {
     #[error("front TLS: {0}")]
     Tls(#[from] ServerError),
 }
+
+/// Added to the longest bound below the front before its own timeout cuts a request.
+const FRONT_TIMEOUT_SLACK: Duration = Duration::from_secs(5);
 
 /// A running gateway.
 pub struct Gateway {
@@ -90,7 +93,8 @@ impl Gateway {
             None => None,
         };
         let opts = ServeOptions { max_connections: cfg.front.max_connections, drain: cfg.front.drain, tls };
-        tasks.spawn(serve(front_listener, Front(Arc::new(front_state)), opts, signal(stopped.clone())));
+        let service = front::stack(Arc::new(front_state), front_timeout(&cfg));
+        tasks.spawn(serve(front_listener, service, opts, signal(stopped.clone())));
         let admin_addr = match cfg.admin_listen {
             Some(addr) => {
                 Some(spawn_admin(&mut tasks, addr, &metrics, &ready, &pool, stopped.clone()).await?)
@@ -147,6 +151,13 @@ fn example_curl(url: &str) -> String {
         "curl -s {url} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\n  \
          -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: greet' \\\n  -d '{body}'"
     )
+}
+
+/// The front's backstop timeout: past every bound of its own the bridge and the pool apply (a
+/// whole run, one upstream request, a connect), so those answer first with their precise errors.
+fn front_timeout(cfg: &Config) -> Duration {
+    let bounded = cfg.mrtr.total_timeout.max(cfg.upstream.request_timeout);
+    bounded + cfg.upstream.connect_timeout + FRONT_TIMEOUT_SLACK
 }
 
 fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSettings {
