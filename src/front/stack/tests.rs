@@ -19,6 +19,11 @@ use crate::metrics::Metrics;
 
 type Req = Request<Limited<Full<Bytes>>>;
 
+/// Held by every test here. The stack's tracing callsites are shared, and one registered on
+/// another thread while the log test installs its subscriber could keep a stale "disabled"
+/// interest and hide the very lines that test reads.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn limits(max_in_flight: usize) -> Limits {
     Limits { max_in_flight, max_body_bytes: 64, request_timeout: Duration::from_secs(5) }
 }
@@ -48,6 +53,7 @@ fn counted(metrics: &Metrics, outcome: &str) -> u64 {
 
 #[tokio::test]
 async fn a_request_past_the_limit_is_shed_with_503() {
+    let _serial = SERIAL.lock().await;
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let (entered, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let (e, r) = (entered.clone(), release.clone());
@@ -72,6 +78,7 @@ async fn a_request_past_the_limit_is_shed_with_503() {
 
 #[tokio::test]
 async fn a_streamed_response_holds_its_permit_until_its_body_ends() {
+    let _serial = SERIAL.lock().await;
     let streams = Arc::new(Mutex::new(Vec::new()));
     let senders = streams.clone();
     let inner = service_fn(move |_: Req| {
@@ -96,6 +103,7 @@ async fn a_streamed_response_holds_its_permit_until_its_body_ends() {
 
 #[tokio::test]
 async fn a_dropped_stream_releases_its_permit() {
+    let _serial = SERIAL.lock().await;
     let inner = service_fn(|_: Req| async {
         let (_tx, rx) = mpsc::channel::<Bytes>(1);
         // The sender stays alive in a task that never ends, as a pump would while running.
@@ -114,6 +122,7 @@ async fn a_dropped_stream_releases_its_permit() {
 
 #[tokio::test]
 async fn the_request_id_is_made_or_kept_and_echoed() {
+    let _serial = SERIAL.lock().await;
     let inner = service_fn(|req: Req| async move {
         let seen = req.headers()["x-request-id"].to_str().unwrap_or_default().to_owned();
         ok(FrontBody::full(seen))
@@ -133,6 +142,7 @@ async fn the_request_id_is_made_or_kept_and_echoed() {
 
 #[tokio::test]
 async fn a_declared_body_over_the_limit_is_refused_before_the_handler() {
+    let _serial = SERIAL.lock().await;
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let inner = service_fn(|_: Req| async { panic!("the handler must not run") });
     let svc = layered(inner, limits(4), metrics.clone());
@@ -149,6 +159,7 @@ async fn a_declared_body_over_the_limit_is_refused_before_the_handler() {
 
 #[tokio::test]
 async fn an_undeclared_body_is_limited_as_it_is_read() {
+    let _serial = SERIAL.lock().await;
     let inner = service_fn(|req: Req| async move {
         let err = req.into_body().collect().await.expect_err("over the limit");
         assert!(err.downcast_ref::<http_body_util::LengthLimitError>().is_some());
@@ -161,6 +172,7 @@ async fn an_undeclared_body_is_limited_as_it_is_read() {
 
 #[tokio::test(start_paused = true)]
 async fn a_handler_that_never_answers_times_out_and_frees_its_permit() {
+    let _serial = SERIAL.lock().await;
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let (tx, rx) = oneshot::channel::<()>();
     let rx = Arc::new(Mutex::new(Some(rx)));
@@ -202,6 +214,16 @@ impl Write for Captured {
 
 #[tokio::test]
 async fn authorization_is_never_logged() {
+    let _serial = SERIAL.lock().await;
+    let inner = service_fn(|req: Req| async move {
+        // What the span records below the sensitive-headers layer.
+        let headers = format!("{:?}", req.headers());
+        assert!(req.headers()["authorization"].is_sensitive());
+        assert!(!headers.contains("top-secret-token"), "{headers}");
+        tracing::info!("inside the handler");
+        ok(FrontBody::full("{}"))
+    });
+    let svc = layered(inner, limits(4), Arc::new(Metrics::new().expect("metrics")));
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -210,11 +232,6 @@ async fn authorization_is_never_logged() {
         .with_writer(move || writer.clone())
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
-    let inner = service_fn(|_: Req| async {
-        tracing::info!("inside the handler");
-        ok(FrontBody::full("{}"))
-    });
-    let svc = layered(inner, limits(4), Arc::new(Metrics::new().expect("metrics")));
     let mut req = post("{}");
     req.headers_mut().insert("authorization", "Bearer top-secret-token".parse().expect("value"));
     req.headers_mut().insert("x-request-id", "rid-42".parse().expect("value"));
