@@ -71,18 +71,8 @@ impl Gateway {
             UpstreamTarget::Url(_) => None,
         };
         let pool = Arc::new(Pool::new(upstream_settings(&cfg, demo.as_ref()))?);
-        let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
-        let version =
-            LegacyVersion::parse(&cfg.upstream.protocol_version).unwrap_or(LegacyVersion::V2025_11_25);
-        let bridge = Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version);
-        let front_state = FrontState::new(
-            cfg.front.clone(),
-            Auth::new(&cfg.auth),
-            metrics.clone(),
-            pool.clone(),
-            bridge,
-            version,
-        );
+        let front_state = front_state(&cfg, &metrics, &pool)?;
+        let version = front_state.upstream_version;
         let (stop, stopped) = watch::channel(false);
         let ready = Readiness::default();
         let mut tasks = JoinSet::new();
@@ -153,6 +143,19 @@ fn example_curl(url: &str) -> String {
     )
 }
 
+/// The front's state over `pool`: the bridge, its state codec and the client authentication.
+pub(crate) fn front_state(
+    cfg: &Config,
+    metrics: &Arc<Metrics>,
+    pool: &Arc<Pool>,
+) -> Result<FrontState, AppError> {
+    let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
+    let version = LegacyVersion::parse(&cfg.upstream.protocol_version).unwrap_or(LegacyVersion::V2025_11_25);
+    let bridge = Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version);
+    let auth = Auth::new(&cfg.auth);
+    Ok(FrontState::new(cfg.front.clone(), auth, metrics.clone(), pool.clone(), bridge, version))
+}
+
 /// The front's backstop timeout: past every bound of its own the bridge and the pool apply (a
 /// whole run, one upstream request, a connect), so those answer first with their precise errors.
 fn front_timeout(cfg: &Config) -> Duration {
@@ -160,7 +163,7 @@ fn front_timeout(cfg: &Config) -> Duration {
     bounded + cfg.upstream.connect_timeout + FRONT_TIMEOUT_SLACK
 }
 
-fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSettings {
+pub(crate) fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSettings {
     let url = match (&cfg.upstream.target, demo) {
         (UpstreamTarget::Url(u), _) => u.clone(),
         (UpstreamTarget::Embedded, Some(d)) => d.url().parse().unwrap_or_default(),

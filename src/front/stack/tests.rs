@@ -13,7 +13,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tower::{service_fn, Service, ServiceExt};
 
-use super::{layered, Limits};
+use super::{layered, stack, Limits};
+use crate::app::{front_state, upstream_settings};
+use crate::config::Config;
 use crate::front::body::FrontBody;
 use crate::metrics::Metrics;
 
@@ -195,6 +197,28 @@ async fn a_handler_that_never_answers_times_out_and_frees_its_permit() {
     let next = svc.oneshot(post("{}")).await.expect("infallible");
     assert_eq!(next.status(), StatusCode::OK);
     drop(tx);
+}
+
+#[tokio::test]
+async fn the_real_front_is_served_without_a_socket() {
+    let _serial = SERIAL.lock().await;
+    // Nothing listens upstream: these requests are answered before any upstream call.
+    let cfg = Config::from_toml("[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\n").expect("config");
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let pool = Arc::new(crate::upstream::Pool::new(upstream_settings(&cfg, None)).expect("pool"));
+    let state = Arc::new(front_state(&cfg, &metrics, &pool).expect("front state"));
+    let svc = stack::<Full<Bytes>>(state, Duration::from_secs(5));
+    let get = Request::get("/mcp").body(Full::new(Bytes::new())).expect("request");
+    let r = svc.clone().oneshot(get).await.expect("infallible");
+    assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert!(r.headers().contains_key("x-request-id"));
+    assert_eq!(json(r).await["error"]["code"], -32600);
+    let note = Request::post("/mcp")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#)))
+        .expect("request");
+    assert_eq!(svc.oneshot(note).await.expect("infallible").status(), StatusCode::ACCEPTED);
+    assert_eq!(metrics.requests.with_label_values(&["notification", "accepted"]).get(), 1);
 }
 
 /// A writer that keeps what the subscriber writes.
