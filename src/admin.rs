@@ -2,17 +2,19 @@
 //! `/readyz` (the upstream has answered an `initialize`, so traffic can be sent here). It runs on
 //! its own port so that metrics and probes never share limits or auth with client traffic.
 
+use std::convert::Infallible;
+use std::future::{ready, Ready};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
-use hyper::body::Incoming;
+use tower::Service;
 
 use crate::metrics::Metrics;
-use crate::server::Handler;
 
 /// Shared readiness flag, set once the upstream answered `initialize`.
 #[derive(Debug, Clone, Default)]
@@ -66,11 +68,17 @@ impl Admin {
     }
 }
 
-impl Handler for Admin {
-    type Body = Full<Bytes>;
+impl<B> Service<Request<B>> for Admin {
+    type Response = Response<Full<Bytes>>;
+    type Error = Infallible;
+    type Future = Ready<Result<Response<Full<Bytes>>, Infallible>>;
 
-    async fn call(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
-        self.respond(req.method(), req.uri().path())
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        ready(Ok(self.respond(req.method(), req.uri().path())))
     }
 }
 

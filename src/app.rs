@@ -19,7 +19,7 @@ use crate::capabilities::ClientCaps;
 use crate::config::{Config, StateConfig, UpstreamTarget};
 use crate::defaults;
 use crate::demo::{DemoHandle, DemoOptions};
-use crate::front::{Front, FrontState};
+use crate::front::{self, FrontState};
 use crate::metrics::{Metrics, MetricsError};
 use crate::mrtr::{parse_key_lines, CodecSettings, KeyError, KeyRing, LegacyVersion, StateCodec};
 use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
@@ -43,6 +43,9 @@ pub enum AppError {
     #[error("front TLS: {0}")]
     Tls(#[from] ServerError),
 }
+
+/// Added to the longest bound below the front before its own timeout cuts a request.
+const FRONT_TIMEOUT_SLACK: Duration = Duration::from_secs(5);
 
 /// A running gateway.
 pub struct Gateway {
@@ -70,17 +73,8 @@ impl Gateway {
             UpstreamTarget::Url(_) | UpstreamTarget::Command(_) => None,
         };
         let pool = Arc::new(Pool::new(upstream_settings(&cfg, demo.as_ref()))?);
-        let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
-        let version = cfg.upstream.protocol_version;
-        let bridge = Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version);
-        let front_state = FrontState::new(
-            cfg.front.clone(),
-            Auth::new(&cfg.auth),
-            metrics.clone(),
-            pool.clone(),
-            bridge,
-            version,
-        );
+        let front_state = front_state(&cfg, &metrics, &pool)?;
+        let version = front_state.upstream_version;
         let (stop, stopped) = watch::channel(false);
         let ready = Readiness::default();
         let mut tasks = JoinSet::new();
@@ -91,7 +85,8 @@ impl Gateway {
             None => None,
         };
         let opts = ServeOptions { max_connections: cfg.front.max_connections, drain: cfg.front.drain, tls };
-        tasks.spawn(serve(front_listener, Front(Arc::new(front_state)), opts, signal(stopped.clone())));
+        let service = front::stack(Arc::new(front_state), front_timeout(&cfg));
+        tasks.spawn(serve(front_listener, service, opts, signal(stopped.clone())));
         let admin_addr = match cfg.admin_listen {
             Some(addr) => {
                 Some(spawn_admin(&mut tasks, addr, &metrics, &ready, &pool, stopped.clone()).await?)
@@ -160,7 +155,27 @@ fn example_curl(url: &str) -> String {
     )
 }
 
-fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSettings {
+/// The front's state over `pool`: the bridge, its state codec and the client authentication.
+pub(crate) fn front_state(
+    cfg: &Config,
+    metrics: &Arc<Metrics>,
+    pool: &Arc<Pool>,
+) -> Result<FrontState, AppError> {
+    let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
+    let version = cfg.upstream.protocol_version;
+    let bridge = Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version);
+    let auth = Auth::new(&cfg.auth);
+    Ok(FrontState::new(cfg.front.clone(), auth, metrics.clone(), pool.clone(), bridge, version))
+}
+
+/// The front's backstop timeout: past every bound of its own the bridge and the pool apply (a
+/// whole run, one upstream request, a connect), so those answer first with their precise errors.
+fn front_timeout(cfg: &Config) -> Duration {
+    let bounded = cfg.mrtr.total_timeout.max(cfg.upstream.request_timeout);
+    bounded + cfg.upstream.connect_timeout + FRONT_TIMEOUT_SLACK
+}
+
+pub(crate) fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSettings {
     let mut s = match (&cfg.upstream.target, demo) {
         (UpstreamTarget::Url(u), _) => UpstreamSettings::new(u.clone()),
         (UpstreamTarget::Command(c), _) => UpstreamSettings::stdio(stdio_settings(c)),

@@ -81,6 +81,10 @@ pub enum FrontError {
     NotAcceptable(String),
     #[error("gateway overloaded")]
     Overloaded,
+    /// The front stack's backstop timeout fired before any precise bound of the bridge or the
+    /// pool did.
+    #[error("no answer within the gateway's request timeout")]
+    RequestTimeout,
     /// A bug or a misconfiguration; the client only learns that one happened.
     #[error("internal error")]
     Internal(#[source] BoxError),
@@ -112,6 +116,7 @@ impl FrontError {
             | Self::UpstreamTimeout(_)
             | Self::UpstreamBusy(_)
             | Self::Overloaded
+            | Self::RequestTimeout
             | Self::Internal(_) => codes::INTERNAL_ERROR,
         }
     }
@@ -128,7 +133,7 @@ impl FrontError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::UpstreamUnavailable(_) => StatusCode::BAD_GATEWAY,
-            Self::UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            Self::UpstreamTimeout(_) | Self::RequestTimeout => StatusCode::GATEWAY_TIMEOUT,
             Self::Overloaded | Self::UpstreamBusy(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_REQUEST,
@@ -152,6 +157,7 @@ impl FrontError {
             Self::Upstream(_) => L::UpstreamError,
             Self::UpstreamUnavailable(_) => L::UpstreamUnavailable,
             Self::UpstreamTimeout(_) => L::UpstreamTimeout,
+            Self::RequestTimeout => L::RequestTimeout,
             Self::Unauthorized(_) => L::Unauthorized,
             Self::ForbiddenOrigin(_) => L::ForbiddenOrigin,
             Self::PayloadTooLarge { .. } => L::PayloadTooLarge,

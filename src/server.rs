@@ -1,9 +1,11 @@
 //! The accept loop shared by the front and admin listeners: one task per connection, HTTP/1.1
 //! and HTTP/2 (hyper-util's auto builder), optional TLS (rustls), a connection cap, and a
 //! graceful drain: on shutdown stop accepting, let in-flight requests finish up to the drain
-//! time, then close what is left.
+//! time, then close what is left. A listener serves a `tower::Service` built once; each request
+//! drives a clone of it (which clones `Arc`s).
 
 use std::convert::Infallible;
+use std::error::Error as StdError;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +19,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
+use tower::{Service, ServiceExt};
 
 /// Errors of the accept loop and its TLS setup.
 #[derive(Debug, thiserror::Error)]
@@ -29,12 +32,6 @@ pub enum ServerError {
     Tls(#[from] rustls::Error),
 }
 
-/// A handler: cheap to clone, called once per request.
-pub trait Handler: Clone + Send + Sync + 'static {
-    type Body: Body<Data = bytes::Bytes, Error = Infallible> + Send + 'static;
-    fn call(&self, req: Request<Incoming>) -> impl Future<Output = Response<Self::Body>> + Send;
-}
-
 /// How a listener serves.
 #[derive(Clone)]
 pub struct ServeOptions {
@@ -43,13 +40,18 @@ pub struct ServeOptions {
     pub tls: Option<TlsAcceptor>,
 }
 
-/// Serves `handler` on `listener` until `shutdown` completes, then drains.
-pub async fn serve<H: Handler>(
+/// Serves `service` on `listener` until `shutdown` completes, then drains.
+pub async fn serve<S, B>(
     listener: TcpListener,
-    handler: H,
+    service: S,
     opts: ServeOptions,
     shutdown: impl Future<Output = ()>,
-) {
+) where
+    S: Service<Request<Incoming>, Response = Response<B>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    B: Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
     let graceful = GracefulShutdown::new();
     let permits = Arc::new(Semaphore::new(opts.max_connections));
     let builder = Builder::new(TokioExecutor::new());
@@ -67,11 +69,9 @@ pub async fn serve<H: Handler>(
             },
         };
         let _ = stream.set_nodelay(true);
-        let handler = handler.clone();
-        let svc = service_fn(move |req| {
-            let handler = handler.clone();
-            async move { Ok::<_, Infallible>(handler.call(req).await) }
-        });
+        let service = service.clone();
+        // A tower service is called through `&mut`: each request drives its own clone.
+        let svc = service_fn(move |req| service.clone().oneshot(req));
         let watcher = graceful.watcher();
         let builder = builder.clone();
         let tls = opts.tls.clone();

@@ -1,5 +1,6 @@
-//! The 2026-07-28 Streamable HTTP surface: HTTP checks, request validation, dispatch to
-//! `server/discover`, the relayed list methods and the MRTR bridge, and response framing.
+//! The 2026-07-28 Streamable HTTP surface: the tower stack it is served as (limits, request
+//! ids, tracing), HTTP checks, request validation, dispatch to `server/discover`, the relayed
+//! list methods and the MRTR bridge, and response framing.
 
 pub mod body;
 mod discover;
@@ -8,8 +9,10 @@ mod outcome;
 mod relay;
 mod respond;
 mod service;
+mod stack;
 mod stream;
 pub mod validate;
 
 pub use outcome::OutcomeLabel;
-pub use service::{Front, FrontState};
+pub use service::FrontState;
+pub use stack::stack;

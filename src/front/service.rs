@@ -1,17 +1,19 @@
 //! The front request handler: HTTP checks, body, JSON-RPC parse, `_meta` and header
 //! validation, dispatch, and the one log line and metrics of every request. Built once at start
-//! and shared by every connection; a request clones an `Arc` and nothing else.
+//! and shared by every connection; a request clones an `Arc` and nothing else. The limits a
+//! request meets before it gets here (concurrency, time, body size) are the stack's.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::request::Parts;
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
+use http_body::Body;
+use http_body_util::BodyExt;
 use serde_json::Value;
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
+use tower::{BoxError, Service};
 
 use super::body::FrontBody;
 use super::guard::{self, Accepts};
@@ -28,7 +30,6 @@ use crate::mrtr::{input_responses, request_state, LegacyVersion};
 use crate::protocol::jsonrpc::{Envelope, Request as RpcRequest};
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
-use crate::server::Handler;
 use crate::upstream::Pool;
 
 /// Everything a front request needs, built once.
@@ -40,13 +41,8 @@ pub struct FrontState {
     pub bridge: Bridge,
     /// Protocol version proposed upstream (shapes the declared capabilities).
     pub upstream_version: LegacyVersion,
-    in_flight: Semaphore,
     cache_fields: String,
 }
-
-/// The cloneable handler.
-#[derive(Clone)]
-pub struct Front(pub Arc<FrontState>);
 
 /// A validated request on its way to dispatch.
 pub(super) struct Call {
@@ -71,11 +67,14 @@ impl FrontState {
         upstream_version: LegacyVersion,
     ) -> Self {
         let cache_fields = respond::cache_fields(cfg.cache_ttl_ms, cfg.cache_scope.as_str());
-        let in_flight = Semaphore::new(cfg.max_in_flight);
-        Self { cfg, auth, metrics, pool, bridge, upstream_version, in_flight, cache_fields }
+        Self { cfg, auth, metrics, pool, bridge, upstream_version, cache_fields }
     }
 
-    async fn handle(self: &Arc<Self>, req: Request<Incoming>) -> Response<FrontBody> {
+    async fn handle<B>(self: &Arc<Self>, req: Request<B>) -> Response<FrontBody>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
         let started = Instant::now();
         let (parts, body) = req.into_parts();
         let (method, outcome) = match self.prepare(&parts, body).await {
@@ -98,7 +97,11 @@ impl FrontState {
 
     /// HTTP checks, authentication (before the body is read) and the body, up to a parsed
     /// envelope and the principal.
-    async fn prepare(&self, parts: &Parts, body: Incoming) -> Result<(Envelope, Arc<str>), FrontError> {
+    async fn prepare<B>(&self, parts: &Parts, body: B) -> Result<(Envelope, Arc<str>), FrontError>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
         if parts.uri.path() != self.cfg.path {
             return Err(FrontError::PathNotFound(format!("the MCP endpoint is {}", self.cfg.path)));
         }
@@ -124,10 +127,7 @@ impl FrontState {
             return ("unknown", Outcome::error(Some(&id), &unknown_method(&r.method)));
         };
         let outcome = match Self::validate(parts, kind, r, principal) {
-            Ok(call) => match self.in_flight.try_acquire() {
-                Ok(_permit) => self.dispatch(call).await,
-                Err(_) => Outcome::error(Some(&id), &FrontError::Overloaded),
-            },
+            Ok(call) => self.dispatch(call).await,
             Err(e) => Outcome::error(Some(&id), &e),
         };
         (kind.label(), outcome)
@@ -203,6 +203,23 @@ impl FrontState {
     }
 }
 
+/// The handler as the innermost service of the front stack.
+pub(super) fn handler<B>(
+    state: Arc<FrontState>,
+) -> impl Service<Request<B>, Response = Response<FrontBody>, Error = Infallible, Future: Send + 'static>
+       + Clone
+       + Send
+       + 'static
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    tower::service_fn(move |req| {
+        let state = state.clone();
+        async move { Ok(state.handle(req).await) }
+    })
+}
+
 /// Builds the bridge's request from a validated call.
 fn mrtr_request(call: &Call, method: MrtrMethod) -> Result<MrtrRequest, FrontError> {
     let params = call.params.as_ref();
@@ -250,20 +267,17 @@ fn unknown_method(method: &str) -> FrontError {
     }
 }
 
-async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, FrontError> {
-    match Limited::new(body, limit).collect().await {
+/// Reads the body; the stack has limited it to `limit` bytes.
+async fn read_body<B>(body: B, limit: usize) -> Result<Bytes, FrontError>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    match body.collect().await.map_err(Into::into) {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
             Err(FrontError::PayloadTooLarge { limit })
         }
         Err(e) => Err(FrontError::InvalidRequest(format!("reading the body: {e}"))),
-    }
-}
-
-impl Handler for Front {
-    type Body = FrontBody;
-
-    async fn call(&self, req: Request<Incoming>) -> Response<FrontBody> {
-        self.0.handle(req).await
     }
 }

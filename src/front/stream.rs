@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::body::{sse_event, FrontBody};
 use super::outcome::{Outcome, OutcomeLabel};
@@ -53,8 +54,9 @@ pub(super) async fn run_streaming(
     let method = req.method.name();
     let (tx, mut rx) = mpsc::channel(PROGRESS_QUEUE);
     let worker = state.clone();
-    let mut run =
-        AbortOnDrop(tokio::spawn(async move { worker.bridge.run(req, Some(Progress { token, tx })).await }));
+    let run = async move { worker.bridge.run(req, Some(Progress { token, tx })).await };
+    // The run and the pump log inside the request's span, so their lines carry its id.
+    let mut run = AbortOnDrop(tokio::spawn(run.in_current_span()));
     let finish = Finish { state, id, cache, method, started };
     // Progress first: when the run ends with notifications queued, both branches are ready,
     // and the notifications must win (they go out before the result, as SSE).
@@ -81,7 +83,7 @@ struct Finish {
 
 fn commit_sse(finish: Finish, run: RunState, rx: mpsc::Receiver<Value>, first: Value) -> Outcome {
     let (out, body) = mpsc::channel::<Bytes>(PROGRESS_QUEUE);
-    tokio::spawn(pump(finish, run, rx, first, out));
+    tokio::spawn(pump(finish, run, rx, first, out).in_current_span());
     let mut response = Response::new(FrontBody::Stream(body));
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();

@@ -1,0 +1,269 @@
+//! The stack driven with `oneshot`, without sockets, around stub handlers.
+
+use std::convert::Infallible;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, Notify};
+use tower::{service_fn, Service, ServiceExt};
+
+use super::{layered, stack, Limits};
+use crate::app::{front_state, upstream_settings};
+use crate::config::Config;
+use crate::front::body::FrontBody;
+use crate::metrics::Metrics;
+
+type Req = Request<Limited<Full<Bytes>>>;
+
+/// Held by every test here. The stack's tracing callsites are shared, and one registered on
+/// another thread while the log test installs its subscriber could keep a stale "disabled"
+/// interest and hide the very lines that test reads.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn limits(max_in_flight: usize) -> Limits {
+    Limits { max_in_flight, max_body_bytes: 64, request_timeout: Duration::from_secs(5) }
+}
+
+fn post(body: &'static str) -> Request<Full<Bytes>> {
+    Request::post("/mcp")
+        .header("mcp-method", "tools/call")
+        .body(Full::new(Bytes::from_static(body.as_bytes())))
+        .expect("request")
+}
+
+fn ok(body: FrontBody) -> Result<Response<FrontBody>, Infallible> {
+    Ok(Response::new(body))
+}
+
+async fn json<B: http_body::Body>(r: Response<B>) -> Value
+where
+    B::Error: std::fmt::Debug,
+{
+    let bytes = r.into_body().collect().await.expect("body").to_bytes();
+    serde_json::from_slice(&bytes).expect("JSON body")
+}
+
+fn counted(metrics: &Metrics, outcome: &str) -> u64 {
+    metrics.requests.with_label_values(&["tools/call", outcome]).get()
+}
+
+#[tokio::test]
+async fn a_request_past_the_limit_is_shed_with_503() {
+    let _serial = SERIAL.lock().await;
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let (entered, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (e, r) = (entered.clone(), release.clone());
+    let inner = service_fn(move |_: Req| {
+        let (e, r) = (e.clone(), r.clone());
+        async move {
+            e.notify_one();
+            r.notified().await;
+            ok(FrontBody::full("{}"))
+        }
+    });
+    let svc = layered(inner, limits(1), metrics.clone());
+    let first = tokio::spawn(svc.clone().oneshot(post("{}")));
+    entered.notified().await;
+    let shed = svc.clone().oneshot(post("{}")).await.expect("infallible");
+    assert_eq!(shed.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(json(shed).await["error"]["code"], -32603);
+    assert_eq!(counted(&metrics, "overloaded"), 1);
+    release.notify_one();
+    assert_eq!(first.await.expect("task").expect("infallible").status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_streamed_response_holds_its_permit_until_its_body_ends() {
+    let _serial = SERIAL.lock().await;
+    let streams = Arc::new(Mutex::new(Vec::new()));
+    let senders = streams.clone();
+    let inner = service_fn(move |_: Req| {
+        let (tx, rx) = mpsc::channel::<Bytes>(4);
+        senders.lock().push(tx);
+        async move { ok(FrontBody::Stream(rx)) }
+    });
+    let svc = layered(inner, limits(1), Arc::new(Metrics::new().expect("metrics")));
+    let streamed = svc.clone().oneshot(post("{}")).await.expect("infallible");
+    assert_eq!(streamed.status(), StatusCode::OK);
+    // The response head is out, the stream is not over: no room for another request.
+    let shed = svc.clone().oneshot(post("{}")).await.expect("infallible");
+    assert_eq!(shed.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let tx = streams.lock().pop().expect("a stream");
+    tx.send(Bytes::from_static(b"event: message\ndata: {}\n\n")).await.expect("send");
+    drop(tx);
+    let body = streamed.into_body().collect().await.expect("body").to_bytes();
+    assert!(body.starts_with(b"event: message"));
+    let next = svc.clone().oneshot(post("{}")).await.expect("infallible");
+    assert_eq!(next.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_dropped_stream_releases_its_permit() {
+    let _serial = SERIAL.lock().await;
+    let inner = service_fn(|_: Req| async {
+        let (_tx, rx) = mpsc::channel::<Bytes>(1);
+        // The sender stays alive in a task that never ends, as a pump would while running.
+        tokio::spawn(async move {
+            std::future::pending::<()>().await;
+            drop(_tx)
+        });
+        ok(FrontBody::Stream(rx))
+    });
+    let svc = layered(inner, limits(1), Arc::new(Metrics::new().expect("metrics")));
+    let streamed = svc.clone().oneshot(post("{}")).await.expect("infallible");
+    drop(streamed);
+    let next = svc.clone().oneshot(post("{}")).await.expect("infallible");
+    assert_eq!(next.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_request_id_is_made_or_kept_and_echoed() {
+    let _serial = SERIAL.lock().await;
+    let inner = service_fn(|req: Req| async move {
+        let seen = req.headers()["x-request-id"].to_str().unwrap_or_default().to_owned();
+        ok(FrontBody::full(seen))
+    });
+    let svc = layered(inner, limits(4), Arc::new(Metrics::new().expect("metrics")));
+    let mut own = post("{}");
+    own.headers_mut().insert("x-request-id", "client-7".parse().expect("value"));
+    let r = svc.clone().oneshot(own).await.expect("infallible");
+    assert_eq!(r.headers()["x-request-id"], "client-7");
+    let (a, b) = (svc.clone().oneshot(post("{}")), svc.clone().oneshot(post("{}")));
+    let (a, b) = (a.await.expect("infallible"), b.await.expect("infallible"));
+    let id = a.headers()["x-request-id"].clone();
+    assert_ne!(id, b.headers()["x-request-id"]);
+    let seen = a.into_body().collect().await.expect("body").to_bytes();
+    assert_eq!(seen, id.as_bytes(), "the handler sees the id it echoes");
+}
+
+#[tokio::test]
+async fn a_declared_body_over_the_limit_is_refused_before_the_handler() {
+    let _serial = SERIAL.lock().await;
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let inner = service_fn(|_: Req| async { panic!("the handler must not run") });
+    let svc = layered(inner, limits(4), metrics.clone());
+    let big = Request::post("/mcp")
+        .header("mcp-method", "tools/call")
+        .header("content-length", "65")
+        .body(Full::new(Bytes::from(vec![b' '; 65])))
+        .expect("request");
+    let r = svc.oneshot(big).await.expect("infallible");
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(json(r).await["error"]["code"], -32600);
+    assert_eq!(counted(&metrics, "payload_too_large"), 1);
+}
+
+#[tokio::test]
+async fn an_undeclared_body_is_limited_as_it_is_read() {
+    let _serial = SERIAL.lock().await;
+    let inner = service_fn(|req: Req| async move {
+        let err = req.into_body().collect().await.expect_err("over the limit");
+        assert!(err.downcast_ref::<http_body_util::LengthLimitError>().is_some());
+        ok(FrontBody::empty())
+    });
+    let svc = layered(inner, limits(4), Arc::new(Metrics::new().expect("metrics")));
+    let big = Request::post("/mcp").body(Full::new(Bytes::from(vec![b' '; 65]))).expect("request");
+    assert_eq!(svc.oneshot(big).await.expect("infallible").status(), StatusCode::OK);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_that_never_answers_times_out_and_frees_its_permit() {
+    let _serial = SERIAL.lock().await;
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let (tx, rx) = oneshot::channel::<()>();
+    let rx = Arc::new(Mutex::new(Some(rx)));
+    let inner = service_fn(move |_: Req| {
+        let first = rx.lock().take();
+        async move {
+            match first {
+                Some(never) => {
+                    let _ = never.await;
+                    ok(FrontBody::empty())
+                }
+                None => ok(FrontBody::full("{}")),
+            }
+        }
+    });
+    let mut svc = layered(inner, limits(1), metrics.clone());
+    let r = svc.ready().await.expect("ready").call(post("{}")).await.expect("infallible");
+    assert_eq!(r.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(counted(&metrics, "request_timeout"), 1);
+    let next = svc.oneshot(post("{}")).await.expect("infallible");
+    assert_eq!(next.status(), StatusCode::OK);
+    drop(tx);
+}
+
+#[tokio::test]
+async fn the_real_front_is_served_without_a_socket() {
+    let _serial = SERIAL.lock().await;
+    // Nothing listens upstream: these requests are answered before any upstream call.
+    let cfg = Config::from_toml("[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\n").expect("config");
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let pool = Arc::new(crate::upstream::Pool::new(upstream_settings(&cfg, None)).expect("pool"));
+    let state = Arc::new(front_state(&cfg, &metrics, &pool).expect("front state"));
+    let svc = stack::<Full<Bytes>>(state, Duration::from_secs(5));
+    let get = Request::get("/mcp").body(Full::new(Bytes::new())).expect("request");
+    let r = svc.clone().oneshot(get).await.expect("infallible");
+    assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert!(r.headers().contains_key("x-request-id"));
+    assert_eq!(json(r).await["error"]["code"], -32600);
+    let note = Request::post("/mcp")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#)))
+        .expect("request");
+    assert_eq!(svc.oneshot(note).await.expect("infallible").status(), StatusCode::ACCEPTED);
+    assert_eq!(metrics.requests.with_label_values(&["notification", "accepted"]).get(), 1);
+}
+
+/// A writer that keeps what the subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn authorization_is_never_logged() {
+    let _serial = SERIAL.lock().await;
+    let inner = service_fn(|req: Req| async move {
+        // What the span records below the sensitive-headers layer.
+        let headers = format!("{:?}", req.headers());
+        assert!(req.headers()["authorization"].is_sensitive());
+        assert!(!headers.contains("top-secret-token"), "{headers}");
+        tracing::info!("inside the handler");
+        ok(FrontBody::full("{}"))
+    });
+    let svc = layered(inner, limits(4), Arc::new(Metrics::new().expect("metrics")));
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let mut req = post("{}");
+    req.headers_mut().insert("authorization", "Bearer top-secret-token".parse().expect("value"));
+    req.headers_mut().insert("x-request-id", "rid-42".parse().expect("value"));
+    let r = svc.oneshot(req).await.expect("infallible");
+    r.into_body().collect().await.expect("body");
+    let logged = String::from_utf8_lossy(&captured.0.lock()).into_owned();
+    assert!(logged.contains("inside the handler"), "{logged}");
+    assert!(logged.contains("rid-42"), "the span names the request: {logged}");
+    assert!(logged.contains("authorization"), "headers are recorded at debug: {logged}");
+    assert!(!logged.contains("top-secret-token"), "{logged}");
+}
