@@ -63,11 +63,12 @@ impl Gateway {
         let metrics = Arc::new(Metrics::new()?);
         let demo = match &cfg.upstream.target {
             UpstreamTarget::Embedded => {
-                Some(crate::demo::spawn_loopback(DemoOptions::default()).map_err(AppError::Demo)?)
+                Some(crate::demo::spawn_loopback(demo_options(&cfg)).map_err(AppError::Demo)?)
             }
             UpstreamTarget::Url(_) => None,
         };
-        let pool = Arc::new(Pool::new(upstream_settings(&cfg, demo.as_ref()))?);
+        let settings = upstream_settings(&cfg, demo.as_ref());
+        let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
         let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
         let version =
             LegacyVersion::parse(&cfg.upstream.protocol_version).unwrap_or(LegacyVersion::V2025_11_25);
@@ -162,7 +163,24 @@ fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSetting
     s.request_timeout = cfg.upstream.request_timeout;
     s.pool_max_sessions = cfg.upstream.pool_max_sessions;
     s.pool_idle_timeout = cfg.upstream.pool_idle;
+    s.pool_max_queued = cfg.upstream.pool_max_queued;
+    s.pool_acquire_timeout = cfg.upstream.pool_acquire_timeout;
+    s.max_connections = cfg.upstream.max_connections;
+    s.max_connecting = cfg.upstream.max_connecting;
     s
+}
+
+/// The embedded demo accepts every connection and session the pool may hold, and then some
+/// (sessions being retired are still open there): a server that stops accepting leaves the
+/// gateway's connections queued in its listen backlog, where no timeout but the request's ends them.
+fn demo_options(cfg: &Config) -> DemoOptions {
+    let upstream = &cfg.upstream;
+    let defaults = DemoOptions::default();
+    DemoOptions {
+        max_connections: defaults.max_connections.max(upstream.max_connections + upstream.max_connecting),
+        max_sessions: defaults.max_sessions.max(2 * upstream.pool_max_sessions),
+        ..defaults
+    }
 }
 
 /// Derives the ring once. With no key configured, an ephemeral one, loudly.

@@ -144,7 +144,7 @@ pub fn upstream_error(e: UpstreamError) -> FrontError {
     match e {
         UpstreamError::Timeout(_) => FrontError::UpstreamTimeout(e.to_string()),
         UpstreamError::Settings(_) => FrontError::Internal(e.to_string()),
-        UpstreamError::PoolExhausted(_) => FrontError::Overloaded,
+        e if e.is_overload() => FrontError::Overloaded,
         other => FrontError::UpstreamUnavailable(other.to_string()),
     }
 }

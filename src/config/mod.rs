@@ -115,6 +115,10 @@ pub struct UpstreamConfig {
     pub request_timeout: Duration,
     pub pool_max_sessions: usize,
     pub pool_idle: Duration,
+    pub pool_max_queued: usize,
+    pub pool_acquire_timeout: Duration,
+    pub max_connections: usize,
+    pub max_connecting: usize,
 }
 
 /// Bounds of the replay flow.

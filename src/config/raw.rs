@@ -23,6 +23,17 @@ pub mod defaults {
     pub const REQUEST_TIMEOUT_MS: u64 = 120_000;
     pub const POOL_MAX_SESSIONS: usize = 256;
     pub const POOL_IDLE_SECS: u64 = 300;
+    pub const POOL_MAX_QUEUED: usize = 1024;
+    pub const POOL_ACQUIRE_TIMEOUT_MS: u64 = 10_000;
+    pub const UPSTREAM_MAX_CONNECTING: usize = 32;
+    /// Upstream connections allowed beyond two per session, for short POSTs (answers, cancels).
+    pub const UPSTREAM_SPARE_CONNECTIONS: usize = 16;
+
+    /// The default `upstream.max_connections`: each session holds its GET stream and, while
+    /// leased, its call's response stream; the spare ones carry the short POSTs.
+    pub const fn upstream_max_connections(pool_max_sessions: usize) -> usize {
+        2 * pool_max_sessions + UPSTREAM_SPARE_CONNECTIONS
+    }
     pub const GATHER_WINDOW_MS: u64 = 50;
     pub const ROUND_TIMEOUT_MS: u64 = 60_000;
     pub const TOTAL_TIMEOUT_MS: u64 = 120_000;
@@ -104,6 +115,15 @@ pub struct RawUpstream {
     pub pool_max_sessions: Option<usize>,
     /// Seconds an idle pooled session is kept. Default 300.
     pub pool_idle_secs: Option<u64>,
+    /// Most calls waiting for a session when all are leased; past it calls get 503. Default 1024.
+    pub pool_max_queued: Option<usize>,
+    /// Longest a call waits for a session, in milliseconds, before 503. Default 10000.
+    pub pool_acquire_timeout_ms: Option<u64>,
+    /// Most TCP connections to the upstream; more than twice `pool_max_sessions`.
+    /// Default `2 * pool_max_sessions + 16`.
+    pub max_connections: Option<usize>,
+    /// Most TCP connections to the upstream being opened at once. Default 32.
+    pub max_connecting: Option<usize>,
 }
 
 /// `[mrtr]`: the replay flow.

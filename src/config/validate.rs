@@ -103,6 +103,8 @@ fn upstream(raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
             format!("{protocol_version:?} is not one of {LEGACY_VERSIONS:?}"),
         ));
     }
+    let pool_max_sessions =
+        positive("upstream.pool_max_sessions", raw.pool_max_sessions.unwrap_or(d::POOL_MAX_SESSIONS))?;
     Ok(UpstreamConfig {
         target,
         protocol_version,
@@ -115,12 +117,35 @@ fn upstream(raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
             "upstream.request_timeout_ms",
             raw.request_timeout_ms.unwrap_or(d::REQUEST_TIMEOUT_MS),
         )?,
-        pool_max_sessions: positive(
-            "upstream.pool_max_sessions",
-            raw.pool_max_sessions.unwrap_or(d::POOL_MAX_SESSIONS),
-        )?,
+        pool_max_sessions,
         pool_idle: Duration::from_secs(raw.pool_idle_secs.unwrap_or(d::POOL_IDLE_SECS).max(1)),
+        pool_max_queued: raw.pool_max_queued.unwrap_or(d::POOL_MAX_QUEUED),
+        pool_acquire_timeout: millis(
+            "upstream.pool_acquire_timeout_ms",
+            raw.pool_acquire_timeout_ms.unwrap_or(d::POOL_ACQUIRE_TIMEOUT_MS),
+        )?,
+        max_connections: max_connections(raw.max_connections, pool_max_sessions)?,
+        max_connecting: positive(
+            "upstream.max_connecting",
+            raw.max_connecting.unwrap_or(d::UPSTREAM_MAX_CONNECTING),
+        )?,
     })
+}
+
+/// Every session may hold two connections at once (its GET stream and its call's response
+/// stream); a bound at or below that could leave a call's answers waiting for ever.
+fn max_connections(raw: Option<usize>, pool_max_sessions: usize) -> Result<usize, ConfigError> {
+    let n = raw.unwrap_or(d::upstream_max_connections(pool_max_sessions));
+    if n <= 2 * pool_max_sessions {
+        return Err(ConfigError::invalid(
+            "upstream.max_connections",
+            format!(
+                "must be more than twice upstream.pool_max_sessions ({pool_max_sessions}): each session \
+                 holds its GET stream and its call's response stream"
+            ),
+        ));
+    }
+    Ok(n)
 }
 
 fn upstream_url(url: &str) -> Result<Uri, ConfigError> {

@@ -36,6 +36,8 @@ pub enum UpstreamError {
     Initialize(String),
     #[error("no upstream session became free within {0:?}")]
     PoolExhausted(Duration),
+    #[error("upstream overloaded: {limit} calls already wait for a session")]
+    QueueFull { limit: usize },
 }
 
 // === impl UpstreamError ===
@@ -54,6 +56,7 @@ impl UpstreamError {
             Self::Protocol(_) | Self::Sse(_) => "protocol",
             Self::Initialize(_) => "initialize",
             Self::PoolExhausted(_) => "pool_exhausted",
+            Self::QueueFull { .. } => "queue_full",
         }
     }
 
@@ -63,9 +66,14 @@ impl UpstreamError {
         matches!(self, Self::Connect(_) | Self::Transport(_) | Self::Closed(_))
     }
 
+    /// True when the pool refused the call for overload (the front answers 503).
+    pub fn is_overload(&self) -> bool {
+        matches!(self, Self::PoolExhausted(_) | Self::QueueFull { .. })
+    }
+
     /// True when the session that produced this error must not be reused.
     pub fn poisons_session(&self) -> bool {
-        !matches!(self, Self::PoolExhausted(_) | Self::Settings(_))
+        !matches!(self, Self::PoolExhausted(_) | Self::QueueFull { .. } | Self::Settings(_))
     }
 
     /// A short, bounded excerpt of an HTTP error body for the message.

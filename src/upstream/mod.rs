@@ -5,15 +5,19 @@
 //! This module owns everything the gateway needs to be that client: the SSE parser ([`sse`]),
 //! the HTTP exchanges ([`transport`]), one session with its call event streams ([`Session`],
 //! [`Call`]), and the pool that leases a session to one call at a time ([`Pool`], [`Lease`]) so
-//! that GET-stream requests can be attributed to the call that holds the session.
+//! that GET-stream requests can be attributed to the call that holds the session. Calls queue
+//! for a session fairly and boundedly (`admission`), and the TCP connections under the sessions
+//! are bounded too (`limit`), so a burst of calls never becomes a burst of sockets.
 //!
 //! It never forwards anything from the front client (headers, ids, tokens): it allocates its own
 //! request ids and sends only the headers configured in [`UpstreamSettings`].
 
+mod admission;
 mod call;
 mod dispatch;
 mod error;
 mod get_stream;
+mod limit;
 mod messages;
 mod pool;
 mod session;
@@ -24,6 +28,7 @@ mod transport;
 #[cfg(test)]
 mod tests;
 
+pub use admission::PoolMetrics;
 pub use call::{Call, UpstreamEvent};
 pub use error::UpstreamError;
 pub use pool::{Lease, Pool, PoolKey, PoolStats};

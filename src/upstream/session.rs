@@ -100,7 +100,8 @@ impl Session {
         settings: Arc<UpstreamSettings>,
         capabilities: &Value,
     ) -> Result<Self, UpstreamError> {
-        Self::initialize_with(Transport::new(settings)?, capabilities).await
+        let metrics = super::PoolMetrics::detached().map_err(|e| UpstreamError::Settings(e.to_string()))?;
+        Self::initialize_with(Transport::new(settings, metrics.connections)?, capabilities).await
     }
 
     /// `initialize`, `notifications/initialized`, then the standalone GET stream.

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use http::{HeaderMap, Uri};
 
+use crate::config::raw::defaults;
+
 /// The default protocol revision asked for in `initialize`.
 pub const DEFAULT_PREFERRED_VERSION: &str = "2025-11-25";
 
@@ -33,6 +35,13 @@ pub struct UpstreamSettings {
     pub pool_idle_timeout: Duration,
     /// How long `Pool::lease` waits for a session when the pool is full of leased ones.
     pub pool_acquire_timeout: Duration,
+    /// Most calls waiting for a session; past it a call fails at once (`QueueFull`).
+    pub pool_max_queued: usize,
+    /// Most TCP connections open to the upstream. It must exceed twice `pool_max_sessions`:
+    /// each session holds its GET stream and, while leased, its call's response stream.
+    pub max_connections: usize,
+    /// Most TCP connections being opened at once.
+    pub max_connecting: usize,
     /// Largest SSE event or JSON body accepted from the upstream, in bytes.
     pub max_event_bytes: usize,
 }
@@ -47,13 +56,16 @@ impl std::fmt::Debug for UpstreamSettings {
             .field("preferred_version", &self.preferred_version)
             .field("request_timeout", &self.request_timeout)
             .field("pool_max_sessions", &self.pool_max_sessions)
+            .field("max_connections", &self.max_connections)
             .finish_non_exhaustive()
     }
 }
 
 impl UpstreamSettings {
-    /// Settings with the defaults for everything but the URL.
+    /// Settings with the defaults for everything but the URL (a pool of 64 sessions; the
+    /// connection and queue bounds are the configuration's defaults).
     pub fn new(url: Uri) -> Self {
+        let pool_max_sessions = 64;
         Self {
             url,
             extra_headers: HeaderMap::new(),
@@ -62,9 +74,12 @@ impl UpstreamSettings {
             preferred_version: DEFAULT_PREFERRED_VERSION.to_owned(),
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(60),
-            pool_max_sessions: 64,
+            pool_max_sessions,
             pool_idle_timeout: Duration::from_secs(300),
-            pool_acquire_timeout: Duration::from_secs(10),
+            pool_acquire_timeout: Duration::from_millis(defaults::POOL_ACQUIRE_TIMEOUT_MS),
+            pool_max_queued: defaults::POOL_MAX_QUEUED,
+            max_connections: defaults::upstream_max_connections(pool_max_sessions),
+            max_connecting: defaults::UPSTREAM_MAX_CONNECTING,
             max_event_bytes: 4 * 1024 * 1024,
         }
     }
