@@ -1,6 +1,7 @@
 //! One file per behaviour area of the gateway.
 
 mod admin;
+mod bounded;
 mod capabilities;
 mod catalog;
 mod elicitation;
