@@ -68,11 +68,12 @@ impl Gateway {
         let metrics = Arc::new(Metrics::new()?);
         let demo = match &cfg.upstream.target {
             UpstreamTarget::Embedded => {
-                Some(crate::demo::spawn_loopback(DemoOptions::default()).map_err(AppError::Demo)?)
+                Some(crate::demo::spawn_loopback(demo_options(&cfg)).map_err(AppError::Demo)?)
             }
             UpstreamTarget::Url(_) | UpstreamTarget::Command(_) => None,
         };
-        let pool = Arc::new(Pool::new(upstream_settings(&cfg, demo.as_ref()))?);
+        let settings = upstream_settings(&cfg, demo.as_ref());
+        let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
         let front_state = front_state(&cfg, &metrics, &pool)?;
         let version = front_state.upstream_version;
         let (stop, stopped) = watch::channel(false);
@@ -192,7 +193,24 @@ pub(crate) fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> Upst
     s.request_timeout = cfg.upstream.request_timeout;
     s.pool_max_sessions = cfg.upstream.pool_max_sessions;
     s.pool_idle_timeout = cfg.upstream.pool_idle;
+    s.pool_max_queued = cfg.upstream.pool_max_queued;
+    s.pool_acquire_timeout = cfg.upstream.pool_acquire_timeout;
+    s.max_connections = cfg.upstream.max_connections;
+    s.max_connecting = cfg.upstream.max_connecting;
     s
+}
+
+/// The embedded demo accepts every connection and session the pool may hold, and then some
+/// (sessions being retired are still open there): a server that stops accepting leaves the
+/// gateway's connections queued in its listen backlog, where no timeout but the request's ends them.
+fn demo_options(cfg: &Config) -> DemoOptions {
+    let upstream = &cfg.upstream;
+    let defaults = DemoOptions::default();
+    DemoOptions {
+        max_connections: defaults.max_connections.max(upstream.max_connections + upstream.max_connecting),
+        max_sessions: defaults.max_sessions.max(2 * upstream.pool_max_sessions),
+        ..defaults
+    }
 }
 
 fn stdio_settings(c: &crate::config::CommandConfig) -> StdioSettings {

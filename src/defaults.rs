@@ -32,8 +32,20 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 pub const POOL_MAX_SESSIONS: usize = 256;
 pub const POOL_IDLE: Duration = Duration::from_secs(300);
-/// How long a lease waits for a session when every one is leased (not configurable).
+/// How long a call waits for a session when every one is leased.
 pub const POOL_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Calls that may wait for a session at once; past it a call is refused at once (503).
+pub const POOL_MAX_QUEUED: usize = 1024;
+/// TCP connections to the upstream being opened at once.
+pub const MAX_CONNECTING: usize = 32;
+/// Upstream connections allowed beyond two per session, for short POSTs (answers, cancels).
+pub const SPARE_CONNECTIONS: usize = 16;
+
+/// The default `upstream.max_connections`: each session holds its GET stream and, while
+/// leased, its call's response stream; the spare ones carry the short POSTs.
+pub const fn max_connections(pool_max_sessions: usize) -> usize {
+    2 * pool_max_sessions + SPARE_CONNECTIONS
+}
 /// Largest SSE event or JSON body accepted from the upstream (not configurable).
 pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 /// Longest stdout line accepted from a stdio upstream; a longer one ends that process.

@@ -259,7 +259,7 @@ fn unavailable_message(e: &UpstreamError) -> String {
         UpstreamError::Protocol(_) | UpstreamError::Sse(_) => "invalid response",
         UpstreamError::Initialize(_) => "initialize failed",
         UpstreamError::Timeout(_) => "timed out",
-        UpstreamError::PoolExhausted(_) => "no session free",
+        UpstreamError::PoolExhausted(_) | UpstreamError::QueueFull { .. } => "no session free",
         UpstreamError::Settings(_) => "misconfigured",
         UpstreamError::Spawn(_) => "the upstream command could not be started",
         // The gateway's own words about how a child process ended (status or signal).
@@ -307,7 +307,7 @@ impl From<UpstreamError> for FrontError {
     fn from(e: UpstreamError) -> Self {
         match e {
             UpstreamError::Timeout(_) => Self::UpstreamTimeout(e),
-            UpstreamError::PoolExhausted(_) => Self::UpstreamBusy(e),
+            _ if e.is_overload() => Self::UpstreamBusy(e),
             UpstreamError::Settings(_) => Self::Internal(Box::new(e)),
             _ => Self::UpstreamUnavailable(e),
         }

@@ -12,6 +12,8 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
 };
 
+use crate::upstream::PoolMetrics;
+
 /// Distinct tool labels kept on the divergence counter before folding into `"other"`.
 pub const MAX_DIVERGENCE_TOOLS: usize = 256;
 
@@ -47,6 +49,8 @@ pub struct Metrics {
     pub front_duration: HistogramVec,
     /// Upstream sessions in the pool.
     pub pool_sessions: IntGauge,
+    /// The pool's own: upstream connections, queued calls, overload rejections.
+    pub pool: PoolMetrics,
     /// Replayed calls that asked something their journal did not hold where it held an answer.
     pub replay_divergences: IntCounterVec,
     divergence_tools: Mutex<HashSet<String>>,
@@ -109,8 +113,10 @@ impl Metrics {
                 &["tool"],
             )?,
             divergence_tools: Mutex::new(HashSet::new()),
+            pool: PoolMetrics::detached()?,
             registry,
         };
+        m.pool.register(&m.registry)?;
         Ok(m)
     }
 

@@ -134,6 +134,10 @@ pub struct UpstreamConfig {
     pub request_timeout: Duration,
     pub pool_max_sessions: usize,
     pub pool_idle: Duration,
+    pub pool_max_queued: usize,
+    pub pool_acquire_timeout: Duration,
+    pub max_connections: usize,
+    pub max_connecting: usize,
     /// The answer to `roots/list` requests no client can be asked, as `file://` URIs.
     pub roots: Option<Vec<String>>,
 }

@@ -77,6 +77,15 @@ pub struct RawUpstream {
     pub pool_max_sessions: Option<usize>,
     /// Seconds an idle pooled session is kept. Default 300.
     pub pool_idle_secs: Option<u64>,
+    /// Most calls waiting for a session when all are leased; past it calls get 503. Default 1024.
+    pub pool_max_queued: Option<usize>,
+    /// Longest a call waits for a session, in milliseconds, before 503. Default 10000.
+    pub pool_acquire_timeout_ms: Option<u64>,
+    /// Most TCP connections to the upstream; more than twice `pool_max_sessions`.
+    /// Default `2 * pool_max_sessions + 16`.
+    pub max_connections: Option<usize>,
+    /// Most TCP connections to the upstream being opened at once. Default 32.
+    pub max_connecting: Option<usize>,
     /// A legacy stdio server to spawn instead of `url`: `["program", "arg", …]`, or one line
     /// split on whitespace with simple quoting. One process per pooled session.
     pub command: Option<RawCommand>,

@@ -106,19 +106,42 @@ fn upstream(mut raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
             )
         })?,
     };
+    let pool_max_sessions =
+        positive("upstream.pool_max_sessions", raw.pool_max_sessions.unwrap_or(d::POOL_MAX_SESSIONS))?;
     Ok(UpstreamConfig {
         target,
         protocol_version,
         headers: headers(raw.headers.unwrap_or_default())?,
         connect_timeout: millis("upstream.connect_timeout_ms", raw.connect_timeout_ms, d::CONNECT_TIMEOUT)?,
         request_timeout: millis("upstream.request_timeout_ms", raw.request_timeout_ms, d::REQUEST_TIMEOUT)?,
-        pool_max_sessions: positive(
-            "upstream.pool_max_sessions",
-            raw.pool_max_sessions.unwrap_or(d::POOL_MAX_SESSIONS),
-        )?,
+        pool_max_sessions,
         pool_idle: raw.pool_idle_secs.map_or(d::POOL_IDLE, |s| Duration::from_secs(s.max(1))),
+        pool_max_queued: raw.pool_max_queued.unwrap_or(d::POOL_MAX_QUEUED),
+        pool_acquire_timeout: millis(
+            "upstream.pool_acquire_timeout_ms",
+            raw.pool_acquire_timeout_ms,
+            d::POOL_ACQUIRE_TIMEOUT,
+        )?,
+        max_connections: max_connections(raw.max_connections, pool_max_sessions)?,
+        max_connecting: positive("upstream.max_connecting", raw.max_connecting.unwrap_or(d::MAX_CONNECTING))?,
         roots: raw.roots.map(roots).transpose()?,
     })
+}
+
+/// Every session may hold two connections at once (its GET stream and its call's response
+/// stream); a bound at or below that could leave a call's answers waiting for ever.
+fn max_connections(raw: Option<usize>, pool_max_sessions: usize) -> Result<usize, ConfigError> {
+    let n = raw.unwrap_or(d::max_connections(pool_max_sessions));
+    if n <= 2 * pool_max_sessions {
+        return Err(ConfigError::invalid(
+            "upstream.max_connections",
+            format!(
+                "must be more than twice upstream.pool_max_sessions ({pool_max_sessions}): each session \
+                 holds its GET stream and its call's response stream"
+            ),
+        ));
+    }
+    Ok(n)
 }
 
 /// Roots are `file://` URIs (the legacy `Root` allows nothing else).

@@ -36,6 +36,8 @@ pub enum UpstreamError {
     Initialize(String),
     #[error("no upstream session became free within {0:?}")]
     PoolExhausted(Duration),
+    #[error("upstream overloaded: {limit} calls already wait for a session")]
+    QueueFull { limit: usize },
     #[error("cannot start the upstream command")]
     Spawn(#[source] std::io::Error),
     /// A stdio upstream process ended or was stopped. The text is the gateway's own description
@@ -61,6 +63,7 @@ impl UpstreamError {
             Self::Protocol(_) | Self::Sse(_) => "protocol",
             Self::Initialize(_) => "initialize",
             Self::PoolExhausted(_) => "pool_exhausted",
+            Self::QueueFull { .. } => "queue_full",
             Self::Spawn(_) => "spawn",
             Self::ProcessEnded(_) => "process_ended",
         }
@@ -75,9 +78,14 @@ impl UpstreamError {
         )
     }
 
+    /// True when the pool refused the call for overload (the front answers 503).
+    pub fn is_overload(&self) -> bool {
+        matches!(self, Self::PoolExhausted(_) | Self::QueueFull { .. })
+    }
+
     /// True when the session that produced this error must not be reused.
     pub fn poisons_session(&self) -> bool {
-        !matches!(self, Self::PoolExhausted(_) | Self::Settings(_))
+        !matches!(self, Self::PoolExhausted(_) | Self::QueueFull { .. } | Self::Settings(_))
     }
 
     /// A short, bounded excerpt of an HTTP error body for the message.

@@ -11,11 +11,14 @@
 //!   event stream as its consumer sees it;
 //! - [`http`] and [`stdio`]: one implementation per transport; [`sse`]: the SSE parser;
 //! - [`session`]: the seam; [`pool`]: sessions keyed by (principal, capabilities), leased to
-//!   one call at a time so that unattributed server requests reach the call holding it.
+//!   one call at a time so that unattributed server requests reach the call holding it;
+//!   [`admission`]: calls queue for a session fairly and boundedly, so a burst of calls never
+//!   becomes a burst of sessions or sockets (the HTTP connections are bounded too).
 //!
 //! It never forwards anything from the front client (headers, ids, tokens): it allocates its own
 //! request ids and sends only what [`UpstreamSettings`] configures.
 
+mod admission;
 mod call;
 mod error;
 mod event;
@@ -32,6 +35,7 @@ mod stdio;
 #[cfg(test)]
 mod tests;
 
+pub use admission::PoolMetrics;
 pub use call::Call;
 pub use error::UpstreamError;
 pub use event::UpstreamEvent;

@@ -6,9 +6,11 @@
 //! that requests the server sends on the GET stream are attributed to that call. List methods
 //! lease like any other call: they are short, and one rule is easier to trust than two.
 //!
-//! Bounds: at most `pool_max_sessions` sessions exist (idle + leased + starting). When full, the
-//! least recently used idle session is evicted; when every session is leased, `lease` waits up to
-//! `pool_acquire_timeout` instead of growing. Idle sessions expire after `pool_idle_timeout`.
+//! Bounds: at most `pool_max_sessions` sessions exist (idle + leased + starting). A call first
+//! takes one of `pool_max_sessions` slots ([`super::admission`]): in arrival order, behind at
+//! most `pool_max_queued` others, for at most `pool_acquire_timeout`. Holding a slot, it reuses
+//! an idle session of its key, or starts one, evicting the least recently used idle session of
+//! another key when the pool is full. Idle sessions expire after `pool_idle_timeout`.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
@@ -16,9 +18,10 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
+use super::admission::{Admission, PoolMetrics};
 use super::session::{Connector, Session};
 use super::{InitializeResult, UpstreamError, UpstreamSettings};
 
@@ -45,7 +48,7 @@ pub struct Pool {
 struct PoolInner {
     transport: Connector,
     state: Mutex<State>,
-    freed: Notify,
+    admission: Admission,
     initialize: Mutex<Option<Arc<InitializeResult>>>,
 }
 
@@ -66,7 +69,6 @@ struct Idle {
 enum Step {
     Reuse(Session),
     Start,
-    Full,
 }
 
 /// A session leased to one call; dropping it returns the session to the pool, or retires it if
@@ -76,6 +78,8 @@ pub struct Lease {
     key: PoolKey,
     pool: Arc<PoolInner>,
     poisoned: bool,
+    /// Freed after the session is back in the pool, so the next caller finds it there.
+    _slot: OwnedSemaphorePermit,
 }
 
 /// Undoes a `starting` reservation if initialisation fails or is cancelled.
@@ -84,13 +88,26 @@ struct Starting<'a>(&'a PoolInner);
 // === impl Pool ===
 
 impl Pool {
-    /// Builds the pool and its HTTP client. Inside a Tokio runtime it also starts the task that
-    /// closes expired idle sessions; [`Pool::evict_idle`] does the same on demand.
+    /// Builds the pool and its connector, with metrics registered nowhere.
     pub fn new(settings: UpstreamSettings) -> Result<Self, UpstreamError> {
+        let metrics = PoolMetrics::detached().map_err(|e| UpstreamError::Settings(e.to_string()))?;
+        Self::with_metrics(settings, metrics)
+    }
+
+    /// Builds the pool and its connector. Inside a Tokio runtime it also starts the task that
+    /// closes expired idle sessions; [`Pool::evict_idle`] does the same on demand.
+    pub fn with_metrics(settings: UpstreamSettings, metrics: PoolMetrics) -> Result<Self, UpstreamError> {
+        let admission = Admission::new(
+            settings.pool_max_sessions,
+            settings.pool_max_queued,
+            settings.pool_acquire_timeout,
+            metrics,
+        );
+        let transport = Connector::new(Arc::new(settings), admission.metrics().connections.clone())?;
         let inner = Arc::new(PoolInner {
-            transport: Connector::new(Arc::new(settings))?,
+            transport,
             state: Mutex::new(State::default()),
-            freed: Notify::new(),
+            admission,
             initialize: Mutex::new(None),
         });
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -111,25 +128,19 @@ impl Pool {
         key: PoolKey,
         capabilities: impl FnOnce() -> Value,
     ) -> Result<Lease, UpstreamError> {
-        let wait = self.inner.settings().pool_acquire_timeout;
-        let deadline = Instant::now() + wait;
-        loop {
-            let freed = self.inner.freed.notified();
-            tokio::pin!(freed);
-            freed.as_mut().enable();
-            match self.inner.acquire(&key) {
-                Step::Reuse(session) => return Ok(self.lease_of(key, session)),
-                Step::Start => return self.start(key, &capabilities()).await,
-                Step::Full => {
-                    if tokio::time::timeout_at(deadline, freed).await.is_err() {
-                        return Err(UpstreamError::PoolExhausted(wait));
-                    }
-                }
-            }
+        let slot = self.inner.admission.admit().await?;
+        match self.inner.acquire(&key) {
+            Step::Reuse(session) => Ok(self.lease_of(key, session, slot)),
+            Step::Start => self.start(key, &capabilities(), slot).await,
         }
     }
 
-    async fn start(&self, key: PoolKey, capabilities: &Value) -> Result<Lease, UpstreamError> {
+    async fn start(
+        &self,
+        key: PoolKey,
+        capabilities: &Value,
+        slot: OwnedSemaphorePermit,
+    ) -> Result<Lease, UpstreamError> {
         let reservation = Starting(&self.inner);
         let session = self.inner.transport.connect(capabilities).await?;
         // The reservation becomes a lease below; its drop would undo the count.
@@ -140,11 +151,11 @@ impl Pool {
             state.leased += 1;
         }
         *self.inner.initialize.lock() = Some(session.initialize_result().clone());
-        Ok(Lease { session, key, pool: self.inner.clone(), poisoned: false })
+        Ok(self.lease_of(key, session, slot))
     }
 
-    fn lease_of(&self, key: PoolKey, session: Session) -> Lease {
-        Lease { session, key, pool: self.inner.clone(), poisoned: false }
+    fn lease_of(&self, key: PoolKey, session: Session, slot: OwnedSemaphorePermit) -> Lease {
+        Lease { session, key, pool: self.inner.clone(), poisoned: false, _slot: slot }
     }
 
     /// The upstream's `initialize` answer for `server/discover`: the cached one, or the one of
@@ -173,6 +184,16 @@ impl Pool {
         s.idle + s.leased + s.starting
     }
 
+    /// Calls waiting for a session.
+    pub fn queued(&self) -> usize {
+        self.inner.admission.queued()
+    }
+
+    /// Connections to the upstream open now (TCP for HTTP; none for stdio).
+    pub fn connections(&self) -> usize {
+        self.inner.transport.connections()
+    }
+
     /// The latest `initialize` answer of the upstream, if any session was ever opened.
     pub fn initialize_result(&self) -> Option<Arc<InitializeResult>> {
         self.inner.initialize.lock().clone()
@@ -193,7 +214,6 @@ impl Pool {
             .into_iter()
             .map(|e| tokio::time::timeout(CLOSE_TIMEOUT, async move { e.session.close().await }));
         futures_util::future::join_all(closes).await;
-        self.inner.freed.notify_waiters();
         count
     }
 }
@@ -205,7 +225,8 @@ impl PoolInner {
         self.transport.settings()
     }
 
-    /// One decision under the lock: reuse, reserve a new session, or wait.
+    /// One decision under the lock, by a caller holding a slot: reuse, or reserve a new session.
+    /// Slots bound leased + starting sessions, so a full pool always has an idle one to evict.
     fn acquire(&self, key: &PoolKey) -> Step {
         let mut evicted = self.take_stale();
         let step = {
@@ -217,12 +238,10 @@ impl PoolInner {
             } else if state.idle.len() + state.leased + state.starting < self.settings().pool_max_sessions {
                 state.starting += 1;
                 Step::Start
-            } else if let Some(lru) = state.idle.pop_front() {
-                evicted.push(lru.session);
+            } else {
+                evicted.extend(state.idle.pop_front().map(|lru| lru.session));
                 state.starting += 1;
                 Step::Start
-            } else {
-                Step::Full
             }
         };
         close_in_background(evicted);
@@ -248,9 +267,6 @@ impl PoolInner {
         let stale = self.take_stale();
         let n = stale.len();
         close_in_background(stale);
-        if n > 0 {
-            self.freed.notify_waiters();
-        }
         n
     }
 
@@ -267,14 +283,12 @@ impl PoolInner {
         if retire {
             close_in_background(vec![session]);
         }
-        self.freed.notify_waiters();
     }
 }
 
 impl Drop for Starting<'_> {
     fn drop(&mut self) {
         self.0.state.lock().starting -= 1;
-        self.0.freed.notify_waiters();
     }
 }
 

@@ -14,6 +14,7 @@
 
 use std::sync::Arc;
 
+use prometheus::IntGauge;
 use serde_json::{json, Value};
 
 use super::call::Call;
@@ -51,11 +52,20 @@ pub(crate) enum Connector {
 // === impl Connector ===
 
 impl Connector {
-    /// A stdio connector when a command is configured, else Streamable HTTP to `url`.
-    pub(crate) fn new(settings: Arc<UpstreamSettings>) -> Result<Self, UpstreamError> {
+    /// A stdio connector when a command is configured, else Streamable HTTP to `url`;
+    /// `connections` follows the HTTP connections open.
+    pub(crate) fn new(settings: Arc<UpstreamSettings>, connections: IntGauge) -> Result<Self, UpstreamError> {
         match settings.stdio {
             Some(_) => Spawner::new(settings).map(Self::Stdio),
-            None => Transport::new(settings).map(Self::Http),
+            None => Transport::new(settings, connections).map(Self::Http),
+        }
+    }
+
+    /// Network connections open to the upstream (a stdio upstream has none).
+    pub(crate) fn connections(&self) -> usize {
+        match self {
+            Self::Http(t) => t.connections(),
+            Self::Stdio(_) => 0,
         }
     }
 
@@ -84,7 +94,8 @@ impl Session {
         settings: Arc<UpstreamSettings>,
         capabilities: &Value,
     ) -> Result<Self, UpstreamError> {
-        Connector::new(settings)?.connect(capabilities).await
+        let metrics = super::PoolMetrics::detached().map_err(|e| UpstreamError::Settings(e.to_string()))?;
+        Connector::new(settings, metrics.connections)?.connect(capabilities).await
     }
 
     /// The server's `initialize` answer.

@@ -42,6 +42,13 @@ pub struct UpstreamSettings {
     pub pool_idle_timeout: Duration,
     /// How long `Pool::lease` waits for a session when the pool is full of leased ones.
     pub pool_acquire_timeout: Duration,
+    /// Most calls waiting for a session; past it a call fails at once (`QueueFull`).
+    pub pool_max_queued: usize,
+    /// Most TCP connections open to the upstream. It must exceed twice `pool_max_sessions`:
+    /// each session holds its GET stream and, while leased, its call's response stream.
+    pub max_connections: usize,
+    /// Most TCP connections being opened at once.
+    pub max_connecting: usize,
     /// Largest SSE event or JSON body accepted from the upstream, in bytes.
     pub max_event_bytes: usize,
 }
@@ -70,7 +77,7 @@ impl StdioSettings {
             env: Vec::new(),
             env_passthrough: defaults::ENV_PASSTHROUGH.iter().map(|&n| n.to_owned()).collect(),
             cwd: None,
-            max_line_bytes: 4 * 1024 * 1024,
+            max_line_bytes: defaults::MAX_LINE_BYTES,
         }
     }
 }
@@ -100,6 +107,7 @@ impl std::fmt::Debug for UpstreamSettings {
             .field("preferred_version", &self.preferred_version)
             .field("request_timeout", &self.request_timeout)
             .field("pool_max_sessions", &self.pool_max_sessions)
+            .field("max_connections", &self.max_connections)
             .finish_non_exhaustive()
     }
 }
@@ -120,6 +128,9 @@ impl UpstreamSettings {
             pool_max_sessions: defaults::POOL_MAX_SESSIONS,
             pool_idle_timeout: defaults::POOL_IDLE,
             pool_acquire_timeout: defaults::POOL_ACQUIRE_TIMEOUT,
+            pool_max_queued: defaults::POOL_MAX_QUEUED,
+            max_connections: defaults::max_connections(defaults::POOL_MAX_SESSIONS),
+            max_connecting: defaults::MAX_CONNECTING,
             max_event_bytes: defaults::MAX_EVENT_BYTES,
         }
     }

@@ -2,6 +2,7 @@
 
 mod admin;
 mod boundary;
+mod bounded;
 mod capabilities;
 mod catalog;
 mod client_faults;

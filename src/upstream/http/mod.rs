@@ -1,7 +1,8 @@
 //! The Streamable HTTP transport (2025-03-26 … 2025-11-25): the HTTP exchanges
 //! ([`transport`]), the reader of JSON or SSE response bodies ([`messages`]), one session and
-//! its calls ([`session`], [`exchange`]), the standalone GET stream ([`get_stream`]), and what
-//! all three share ([`inner`]), below them so that none imports another in a circle.
+//! its calls ([`session`], [`exchange`]), the standalone GET stream ([`get_stream`]), what all
+//! three share ([`inner`]), below them so that none imports another in a circle, and the bound
+//! on the TCP connections under them all ([`limit`]).
 //!
 //! Everything HTTP-specific stays in here; the rest of the upstream client drives an
 //! [`HttpSession`] through the transport-neutral [`Session`](super::Session).
@@ -9,9 +10,12 @@
 mod exchange;
 mod get_stream;
 mod inner;
+pub(crate) mod limit;
 mod messages;
 mod session;
 mod transport;
 
 pub(crate) use session::HttpSession;
+#[cfg(test)]
+pub(crate) use transport::SessionHeaders;
 pub(crate) use transport::Transport;

@@ -1,7 +1,9 @@
 //! The HTTP exchanges with the legacy server: POST, GET (streams) and DELETE.
 //!
 //! One keep-alive `hyper-util` client is built per pool and cloned into every session, so the
-//! hot path never builds a client or a TLS/TCP stack per request. Every request carries only
+//! hot path never builds a client or a TLS/TCP stack per request. Its connector is bounded
+//! ([`super::limit`]): `max_connections` open, `max_connecting` being opened, whatever the
+//! load; a request past the bound waits for a connection to come back. Every request carries only
 //! what the gateway itself decides: the configured extra headers and the session's own
 //! `Mcp-Session-Id` and `MCP-Protocol-Version`; nothing from the front client.
 
@@ -15,8 +17,10 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use prometheus::IntGauge;
 
 use super::super::{UpstreamError, UpstreamSettings};
+use super::limit::LimitedConnector;
 use crate::protocol::headers;
 
 /// The first revision whose clients send `MCP-Protocol-Version` on every request.
@@ -26,12 +30,13 @@ const ERROR_BODY_LIMIT: usize = 4096;
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const ACCEPT_SSE: &str = "text/event-stream";
 
-type HttpClient = Client<HttpConnector, Full<Bytes>>;
+type HttpClient = Client<LimitedConnector, Full<Bytes>>;
 
 /// A shareable handle on the upstream's HTTP endpoint.
 #[derive(Clone)]
 pub(crate) struct Transport {
     client: HttpClient,
+    connector: LimitedConnector,
     settings: Arc<UpstreamSettings>,
 }
 
@@ -69,8 +74,9 @@ impl SessionHeaders {
 // === impl Transport ===
 
 impl Transport {
-    /// Builds the keep-alive client; only plain `http` URLs are accepted.
-    pub(crate) fn new(settings: Arc<UpstreamSettings>) -> Result<Self, UpstreamError> {
+    /// Builds the keep-alive client; only plain `http` URLs are accepted. `connections` follows
+    /// the number of connections open.
+    pub(crate) fn new(settings: Arc<UpstreamSettings>, connections: IntGauge) -> Result<Self, UpstreamError> {
         if settings.url.scheme_str() != Some("http") || settings.url.host().is_none() {
             return Err(UpstreamError::Settings(format!(
                 "upstream url {} must be an absolute http:// URL",
@@ -80,14 +86,22 @@ impl Transport {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(settings.connect_timeout));
         connector.set_nodelay(true);
+        let connector =
+            LimitedConnector::new(connector, settings.max_connections, settings.max_connecting, connections);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(settings.pool_idle_timeout)
-            .build(connector);
-        Ok(Self { client, settings })
+            .pool_max_idle_per_host(settings.max_connections)
+            .build(connector.clone());
+        Ok(Self { client, connector, settings })
     }
 
     pub(crate) fn settings(&self) -> &UpstreamSettings {
         &self.settings
+    }
+
+    /// Connections open now.
+    pub(crate) fn connections(&self) -> usize {
+        self.connector.open()
     }
 
     /// POSTs one JSON-RPC message; the response status is checked.

@@ -1,7 +1,8 @@
 //! Loopback tests of the upstream client against a scripted legacy server (`server`), one file
-//! per area: session wire behaviour, call streams, and the pool.
+//! per area: session wire behaviour, call streams, the pool, and the bounds in front of it.
 
 mod calls;
+mod limit;
 mod pool;
 mod server;
 mod session;

@@ -1,0 +1,480 @@
+//! A bounded soak of the gateway: many concurrent 2026-07-28 clients for a fixed time, mixing
+//! plain `tools/call` with multi-round MRTR calls, while the gateway's memory is sampled.
+//!
+//! The gateway runs as its own process, exactly as `mrtr-gateway` starts with no upstream
+//! configured: it fronts its embedded demo legacy server, so the memory sampled every second
+//! (`VmRSS` of that process) is the gateway's and its upstream's, not the load generator's.
+//! Each client holds one keep-alive connection and always has one call in flight. Two calls in
+//! three are `echo`; the third is `greet` (one `input_required` round) or `confirm_twice` (two),
+//! answered with `inputResponses` and the echoed `requestState`. Everything is on loopback.
+//!
+//! Every loop is bounded in count and time, and the run stops by itself. It prints the calls
+//! done, the unexpected errors (any failed call: there must be none), RSS per second and
+//! whether it stayed flat after the warm-up, and the latency of requests and of whole calls.
+//!
+//! Run: `cargo bench --bench soak` (env: SOAK_SECS, default 60; SOAK_CLIENTS, default 1000).
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use serde_json::{json, Map, Value};
+use tokio::net::TcpStream;
+
+/// Longest one request may take before it counts as an error.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most `input_required` rounds a call may go through.
+const MAX_ROUNDS: usize = 4;
+/// Most calls one client makes, whatever the duration.
+const MAX_CALLS_PER_CLIENT: u64 = 10_000_000;
+/// How long the gateway gets to become ready, polled every 100 ms.
+const READY_POLLS: usize = 300;
+/// Error messages kept for the report.
+const KEPT_ERRORS: usize = 8;
+/// Sub-buckets per power of two in the latency histogram (about 3% resolution).
+const SUB: usize = 32;
+const BUCKETS: usize = SUB * 40;
+
+fn main() {
+    let secs = env_or("SOAK_SECS", 60);
+    let clients = env_or("SOAK_CLIENTS", 1000) as usize;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let gateway = GatewayProcess::spawn();
+    let report = rt.block_on(soak(&gateway, clients, Duration::from_secs(secs)));
+    drop(gateway);
+    report.print(clients, secs);
+    if report.errors.load(Ordering::Relaxed) > 0 {
+        std::process::exit(1);
+    }
+}
+
+async fn soak(gateway: &GatewayProcess, clients: usize, duration: Duration) -> Arc<Stats> {
+    let stats = Arc::new(Stats::default());
+    wait_ready(gateway.addr).await;
+    let started = Instant::now();
+    let sampler = tokio::spawn(sample_rss(gateway.pid(), duration, stats.clone()));
+    let tasks: Vec<_> = (0..clients)
+        .map(|i| tokio::spawn(client(gateway.addr, i as u64, started + duration, stats.clone())))
+        .collect();
+    for task in tasks {
+        let _ = tokio::time::timeout(duration + REQUEST_TIMEOUT * 2, task).await;
+    }
+    let _ = sampler.await;
+    *stats.elapsed.lock() = started.elapsed();
+    stats
+}
+
+// === the gateway process ===
+
+/// The gateway binary, killed when dropped.
+struct GatewayProcess {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl GatewayProcess {
+    fn spawn() -> Self {
+        let addr = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_mrtr-gateway"))
+            .env("MRTR_GATEWAY__FRONT__LISTEN", addr.to_string())
+            .env("MRTR_GATEWAY__ADMIN__ENABLED", "false")
+            .env("MRTR_GATEWAY__STATE__KEYS", format!("soak:{}", "A".repeat(43)))
+            .env("MRTR_GATEWAY__LOG__LEVEL", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the gateway");
+        Self { child, addr }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback port nobody listens on (the gateway binds it right after).
+fn free_port() -> SocketAddr {
+    let listener = StdListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
+    listener.local_addr().expect("address")
+}
+
+async fn wait_ready(addr: SocketAddr) {
+    for _ in 0..READY_POLLS {
+        if let Ok(mut conn) = Conn::open(addr, None).await {
+            if conn.call(Kind::Echo).await.is_ok() {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the gateway did not become ready");
+}
+
+// === clients ===
+
+/// What a call asks for.
+#[derive(Clone, Copy)]
+enum Kind {
+    Echo,
+    Greet,
+    ConfirmTwice,
+}
+
+impl Kind {
+    fn of(call: u64) -> Self {
+        match call % 6 {
+            2 => Self::Greet,
+            5 => Self::ConfirmTwice,
+            _ => Self::Echo,
+        }
+    }
+
+    fn tool(self) -> &'static str {
+        match self {
+            Self::Echo => "echo",
+            Self::Greet => "greet",
+            Self::ConfirmTwice => "confirm_twice",
+        }
+    }
+
+    fn expected(self) -> &'static str {
+        match self {
+            Self::Echo => "Echo: soak",
+            Self::Greet => "Hello, Ada!",
+            Self::ConfirmTwice => "Confirmed Ada: true",
+        }
+    }
+}
+
+/// One client: one connection, one call in flight, until `deadline`.
+async fn client(addr: SocketAddr, index: u64, deadline: Instant, stats: Arc<Stats>) {
+    let mut conn = None;
+    for n in 0..MAX_CALLS_PER_CLIENT {
+        if Instant::now() >= deadline {
+            return;
+        }
+        let c = match conn.take() {
+            Some(c) => c,
+            None => match Conn::open(addr, Some(stats.clone())).await {
+                Ok(c) => c,
+                Err(e) => {
+                    stats.error(format!("connect: {e}"));
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        conn = run_call(c, Kind::of(index + n), &stats).await;
+    }
+}
+
+/// Runs one call; returns the connection if it is still usable.
+async fn run_call(mut conn: Conn, kind: Kind, stats: &Stats) -> Option<Conn> {
+    let started = Instant::now();
+    match conn.call(kind).await {
+        Ok(rounds) => {
+            stats.calls.fetch_add(1, Ordering::Relaxed);
+            stats.rounds.fetch_add(rounds as u64, Ordering::Relaxed);
+            stats.call_latency.record(started.elapsed());
+            Some(conn)
+        }
+        Err(e) => {
+            stats.error(format!("{}: {e}", kind.tool()));
+            None
+        }
+    }
+}
+
+/// A keep-alive HTTP/1.1 connection to the gateway.
+struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    next_id: u64,
+    stats: Option<Arc<Stats>>,
+}
+
+impl Conn {
+    /// Connects; `stats` (if any) gets the latency of every request.
+    async fn open(addr: SocketAddr, stats: Option<Arc<Stats>>) -> Result<Self, String> {
+        let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        let _ = stream.set_nodelay(true);
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
+        tokio::spawn(connection);
+        Ok(Self { sender, next_id: 1, stats })
+    }
+
+    /// Runs `kind` to completion, answering every round; returns the rounds it took.
+    async fn call(&mut self, kind: Kind) -> Result<usize, String> {
+        let mut retry: Option<(Value, String)> = None;
+        for round in 1..=MAX_ROUNDS {
+            let reply = self.send(kind, retry.take()).await?;
+            let result = reply.get("result").ok_or_else(|| format!("error reply: {reply}"))?;
+            match result["resultType"].as_str() {
+                Some("complete") => return check_text(result, kind).map(|()| round),
+                Some("input_required") => retry = Some(answers(result)?),
+                _ => return Err(format!("unexpected result: {result}")),
+            }
+        }
+        Err(format!("no result after {MAX_ROUNDS} rounds"))
+    }
+
+    async fn send(&mut self, kind: Kind, retry: Option<(Value, String)>) -> Result<Value, String> {
+        let request = self.request(kind, retry)?;
+        let started = Instant::now();
+        let exchange = async {
+            self.sender.ready().await.map_err(|e| e.to_string())?;
+            let response = self.sender.send_request(request).await.map_err(|e| e.to_string())?;
+            let status = response.status();
+            let body = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+            Ok::<_, String>((status, body))
+        };
+        let (status, body) =
+            tokio::time::timeout(REQUEST_TIMEOUT, exchange).await.map_err(|_| "request timed out")??;
+        if let Some(stats) = &self.stats {
+            stats.request_latency.record(started.elapsed());
+        }
+        if status != StatusCode::OK {
+            return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
+        }
+        parse_body(&body)
+    }
+
+    fn request(
+        &mut self,
+        kind: Kind,
+        retry: Option<(Value, String)>,
+    ) -> Result<Request<Full<Bytes>>, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut params = json!({"name": kind.tool(), "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
+        if let Kind::Echo = kind {
+            params["arguments"] = json!({"message": "soak"});
+        }
+        if let Some((responses, state)) = retry {
+            params["inputResponses"] = responses;
+            params["requestState"] = json!(state);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+        Request::post("/mcp")
+            .header("host", "127.0.0.1")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", kind.tool())
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The JSON-RPC message of a JSON reply, or the last one of an SSE reply.
+fn parse_body(body: &[u8]) -> Result<Value, String> {
+    let text = std::str::from_utf8(body).map_err(|_| "reply is not UTF-8".to_owned())?;
+    let json = if text.trim_start().starts_with('{') {
+        text
+    } else {
+        text.lines().rev().find_map(|l| l.strip_prefix("data:")).ok_or("empty SSE reply")?
+    };
+    serde_json::from_str(json.trim()).map_err(|e| format!("bad JSON reply: {e}"))
+}
+
+fn check_text(result: &Value, kind: Kind) -> Result<(), String> {
+    match result.pointer("/content/0/text").and_then(Value::as_str) {
+        Some(text) if text == kind.expected() => Ok(()),
+        _ => Err(format!("unexpected result for {}: {result}", kind.tool())),
+    }
+}
+
+/// Answers every form question as a user named Ada who confirms.
+fn answers(result: &Value) -> Result<(Value, String), String> {
+    let requests = result["inputRequests"].as_object().ok_or("no inputRequests")?;
+    let state = result["requestState"].as_str().ok_or("no requestState")?.to_owned();
+    let answers: Map<String, Value> = requests.iter().map(|(k, r)| (k.clone(), form_answer(r))).collect();
+    Ok((Value::Object(answers), state))
+}
+
+fn form_answer(request: &Value) -> Value {
+    let properties = request.pointer("/params/requestedSchema/properties").and_then(Value::as_object);
+    let content: Map<String, Value> = properties
+        .into_iter()
+        .flatten()
+        .map(|(name, schema)| {
+            let value = if schema["type"] == "boolean" { json!(true) } else { json!("Ada") };
+            (name.clone(), value)
+        })
+        .collect();
+    json!({"action": "accept", "content": content})
+}
+
+// === measurements ===
+
+#[derive(Default)]
+struct Stats {
+    calls: AtomicU64,
+    rounds: AtomicU64,
+    errors: AtomicU64,
+    kept: Mutex<Vec<String>>,
+    request_latency: Histogram,
+    call_latency: Histogram,
+    /// (second, RSS in KiB, open fds) of the gateway process.
+    rss: Mutex<Vec<(u64, u64, usize)>>,
+    elapsed: Mutex<Duration>,
+}
+
+impl Stats {
+    fn error(&self, message: String) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        let mut kept = self.kept.lock();
+        if kept.len() < KEPT_ERRORS {
+            kept.push(message);
+        }
+    }
+}
+
+/// Samples the gateway's RSS and fds once a second for `duration`, printing each sample.
+async fn sample_rss(pid: u32, duration: Duration, stats: Arc<Stats>) {
+    let mut ticks = tokio::time::interval(Duration::from_secs(1));
+    for second in 0..=duration.as_secs() {
+        ticks.tick().await;
+        let rss = vm_rss_kib(pid).unwrap_or(0);
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count);
+        let calls = stats.calls.load(Ordering::Relaxed);
+        let errors = stats.errors.load(Ordering::Relaxed);
+        println!("t={second:>3}s rss={:>6.1} MB fds={fds:>5} calls={calls:>9} errors={errors}", mb(rss));
+        stats.rss.lock().push((second, rss, fds));
+    }
+}
+
+fn vm_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn mb(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// A fixed-size log-linear latency histogram in microseconds: no allocation while running.
+struct Histogram {
+    counts: Vec<AtomicU64>,
+    max_us: AtomicU64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Self { counts: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(), max_us: AtomicU64::new(0) }
+    }
+}
+
+impl Histogram {
+    fn record(&self, d: Duration) {
+        let us = d.as_micros().min(u64::MAX as u128) as u64;
+        self.counts[bucket(us).min(BUCKETS - 1)].fetch_add(1, Ordering::Relaxed);
+        self.max_us.fetch_max(us, Ordering::Relaxed);
+    }
+
+    /// The upper bound of the bucket holding the `p` quantile, in milliseconds.
+    fn quantile_ms(&self, p: f64) -> f64 {
+        let counts: Vec<u64> = self.counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        let total: u64 = counts.iter().sum();
+        let rank = ((total as f64 * p).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, c) in counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return lower_bound(i + 1) as f64 / 1000.0;
+            }
+        }
+        0.0
+    }
+
+    fn line(&self) -> String {
+        let max = self.max_us.load(Ordering::Relaxed) as f64 / 1000.0;
+        let q = |p| self.quantile_ms(p);
+        format!("p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {max:.1} ms", q(0.5), q(0.9), q(0.99))
+    }
+}
+
+fn bucket(us: u64) -> usize {
+    if us < SUB as u64 {
+        return us as usize;
+    }
+    let shift = (63 - us.leading_zeros()) as usize - SUB.trailing_zeros() as usize;
+    (shift + 1) * SUB + ((us >> shift) as usize - SUB)
+}
+
+fn lower_bound(index: usize) -> u64 {
+    if index < SUB {
+        return index as u64;
+    }
+    let shift = index / SUB - 1;
+    ((index % SUB + SUB) as u64) << shift
+}
+
+// === the report ===
+
+impl Stats {
+    fn print(&self, clients: usize, secs: u64) {
+        let elapsed = self.elapsed.lock().as_secs_f64();
+        let calls = self.calls.load(Ordering::Relaxed);
+        println!("soak: {clients} clients for {secs} s against the gateway and its embedded demo upstream");
+        println!(
+            "calls done: {calls} ({:.0}/s), requests (rounds): {}",
+            calls as f64 / elapsed,
+            self.rounds.load(Ordering::Relaxed)
+        );
+        println!("unexpected errors: {}", self.errors.load(Ordering::Relaxed));
+        for e in self.kept.lock().iter() {
+            println!("  error: {e}");
+        }
+        println!("request latency: {}", self.request_latency.line());
+        println!("call latency:    {}", self.call_latency.line());
+        self.print_rss(secs);
+    }
+
+    fn print_rss(&self, secs: u64) {
+        let samples = self.rss.lock();
+        let warm = (secs / 5).max(5);
+        let after: Vec<u64> = samples.iter().filter(|s| s.0 >= warm).map(|s| s.1).collect();
+        let max_fds = samples.iter().map(|s| s.2).max().unwrap_or(0);
+        if after.len() < 3 {
+            println!("RSS: too few samples after the {warm} s warm-up to judge");
+            return;
+        }
+        let third = after.len() / 3;
+        let mean = |s: &[u64]| s.iter().sum::<u64>() as f64 / s.len() as f64;
+        let (first, last) = (mean(&after[..third]), mean(&after[after.len() - third..]));
+        let (min, max) = (after.iter().min().copied().unwrap_or(0), after.iter().max().copied().unwrap_or(0));
+        let flat = last - first <= (first * 0.05).max(2048.0);
+        println!(
+            "RSS after the {warm} s warm-up: min {:.1} MB, max {:.1} MB, first third {:.1} MB, last third {:.1} MB: {}",
+            mb(min),
+            mb(max),
+            first / 1024.0,
+            last / 1024.0,
+            if flat { "flat" } else { "GROWING" }
+        );
+        println!("gateway open fds: at most {max_fds}");
+    }
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}

@@ -1,0 +1,169 @@
+//! A connector that bounds the TCP connections the upstream client holds, and how many it is
+//! opening at once.
+//!
+//! The `hyper-util` client opens a new connection for every request that finds none idle, and
+//! when an idle one comes back first it finishes the connect in the background anyway. Under a
+//! burst that means thousands of half-open sockets towards a server that already has all the
+//! connections it will accept. Here every connection holds a permit from `open` for as long as
+//! its socket lives, and every attempt holds one from `attempts` until it connected or failed:
+//! a request past the bound waits, in order, for a permit or for an idle connection to come back.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::Uri;
+use hyper::rt::{Read, ReadBufCursor, Write};
+use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::rt::TokioIo;
+use prometheus::IntGauge;
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tower::{Service, ServiceExt};
+
+/// Why a bounded connection could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LimitError {
+    #[error("the upstream connection limit was shut down")]
+    Closed,
+    #[error("cannot connect to the upstream")]
+    Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The two bounds, shared by every clone of the connector.
+#[derive(Debug)]
+struct Limits {
+    open: Arc<Semaphore>,
+    attempts: Semaphore,
+    max_open: usize,
+    gauge: IntGauge,
+}
+
+/// [`HttpConnector`] behind the bounds.
+#[derive(Clone)]
+pub(crate) struct LimitedConnector {
+    inner: HttpConnector,
+    limits: Arc<Limits>,
+}
+
+/// A connection and the permit it holds until its socket is closed.
+pub(crate) struct LimitedIo {
+    io: TokioIo<TcpStream>,
+    _permit: OpenPermit,
+}
+
+/// One open connection: a permit, and its share of the gauge.
+struct OpenPermit {
+    _permit: OwnedSemaphorePermit,
+    gauge: IntGauge,
+}
+
+type ConnectFuture = Pin<Box<dyn Future<Output = Result<LimitedIo, LimitError>> + Send>>;
+
+// === impl LimitedConnector ===
+
+impl LimitedConnector {
+    /// At most `max_open` connections open and `max_attempts` being opened (both at least 1);
+    /// `gauge` follows the number open.
+    pub(crate) fn new(inner: HttpConnector, max_open: usize, max_attempts: usize, gauge: IntGauge) -> Self {
+        let max_open = max_open.max(1);
+        let limits = Limits {
+            open: Arc::new(Semaphore::new(max_open)),
+            attempts: Semaphore::new(max_attempts.max(1)),
+            max_open,
+            gauge,
+        };
+        Self { inner, limits: Arc::new(limits) }
+    }
+
+    /// Connections open now.
+    pub(crate) fn open(&self) -> usize {
+        self.limits.max_open - self.limits.open.available_permits()
+    }
+}
+
+impl Service<Uri> for LimitedConnector {
+    type Response = LimitedIo;
+    type Error = LimitError;
+    type Future = ConnectFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // Readiness is decided per attempt, in `call`, so that waiting stays inside the future
+        // the client can drop (its request timeout, or an idle connection coming back).
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, dst: Uri) -> Self::Future {
+        let (inner, limits) = (self.inner.clone(), self.limits.clone());
+        Box::pin(connect(inner, limits, dst))
+    }
+}
+
+async fn connect(inner: HttpConnector, limits: Arc<Limits>, dst: Uri) -> Result<LimitedIo, LimitError> {
+    let open = limits.open.clone().acquire_owned().await.map_err(|_| LimitError::Closed)?;
+    let attempt = limits.attempts.acquire().await.map_err(|_| LimitError::Closed)?;
+    let io = inner.oneshot(dst).await.map_err(|e| LimitError::Connect(e.into()))?;
+    drop(attempt);
+    Ok(LimitedIo { io, _permit: OpenPermit::new(open, limits.gauge.clone()) })
+}
+
+// === impl OpenPermit ===
+
+impl OpenPermit {
+    fn new(permit: OwnedSemaphorePermit, gauge: IntGauge) -> Self {
+        gauge.inc();
+        Self { _permit: permit, gauge }
+    }
+}
+
+impl Drop for OpenPermit {
+    fn drop(&mut self) {
+        self.gauge.dec();
+    }
+}
+
+// === impl LimitedIo ===
+
+impl Connection for LimitedIo {
+    fn connected(&self) -> Connected {
+        self.io.connected()
+    }
+}
+
+impl Read for LimitedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl Write for LimitedIo {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+}
