@@ -94,7 +94,9 @@ fn answers(journal: &Journal) -> Value {
             }
             mrtr_gateway::mrtr::InputKind::Sampling => json!({"role": "assistant", "model": "m",
                 "content": {"type": "text", "text": "Short."}}),
-            mrtr_gateway::mrtr::InputKind::Roots => json!({"roots": [{"uri": "file:///work", "name": "w"}]}),
+            mrtr_gateway::mrtr::InputKind::Roots => {
+                json!({"roots": [{"uri": "file:///project", "name": "project"}]})
+            }
         };
         map.insert(p.key.clone(), answer);
     }
