@@ -6,9 +6,7 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use mrtr_gateway::mrtr::{
-    arguments_digest, Binding, CodecSettings, KeyRing, KeySecret, StateCodec,
-};
+use mrtr_gateway::mrtr::{arguments_digest, Binding, CodecSettings, KeyRing, KeySecret, StateCodec};
 use mrtr_gateway::protocol::methods::MrtrMethod;
 
 const NOW: u64 = 1_800_000_000;

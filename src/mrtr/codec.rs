@@ -155,13 +155,21 @@ impl StateCodec {
     }
 
     fn seal_claims(&self, claims: &ClaimsRef<'_>) -> Result<String, StateError> {
+        self.seal_with(|buf| serde_json::to_writer(buf, claims).map_err(StateError::Encode))
+    }
+
+    /// Seals whatever `write_claims` appends to the buffer as the token's plaintext.
+    fn seal_with(
+        &self,
+        write_claims: impl FnOnce(&mut Vec<u8>) -> Result<(), StateError>,
+    ) -> Result<String, StateError> {
         let (id, cipher) = self.ring.sealing();
         let mut nonce = [0u8; NONCE_LEN];
         rand::thread_rng().fill_bytes(&mut nonce);
         let mut buf = Vec::with_capacity(HEADER_LEN + TYPICAL_CLAIMS_LEN + TAG_LEN);
         buf.extend_from_slice(&id.0);
         buf.extend_from_slice(&nonce);
-        serde_json::to_writer(&mut buf, claims).map_err(StateError::Encode)?;
+        write_claims(&mut buf)?;
         // Refuse before encrypting: a token we could not open again is useless.
         self.check_size(TOKEN_PREFIX.len() + base64_len(buf.len() + TAG_LEN))?;
         let tag = cipher
@@ -256,5 +264,8 @@ fn base64_len(n: usize) -> usize {
     (n * 4).div_ceil(3)
 }
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(test)]
 mod tests;

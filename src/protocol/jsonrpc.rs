@@ -261,6 +261,20 @@ mod tests {
     }
 
     #[test]
+    fn relayed_params_keep_the_clients_numbers() {
+        // Found by the jsonrpc_envelope fuzz target: without correctly rounded float parsing,
+        // this 123-digit number parsed one ulp off, so the params the gateway wrote upstream
+        // no longer parsed to what the client sent.
+        let number = format!("{}3", "1".repeat(122));
+        let body = format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"d":{number}}}}}"#);
+        let Envelope::Request(r) = Envelope::parse(body.as_bytes()).unwrap() else { panic!("not a request") };
+        assert_eq!(r.params.as_ref().unwrap()["d"].as_f64(), Some(1.1111111111111111e122));
+        let relayed = request_bytes(&r.id, &r.method, r.params.as_ref());
+        let Envelope::Request(again) = Envelope::parse(&relayed).unwrap() else { panic!("not a request") };
+        assert_eq!(again.params, r.params);
+    }
+
+    #[test]
     fn error_response_with_null_id_parses() {
         let env =
             Envelope::parse(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"m"}}"#).unwrap();
