@@ -85,7 +85,12 @@ impl Gateway {
             Some(files) => Some(tls_acceptor(&files.cert, &files.key)?),
             None => None,
         };
-        let opts = ServeOptions { max_connections: cfg.front.max_connections, drain: cfg.front.drain, tls };
+        let opts = ServeOptions {
+            max_connections: cfg.front.max_connections,
+            drain: cfg.front.drain,
+            header_read_timeout: cfg.front.read_timeout,
+            tls,
+        };
         let service = front::stack(Arc::new(front_state), front_timeout(&cfg));
         tasks.spawn(serve(front_listener, service, opts, signal(stopped.clone())));
         let admin_addr = match cfg.admin_listen {
@@ -267,7 +272,12 @@ async fn spawn_admin(
     let bound = local(&listener, addr)?;
     let pool = pool.clone();
     let admin = Admin::new(metrics.clone(), ready.clone(), Arc::new(move || pool.size()));
-    let opts = ServeOptions { max_connections: 64, drain: Duration::from_secs(1), tls: None };
+    let opts = ServeOptions {
+        max_connections: 64,
+        drain: Duration::from_secs(1),
+        header_read_timeout: crate::defaults::READ_TIMEOUT,
+        tls: None,
+    };
     tasks.spawn(serve(listener, admin, opts, signal(stopped)));
     Ok(bound)
 }

@@ -18,6 +18,9 @@ pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_CONNECTIONS: usize = 4096;
 pub const MAX_IN_FLIGHT: usize = 1024;
 pub const DRAIN: Duration = Duration::from_secs(30);
+/// Longest a client may take to send its request head, and then its body: a slow or stalled
+/// client must not hold a connection slot (and, once its head is in, a task) for ever.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const CACHE_TTL_MS: u64 = 0;
 pub const CACHE_SCOPE: &str = "private";
 

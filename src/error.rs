@@ -71,6 +71,8 @@ pub enum FrontError {
     ForbiddenOrigin(String),
     #[error("request body larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
+    #[error("request body not received within {0:?}")]
+    BodyTimeout(std::time::Duration),
     #[error("HTTP method {0} not allowed; use POST")]
     HttpMethodNotAllowed(String),
     #[error("not found: {0}")]
@@ -101,6 +103,7 @@ impl FrontError {
             | Self::Unauthorized(_)
             | Self::ForbiddenOrigin(_)
             | Self::PayloadTooLarge { .. }
+            | Self::BodyTimeout(_)
             | Self::HttpMethodNotAllowed(_)
             | Self::PathNotFound(_)
             | Self::UnsupportedMediaType(_)
@@ -129,6 +132,7 @@ impl FrontError {
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::ForbiddenOrigin(_) => StatusCode::FORBIDDEN,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::HttpMethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
@@ -161,6 +165,7 @@ impl FrontError {
             Self::Unauthorized(_) => L::Unauthorized,
             Self::ForbiddenOrigin(_) => L::ForbiddenOrigin,
             Self::PayloadTooLarge { .. } => L::PayloadTooLarge,
+            Self::BodyTimeout(_) => L::BodyTimeout,
             Self::HttpMethodNotAllowed(_) => L::HttpMethodNotAllowed,
             Self::PathNotFound(_) => L::PathNotFound,
             Self::UnsupportedMediaType(_) => L::UnsupportedMediaType,

@@ -13,7 +13,7 @@ use std::time::Duration;
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
@@ -37,6 +37,8 @@ pub enum ServerError {
 pub struct ServeOptions {
     pub max_connections: usize,
     pub drain: Duration,
+    /// Longest an HTTP/1 client may take to send a request head; then its connection is closed.
+    pub header_read_timeout: Duration,
     pub tls: Option<TlsAcceptor>,
 }
 
@@ -54,7 +56,9 @@ pub async fn serve<S, B>(
 {
     let graceful = GracefulShutdown::new();
     let permits = Arc::new(Semaphore::new(opts.max_connections));
-    let builder = Builder::new(TokioExecutor::new());
+    let mut builder = Builder::new(TokioExecutor::new());
+    // hyper applies a header read timeout only with a timer to run it.
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout);
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {

@@ -63,6 +63,7 @@ pub struct FrontConfig {
     pub max_in_flight: usize,
     pub origins: OriginPolicy,
     pub drain: Duration,
+    pub read_timeout: Duration,
     pub cache_ttl_ms: u64,
     pub cache_scope: CacheScope,
     pub tls: Option<TlsFiles>,

@@ -39,6 +39,8 @@ pub struct RawFront {
     pub allowed_origins: Option<Vec<String>>,
     /// Seconds to finish in-flight requests after SIGTERM/SIGINT. Default 30.
     pub drain_secs: Option<u64>,
+    /// Longest a client may take to send its request head, and again its body, in ms. Default 10000.
+    pub read_timeout_ms: Option<u64>,
     /// `ttlMs` hint on discover and list results. Default 0.
     pub cache_ttl_ms: Option<u64>,
     /// `cacheScope` hint: `private` (default) or `public`.

@@ -51,6 +51,7 @@ fn front(raw: RawFront) -> Result<FrontConfig, ConfigError> {
         max_in_flight: positive("front.max_in_flight", raw.max_in_flight.unwrap_or(d::MAX_IN_FLIGHT))?,
         origins: origins(raw.allowed_origins.unwrap_or_default())?,
         drain: raw.drain_secs.map_or(d::DRAIN, Duration::from_secs),
+        read_timeout: millis("front.read_timeout_ms", raw.read_timeout_ms, d::READ_TIMEOUT)?,
         cache_ttl_ms: raw.cache_ttl_ms.unwrap_or(d::CACHE_TTL_MS),
         cache_scope: cache_scope(raw.cache_scope.as_deref().unwrap_or(d::CACHE_SCOPE))?,
         tls,

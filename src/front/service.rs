@@ -111,7 +111,9 @@ impl FrontState {
         guard::check_origin(&parts.headers, &self.cfg.origins)?;
         let principal = self.auth.principal(&parts.headers)?;
         guard::check_content_type(&parts.headers)?;
-        let bytes = read_body(body, self.cfg.max_body_bytes).await?;
+        let bytes = tokio::time::timeout(self.cfg.read_timeout, read_body(body, self.cfg.max_body_bytes))
+            .await
+            .map_err(|_| FrontError::BodyTimeout(self.cfg.read_timeout))??;
         let envelope = Envelope::parse(&bytes)?;
         Ok((envelope, principal))
     }
