@@ -19,6 +19,7 @@ mod pool;
 mod session;
 mod settings;
 pub mod sse;
+pub mod tls;
 mod transport;
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ mod calls;
 mod pool;
 mod server;
 mod session;
+mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;
