@@ -193,6 +193,7 @@ pub(crate) fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> Upst
             Arc::new(uris.iter().map(|uri| json!({ "uri": uri })).collect::<serde_json::Value>())
         });
     s.extra_headers = cfg.upstream.headers.iter().cloned().collect();
+    s.tls = cfg.upstream.tls.clone();
     s.preferred_version = cfg.upstream.protocol_version;
     s.connect_timeout = cfg.upstream.connect_timeout;
     s.request_timeout = cfg.upstream.request_timeout;

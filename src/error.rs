@@ -294,7 +294,13 @@ fn auth_message(e: &AuthError) -> &'static str {
 fn connect_cause(e: &(dyn StdError + 'static)) -> &'static str {
     let mut source: Option<&(dyn StdError + 'static)> = Some(e);
     while let Some(err) = source {
+        if err.downcast_ref::<rustls::Error>().is_some() {
+            return "TLS handshake failed";
+        }
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if is_tls_failure(io) {
+                return "TLS handshake failed";
+            }
             return match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => "connection refused",
                 std::io::ErrorKind::TimedOut => "connect timed out",
@@ -304,6 +310,16 @@ fn connect_cause(e: &(dyn StdError + 'static)) -> &'static str {
         source = err.source();
     }
     "cannot connect"
+}
+
+/// True when `io` carries a rustls error, however many I/O errors wrap it (the TLS stream
+/// reports one inside an I/O error, and the connector wraps that again).
+fn is_tls_failure(io: &std::io::Error) -> bool {
+    match io.get_ref() {
+        Some(inner) if inner.is::<rustls::Error>() => true,
+        Some(inner) => inner.downcast_ref::<std::io::Error>().is_some_and(is_tls_failure),
+        None => false,
+    }
 }
 
 // === conversions: the one place foreign errors become front errors ===

@@ -141,6 +141,8 @@ pub struct UpstreamConfig {
     pub max_connecting: usize,
     /// The answer to `roots/list` requests no client can be asked, as `file://` URIs.
     pub roots: Option<Vec<String>>,
+    /// Trust and client identity for an `https://` upstream.
+    pub tls: crate::upstream::tls::TlsSettings,
 }
 
 /// Bounds of the replay flow.

@@ -103,6 +103,22 @@ pub struct RawUpstream {
     /// `file://` URIs answered to `roots/list` requests that no client can be asked (a
     /// server asking outside any call). Absent: such requests get an error.
     pub roots: Option<Vec<String>>,
+    /// `[upstream.tls]`: trust and client identity for an `https://` upstream.
+    pub tls: Option<RawUpstreamTls>,
+}
+
+/// `[upstream.tls]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawUpstreamTls {
+    /// Trust the platform's root certificates. Default true.
+    pub platform_roots: Option<bool>,
+    /// A PEM bundle of extra CA certificates.
+    pub ca_file: Option<String>,
+    /// A PEM client certificate chain, for upstreams that require mutual TLS (with `client_key_file`).
+    pub client_cert_file: Option<String>,
+    /// The PEM private key of `client_cert_file`.
+    pub client_key_file: Option<String>,
 }
 
 /// `upstream.command`: an argument vector, or a command line to split.

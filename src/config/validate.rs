@@ -6,11 +6,14 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Uri};
 
-use super::raw::{RawAdmin, RawAuth, RawConfig, RawFront, RawLog, RawMrtr, RawState, RawUpstream};
+use super::raw::{
+    RawAdmin, RawAuth, RawConfig, RawFront, RawLog, RawMrtr, RawState, RawUpstream, RawUpstreamTls,
+};
 use super::*;
 use crate::defaults as d;
 use crate::mrtr::LegacyVersion;
 use crate::protocol::LEGACY_VERSIONS;
+use crate::upstream::tls::{ClientIdentity, TlsSettings};
 
 /// Validates a raw configuration.
 pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
@@ -126,6 +129,33 @@ fn upstream(mut raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
         max_connections: max_connections(raw.max_connections, pool_max_sessions)?,
         max_connecting: positive("upstream.max_connecting", raw.max_connecting.unwrap_or(d::MAX_CONNECTING))?,
         roots: raw.roots.map(roots).transpose()?,
+        tls: upstream_tls(raw.tls.unwrap_or_default())?,
+    })
+}
+
+/// A client certificate needs its key and a key its certificate; the files are read (and
+/// their errors named) when the pool is built.
+fn upstream_tls(raw: RawUpstreamTls) -> Result<TlsSettings, ConfigError> {
+    let client_identity = match (raw.client_cert_file, raw.client_key_file) {
+        (None, None) => None,
+        (Some(cert), Some(key)) => Some(ClientIdentity { cert_file: cert.into(), key_file: key.into() }),
+        (Some(_), None) => {
+            return Err(ConfigError::invalid(
+                "upstream.tls.client_key_file",
+                "required with client_cert_file",
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(ConfigError::invalid(
+                "upstream.tls.client_cert_file",
+                "required with client_key_file",
+            ))
+        }
+    };
+    Ok(TlsSettings {
+        platform_roots: raw.platform_roots.unwrap_or(true),
+        ca_file: raw.ca_file.map(Into::into),
+        client_identity,
     })
 }
 
@@ -158,12 +188,8 @@ fn roots(list: Vec<String>) -> Result<Vec<String>, ConfigError> {
 fn upstream_url(url: &str) -> Result<Uri, ConfigError> {
     let uri: Uri = url.parse().map_err(|e| ConfigError::invalid("upstream.url", format!("{url:?}: {e}")))?;
     match uri.scheme_str() {
-        Some("http") if uri.host().is_some() => Ok(uri),
-        Some("https") => Err(ConfigError::invalid(
-            "upstream.url",
-            "https upstreams are not supported yet; use http (e.g. a sidecar on loopback)",
-        )),
-        _ => Err(ConfigError::invalid("upstream.url", format!("{url:?} is not an http:// URL"))),
+        Some("http" | "https") if uri.host().is_some() => Ok(uri),
+        _ => Err(ConfigError::invalid("upstream.url", format!("{url:?} is not an http:// or https:// URL"))),
     }
 }
 

@@ -31,6 +31,7 @@ mod settings;
 pub mod sse;
 mod state;
 mod stdio;
+pub mod tls;
 
 #[cfg(test)]
 mod tests;

@@ -10,13 +10,14 @@ use std::time::Duration;
 use http::{HeaderMap, Uri};
 use serde_json::Value;
 
+use super::tls::TlsSettings;
 use crate::defaults;
 use crate::mrtr::LegacyVersion;
 
 /// How the gateway reaches and talks to the legacy server.
 #[derive(Clone)]
 pub struct UpstreamSettings {
-    /// The MCP endpoint, e.g. `http://127.0.0.1:3001/mcp` (plain `http` only). Unused when
+    /// The MCP endpoint, e.g. `http://127.0.0.1:3001/mcp` or `https://…`. Unused when
     /// [`Self::stdio`] is set.
     pub url: Uri,
     /// Spawn this command and speak stdio to it instead of HTTP to [`Self::url`].
@@ -26,6 +27,8 @@ pub struct UpstreamSettings {
     pub roots: Option<Arc<Value>>,
     /// Headers sent on every upstream request (an API key, for instance). Never logged.
     pub extra_headers: HeaderMap,
+    /// Trust and client identity when [`Self::url`] is `https://`.
+    pub tls: TlsSettings,
     /// `clientInfo.name` in `initialize`.
     pub client_name: String,
     /// `clientInfo.version` in `initialize`.
@@ -120,6 +123,7 @@ impl UpstreamSettings {
             stdio: None,
             roots: None,
             extra_headers: HeaderMap::new(),
+            tls: TlsSettings::platform(),
             client_name: "mrtr-gateway".to_owned(),
             client_version: env!("CARGO_PKG_VERSION").to_owned(),
             preferred_version: defaults::UPSTREAM_VERSION,

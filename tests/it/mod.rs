@@ -10,6 +10,7 @@ mod elicitation;
 mod failures;
 mod faults;
 mod front;
+mod https;
 mod inputs;
 mod progress;
 mod replicas;

@@ -147,3 +147,28 @@ fn upstream_connections_follow_the_pool() {
     assert!(Config::from_toml("[upstream]\npool_max_sessions = 10\nmax_connections = 21").is_ok());
     assert!(err("[upstream]\nmax_connecting = 0").starts_with("upstream.max_connecting:"));
 }
+
+#[test]
+fn an_https_upstream_and_its_tls_files_are_read_into_settings() {
+    let c = Config::from_toml(
+        "[upstream]\nurl = \"https://mcp.example:8443/mcp\"\n[upstream.tls]\nplatform_roots = false\n\
+         ca_file = \"ca.pem\"\nclient_cert_file = \"c.pem\"\nclient_key_file = \"c.key\"\n",
+    )
+    .unwrap();
+    assert!(matches!(&c.upstream.target, UpstreamTarget::Url(u) if u.scheme_str() == Some("https")));
+    assert!(!c.upstream.tls.platform_roots);
+    assert_eq!(c.upstream.tls.ca_file.as_deref(), Some(std::path::Path::new("ca.pem")));
+    let id = c.upstream.tls.client_identity.as_ref().unwrap();
+    assert_eq!((id.cert_file.to_str(), id.key_file.to_str()), (Some("c.pem"), Some("c.key")));
+    assert!(Config::from_toml("").unwrap().upstream.tls.platform_roots, "platform roots by default");
+}
+
+#[test]
+fn a_client_certificate_needs_its_key_and_the_url_a_known_scheme() {
+    let e = err("[upstream.tls]\nclient_cert_file = \"c.pem\"\n");
+    assert!(e.contains("upstream.tls.client_key_file"), "{e}");
+    let e = err("[upstream.tls]\nclient_key_file = \"c.key\"\n");
+    assert!(e.contains("upstream.tls.client_cert_file"), "{e}");
+    let e = err("[upstream]\nurl = \"ftp://mcp.example/mcp\"\n");
+    assert!(e.contains("upstream.url"), "{e}");
+}

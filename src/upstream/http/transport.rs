@@ -3,7 +3,10 @@
 //! One keep-alive `hyper-util` client is built per pool and cloned into every session, so the
 //! hot path never builds a client or a TLS/TCP stack per request. Its connector is bounded
 //! ([`super::limit`]): `max_connections` open, `max_connecting` being opened, whatever the
-//! load; a request past the bound waits for a connection to come back. Every request carries only
+//! load; a request past the bound waits for a connection to come back. `https://` upstreams get
+//! TLS on top of the bounded TCP connections ([`crate::upstream::tls`]), with the roots and
+//! client identity configured, SNI from the URL's host and HTTP/2 or HTTP/1.1 by ALPN. Every
+//! request carries only
 //! what the gateway itself decides: the configured extra headers and the session's own
 //! `Mcp-Session-Id` and `MCP-Protocol-Version`; nothing from the front client.
 
@@ -14,6 +17,7 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -22,6 +26,7 @@ use prometheus::IntGauge;
 use super::super::{UpstreamError, UpstreamSettings};
 use super::limit::LimitedConnector;
 use crate::protocol::headers;
+use crate::upstream::tls;
 
 /// The first revision whose clients send `MCP-Protocol-Version` on every request.
 const VERSION_HEADER_SINCE: &str = "2025-06-18";
@@ -30,7 +35,7 @@ const ERROR_BODY_LIMIT: usize = 4096;
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const ACCEPT_SSE: &str = "text/event-stream";
 
-type HttpClient = Client<LimitedConnector, Full<Bytes>>;
+type HttpClient = Client<HttpsConnector<LimitedConnector>, Full<Bytes>>;
 
 /// A shareable handle on the upstream's HTTP endpoint.
 #[derive(Clone)]
@@ -74,24 +79,33 @@ impl SessionHeaders {
 // === impl Transport ===
 
 impl Transport {
-    /// Builds the keep-alive client; only plain `http` URLs are accepted. `connections` follows
-    /// the number of connections open.
+    /// Builds the keep-alive client for an absolute `http://` or `https://` URL. `connections`
+    /// follows the number of connections open.
     pub(crate) fn new(settings: Arc<UpstreamSettings>, connections: IntGauge) -> Result<Self, UpstreamError> {
-        if settings.url.scheme_str() != Some("http") || settings.url.host().is_none() {
-            return Err(UpstreamError::Settings(format!(
-                "upstream url {} must be an absolute http:// URL",
-                settings.url
-            )));
+        let https = match settings.url.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => {
+                return Err(UpstreamError::Settings(format!("upstream url {} is not http(s)", settings.url)))
+            }
+        };
+        if settings.url.host().is_none() {
+            return Err(UpstreamError::Settings(format!("upstream url {} has no host", settings.url)));
         }
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(settings.connect_timeout));
-        connector.set_nodelay(true);
+        let mut tcp = HttpConnector::new();
+        tcp.set_connect_timeout(Some(settings.connect_timeout));
+        tcp.set_nodelay(true);
+        tcp.enforce_http(false);
         let connector =
-            LimitedConnector::new(connector, settings.max_connections, settings.max_connecting, connections);
+            LimitedConnector::new(tcp, settings.max_connections, settings.max_connecting, connections);
+        // A plain upstream never handshakes, so it needs no trust roots (a minimal image may
+        // have none): its TLS layer only passes `http://` through.
+        let tls_config = if https { tls::client_config(&settings.tls) } else { tls::plain_only() }
+            .map_err(|e| UpstreamError::Settings(format!("upstream TLS: {e}")))?;
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(settings.pool_idle_timeout)
             .pool_max_idle_per_host(settings.max_connections)
-            .build(connector.clone());
+            .build(tls::https_connector(connector.clone(), tls_config));
         Ok(Self { client, connector, settings })
     }
 

@@ -6,6 +6,7 @@ mod limit;
 mod pool;
 mod server;
 mod session;
+mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -123,10 +123,14 @@ async fn unreachable_upstream_is_a_connect_error() {
 }
 
 #[tokio::test]
-async fn https_url_is_refused_as_settings_error() {
-    let settings = crate::upstream::UpstreamSettings::new("https://127.0.0.1/mcp".parse().unwrap());
+async fn an_unknown_scheme_or_an_https_url_without_roots_is_a_settings_error() {
+    let settings = crate::upstream::UpstreamSettings::new("ws://127.0.0.1/mcp".parse().unwrap());
     let err = Session::initialize(Arc::new(settings), &caps()).await.unwrap_err();
-    assert!(matches!(err, UpstreamError::Settings(_)));
+    assert!(matches!(err, UpstreamError::Settings(_)), "{err}");
+    let mut settings = crate::upstream::UpstreamSettings::new("https://127.0.0.1/mcp".parse().unwrap());
+    settings.tls.platform_roots = false;
+    let err = Session::initialize(Arc::new(settings), &caps()).await.unwrap_err();
+    assert!(matches!(&err, UpstreamError::Settings(m) if m.contains("TLS")), "{err}");
 }
 
 #[tokio::test]
