@@ -51,7 +51,7 @@ fn validate(map: &HeaderMap, method: &str, kind: FrontMethod, params: Option<&Va
             capabilities: m.capabilities,
             progress: m.progress_token,
         },
-        Err(e) => Decision::Refused { label: e.label(), code: e.code(), message: e.to_string() },
+        Err(e) => Decision::Refused { label: e.label().as_str(), code: e.code(), message: e.to_string() },
     }
 }
 
