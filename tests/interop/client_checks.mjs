@@ -1,8 +1,15 @@
 // Verdicts for the TypeScript client check (the same rules as client_checks.py;
 // the table is checks.json). Kept apart from ts_client_check.mjs so the rules
 // are unit-tested without a client (node --test client_checks.test.mjs).
+// A check may also name capabilities to declare without being asked
+// (`declare`), files and repositories to create first under the server's
+// scratch folder `{dir}` (`setup`), tool calls to make first with the same
+// client (`before`: each must succeed and ask nothing), and fragments the
+// result must not contain (`absent`).
 
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 export const KINDS = ['elicit', 'sample', 'roots'];
 export const CALL_METHODS = ['tools/call', 'prompts/get'];
@@ -18,8 +25,14 @@ export function label(entry) {
   return entry.variant ? `${entry.name}#${entry.variant}` : entry.name;
 }
 
-export function bind(entry, token) {
-  const sub = (value) => JSON.parse(JSON.stringify(value ?? null).replaceAll('{token}', token));
+// Substitutes the check's token, and the server's scratch folder, everywhere.
+export function bind(entry, token, scratch = '') {
+  const folder = JSON.stringify(scratch).slice(1, -1);
+  const sub = (value) => {
+    const text = JSON.stringify(value ?? null).replaceAll('{token}', token);
+    if (text.includes('{dir}') && !scratch) throw new Error(`check ${label(entry)} needs the server's scratch folder (--dir)`);
+    return JSON.parse(text.replaceAll('{dir}', folder));
+  };
   return {
     name: entry.name,
     label: label(entry),
@@ -29,12 +42,31 @@ export function bind(entry, token) {
     rounds: sub(entry.rounds ?? []),
     progress: entry.progress ?? 0,
     expect: sub(entry.expect ?? []),
+    absent: sub(entry.absent ?? []),
+    declare: entry.declare ?? [],
+    setup: sub(entry.setup ?? []),
+    before: sub(entry.before ?? []),
   };
 }
 
-// The kinds of question a check expects: the only capabilities its client declares.
+// The kinds of question a check expects, and those it declares without being
+// asked: the only capabilities its client declares.
 export function needs(check) {
-  return new Set(check.rounds.flatMap((wanted) => Object.keys(wanted)));
+  return new Set([...check.rounds.flatMap((wanted) => Object.keys(wanted)), ...(check.declare ?? [])]);
+}
+
+// Runs a bound check's setup steps: write a file, or `git init` a repository.
+export function prepare(check) {
+  for (const step of check.setup) {
+    if ('write' in step) {
+      mkdirSync(dirname(step.write), { recursive: true });
+      writeFileSync(step.write, step.text);
+    } else if ('git_init' in step) {
+      execFileSync('git', ['init', '--quiet', step.git_init], { timeout: 30000, stdio: 'ignore' });
+    } else {
+      throw new Error(`unknown setup step ${JSON.stringify(step)}`);
+    }
+  }
 }
 
 export function clip(text) {
@@ -115,7 +147,9 @@ export function verify(check, rec, { text, isError }, roundsObservable) {
   // The answer token is expected back only if the client put it on the wire.
   const expected = check.expect.filter((f) => rec.answerSent || !f.includes(answerToken(rec.token)));
   const missing = expected.find((fragment) => !text.includes(fragment));
-  return missing === undefined ? null : `result lacks '${missing}': ${clip(text)}`;
+  if (missing !== undefined) return `result lacks '${missing}': ${clip(text)}`;
+  const present = (check.absent ?? []).find((fragment) => text.includes(fragment));
+  return present === undefined ? null : `result contains '${present}': ${clip(text)}`;
 }
 
 export function successDetail(rec) {

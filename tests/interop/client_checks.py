@@ -9,13 +9,18 @@ the callbacks answer, and what must then be true: the exact rounds and, per
 round and kind, the exact questions (each matched by a fragment of the legacy
 server's own question), the exact number of progress notes, a result that is
 not an error, and fragments of the result only the token-bearing answers can
-produce.
+produce. A check may also name capabilities to declare without being asked
+(`declare`), files and repositories to create first under the server's scratch
+folder `{dir}` (`setup`), tool calls to make first with the same client
+(`before`: each must succeed and ask nothing), and fragments the result must
+not contain (`absent`).
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -150,6 +155,10 @@ class Check:
     rounds: tuple[dict[str, list[str]], ...] | list[dict[str, list[str]]] = ()
     progress: int = 0
     expect: tuple[str, ...] | list[str] = ()
+    absent: tuple[str, ...] | list[str] = ()
+    declare: tuple[str, ...] | list[str] = ()
+    setup: tuple[dict[str, str], ...] | list[dict[str, str]] = ()
+    before: tuple[dict[str, Any], ...] | list[dict[str, Any]] = ()
 
     @property
     def label(self) -> str:
@@ -157,13 +166,42 @@ class Check:
 
     @property
     def needs(self) -> set[str]:
-        """The kinds of question this check expects: the only capabilities its client declares."""
-        return {kind for wanted in self.rounds for kind in wanted}
+        """The kinds of question this check expects, and those it declares without being
+        asked: the only capabilities its client declares."""
+        return {kind for wanted in self.rounds for kind in wanted} | set(self.declare)
 
-    def bind(self, token: str) -> Check:
-        """Substitute this run's token into the arguments and expectations."""
-        sub = lambda value: json.loads(json.dumps(value).replace("{token}", token))  # noqa: E731
-        return replace(self, args=sub(self.args), rounds=tuple(sub(list(self.rounds))), expect=tuple(sub(list(self.expect))))
+    def bind(self, token: str, scratch: str = "") -> Check:
+        """Substitute this run's token (and the server's scratch folder) into the
+        arguments, setup steps and expectations."""
+        folder = json.dumps(scratch)[1:-1]
+
+        def sub(value: Any) -> Any:
+            text = json.dumps(value).replace("{token}", token)
+            if "{dir}" in text and not scratch:
+                raise ValueError(f"check {self.label} needs the server's scratch folder (--dir)")
+            return json.loads(text.replace("{dir}", folder))
+
+        return replace(
+            self,
+            args=sub(self.args),
+            rounds=tuple(sub(list(self.rounds))),
+            expect=tuple(sub(list(self.expect))),
+            absent=tuple(sub(list(self.absent))),
+            setup=tuple(sub(list(self.setup))),
+            before=tuple(sub(list(self.before))),
+        )
+
+    def prepare(self) -> None:
+        """Run the setup steps: write a file, or `git init` a repository."""
+        for step in self.setup:
+            if "write" in step:
+                path = Path(step["write"])
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(step["text"])
+            elif "git_init" in step:
+                subprocess.run(["git", "init", "--quiet", step["git_init"]], check=True, timeout=30, capture_output=True)
+            else:
+                raise ValueError(f"unknown setup step {step!r}")
 
     def verify(self, recorder: Recorder, text: str, is_error: bool, rounds_observable: bool) -> str | None:
         """The first broken expectation, or None.
@@ -204,6 +242,9 @@ class Check:
                 continue
             if fragment not in text:
                 return f"result lacks {fragment!r}: {clip(text)}"
+        for fragment in self.absent:
+            if fragment in text:
+                return f"result contains {fragment!r}: {clip(text)}"
         return None
 
     def success_detail(self, recorder: Recorder) -> str:

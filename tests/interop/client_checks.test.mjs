@@ -76,8 +76,8 @@ test('only the named refusal counts as refused', () => {
 
 test('the shared table names a refusal per server and client, and unique labels', () => {
   const table = loadTable();
-  for (const server of ['everything', 'fixture']) {
-    assert.ok(table._refusals[server].py && table._refusals[server].ts);
+  for (const server of ['everything', 'fixture', 'filesystem', 'memory', 'git']) {
+    if (['everything', 'fixture'].includes(server)) assert.ok(table._refusals[server].py && table._refusals[server].ts);
     const labels = table[server].map((e) => (e.variant ? `${e.name}#${e.variant}` : e.name));
     assert.equal(new Set(labels).size, labels.length);
   }
@@ -89,6 +89,26 @@ test('the answer token is required back exactly when the client sent it', () => 
   assert.equal(verify(check, rec, { text: 'declined', isError: false }, false), null);
   rec.noteRequest('{"jsonrpc":"2.0","id":1,"result":{"action":"decline","_meta":{"x":"answer-k"}}}');
   assert.match(verify(check, rec, { text: 'declined', isError: false }, false), /result lacks 'answer-k'/);
+});
+
+test('absent fragments fail the check', () => {
+  const check = bind({ name: 't', expect: ['dirs: /s/root'], absent: ['/s/cmdline'] }, 'k');
+  assert.equal(verify(check, recorder(1, []), { text: 'dirs: /s/root', isError: false }, true), null);
+  assert.match(verify(check, recorder(1, []), { text: 'dirs: /s/root\n/s/cmdline', isError: false }, true), /result contains '\/s\/cmdline'/);
+});
+
+test('declared kinds are needed without a round, and a question then is stray', () => {
+  const check = bind({ name: 't', declare: ['roots'] }, 'k');
+  assert.deepEqual([...needs(check)], ['roots']);
+  assert.match(verify(check, recorder(1, [['roots', 1, 'roots/list']]), { text: '', isError: false }, true), /outside any round/);
+});
+
+test('the scratch folder is substituted and required', () => {
+  const entry = { name: 't', args: { path: '{dir}/n-{token}' }, setup: [{ write: '{dir}/n-{token}', text: 't-{token}' }] };
+  const bound = bind(entry, 'k', '/s/a"b');
+  assert.deepEqual(bound.args, { path: '/s/a"b/n-k' });
+  assert.deepEqual(bound.setup, [{ write: '/s/a"b/n-k', text: 't-k' }]);
+  assert.throws(() => bind(entry, 'k'), /scratch folder/);
 });
 
 test('a check needs exactly the kinds its rounds name', () => {

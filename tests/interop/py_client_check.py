@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from client_checks import CHECKS, REFUSALS, Recorder, describe_failure, refusal_problem, select
+from client_checks import CHECKS, REFUSALS, Recorder, clip, describe_failure, refusal_problem, select
 
 CLIENT = "py"
 LEGACY_MODES = ("auto", "legacy")
@@ -55,14 +55,32 @@ async def invoke(client: Client, check, progress) -> tuple[str, bool]:
     return text, bool(result.is_error)
 
 
+async def run_before(client: Client, check, recorder: Recorder) -> str | None:
+    """The check's preparatory calls: each must succeed and ask nothing. Then the
+    recorder starts afresh, so only the checked call is counted."""
+    for call in check.before:
+        result = await client.call_tool(call["name"], call.get("args", {}))
+        text = "\n".join(getattr(block, "text", "") for block in result.content)
+        if result.is_error:
+            return f"before-call {call['name']} has isError: {clip(text)}"
+        if recorder.questions or recorder.progress:
+            return f"before-call {call['name']} asked {len(recorder.questions)} question(s)"
+    recorder.call_posts = 0
+    return None
+
+
 async def run_check(args: argparse.Namespace, check) -> tuple[bool, str]:
-    """One fresh client, one call, then the check's own verdict."""
+    """One fresh client, its preparatory calls, one checked call, then the check's own verdict."""
     recorder = Recorder(answers=dict(check.answer))
-    check = check.bind(recorder.token)
+    check = check.bind(recorder.token, args.dir)
+    check.prepare()
     http = create_mcp_http_client()
     http.event_hooks = {"request": [recorder.on_http_request], "response": []}
     async with http:
         async with build_client(args, recorder, http, check.needs) as client:
+            problem = await run_before(client, check, recorder)
+            if problem:
+                return (False, problem)
             text, is_error = await invoke(client, check, recorder.on_progress)
     problem = check.verify(recorder, text, is_error, rounds_observable=args.mode not in LEGACY_MODES)
     return (problem is None, problem or check.success_detail(recorder))
@@ -102,6 +120,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--target", default="", help="label for the output lines (default: --server)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per check")
     parser.add_argument("--expect-refusal", action="store_true", help="every call must fail")
+    parser.add_argument("--dir", default="", help="the server's scratch folder, substituted for {dir} in checks.json")
     args = parser.parse_args(argv)
     args.target = args.target or args.server
     return args

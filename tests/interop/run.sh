@@ -12,7 +12,11 @@
 # Starts, all on 127.0.0.1 with free ports: server-everything (Streamable
 # HTTP, with the loopback-only preload), the legacy fixture server, and three
 # gateways sharing one state key file (one in front of server-everything, two
-# in front of the fixture with a round-robin proxy across them). Every process
+# in front of the fixture with a round-robin proxy across them); then five
+# gateways (same key file) that each spawn a legacy stdio server themselves
+# with --upstream-command: server-everything, server-filesystem, server-memory,
+# mcp-server-git and the fixture (--stdio), their scratch folders in one
+# temporary folder removed on exit. Every process
 # it starts is stopped by its own pid on exit, success or not. Prints a
 # client x server x tool matrix, the conformance counts, and ends with
 # `N passed, M failed`; exits 1 if anything unexpected failed.
@@ -35,6 +39,8 @@ KEEP_RUNS=5
 LOG_TAIL_LINES=20
 CONFORMANCE_SECONDS=2400
 EVERYTHING_JS="$HERE/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+FILESYSTEM_JS="$HERE/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+MEMORY_JS="$HERE/node_modules/@modelcontextprotocol/server-memory/dist/index.js"
 PY_MODERN="$HERE/.venv-modern/bin/python"
 PY_LEGACY="$HERE/.venv-legacy/bin/python"
 LEGACY_CONTROL_SCENARIOS="server-initialize,ping,logging-set-level,completion-complete,tools-list,\
@@ -193,6 +199,81 @@ two_gateway_checks() {
   fi
 }
 
+# === stdio upstreams ===
+
+# start_stdio_gateway NAME FRONT_PORT ADMIN_PORT CONFIG COMMAND: a gateway that
+# spawns COMMAND (one line, split by the gateway) as its legacy stdio server;
+# CONFIG (may be empty) adds the upstream's roots, environment or cwd.
+start_stdio_gateway() {
+  local name="$1" front="$2" admin="$3" config="$4" command="$5"
+  local extra=() with_config=()
+  read -r -a extra <<<"${GATEWAY_EXTRA_ARGS:-}"
+  [[ -n "$config" ]] && with_config=(--config "$config")
+  start "$name" "$RUN_DIR/$name.log" "$GATEWAY" "${with_config[@]}" --upstream-command "$command" \
+    --listen "127.0.0.1:$front" --admin-listen "127.0.0.1:$admin" --state-key-file "$KEY_FILE" "${extra[@]}"
+  wait_http "$name" "$LAST_PID" "http://127.0.0.1:$admin/readyz" 200 "$READY_SECONDS" || return 1
+}
+
+# The scratch folder: filesystem's directories (root/ is what upstream.roots
+# answers its start-up roots/list with, cmdline/ what its command line names),
+# the memory server's file, and the git server's repository (its cwd; the
+# checks git init their own repositories inside it).
+prepare_scratch() {
+  SCRATCH="$(realpath "$(mktemp -d "${TMPDIR:-/tmp}/mrtr-interop.XXXXXX")")"
+  mkdir -p "$SCRATCH/fs/root" "$SCRATCH/fs/cmdline" "$SCRATCH/git" "$SCRATCH/memory"
+  git init --quiet "$SCRATCH/git"
+  printf '[upstream]\nroots = ["file://%s/fs/root"]\n' "$SCRATCH" >"$RUN_DIR/filesystem.toml"
+  printf '[upstream.env]\nMEMORY_FILE_PATH = "%s/memory/graph.jsonl"\n' "$SCRATCH" >"$RUN_DIR/memory.toml"
+  printf '[upstream]\ncwd = "%s/git"\n' "$SCRATCH" >"$RUN_DIR/git.toml"
+}
+
+start_stdio_gateways() {
+  prepare_scratch
+  start_stdio_gateway gateway-stdio-everything "$P_S1" "$P_S1A" "" "node '$EVERYTHING_JS' stdio" || return 1
+  start_stdio_gateway gateway-stdio-filesystem "$P_S2" "$P_S2A" "$RUN_DIR/filesystem.toml" \
+    "node '$FILESYSTEM_JS' '$SCRATCH/fs/cmdline'" || return 1
+  start_stdio_gateway gateway-stdio-memory "$P_S3" "$P_S3A" "$RUN_DIR/memory.toml" "node '$MEMORY_JS'" || return 1
+  start_stdio_gateway gateway-stdio-git "$P_S4" "$P_S4A" "$RUN_DIR/git.toml" \
+    "'$PY_LEGACY' -m mcp_server_git --repository ." || return 1
+  start_stdio_gateway gateway-stdio-fixture "$P_S5" "$P_S5A" "" \
+    "'$PY_LEGACY' '$HERE/legacy_fixture_server.py' --stdio" || return 1
+}
+
+stdio_checks() {
+  local url
+  url="http://127.0.0.1:$P_S1/mcp"
+  py everything-stdio everything "$url" 2026-07-28
+  ts everything-stdio everything "$url" pin
+  url="http://127.0.0.1:$P_S2/mcp"
+  py filesystem-stdio filesystem "$url" 2026-07-28 --dir "$SCRATCH/fs"
+  ts filesystem-stdio filesystem "$url" pin --dir "$SCRATCH/fs"
+  url="http://127.0.0.1:$P_S3/mcp"
+  py memory-stdio memory "$url" 2026-07-28
+  ts memory-stdio memory "$url" pin
+  url="http://127.0.0.1:$P_S4/mcp"
+  py git-stdio git "$url" 2026-07-28 --dir "$SCRATCH/git"
+  ts git-stdio git "$url" pin --dir "$SCRATCH/git"
+  url="http://127.0.0.1:$P_S5/mcp"
+  py fixture-stdio fixture "$url" 2026-07-28
+  ts fixture-stdio fixture "$url" pin
+}
+
+# One call with exactly the client capabilities server-stateless's stream check
+# declares ({"elicitation": {}}), so the gateway holds an idle stdio process for
+# that capability set when the scenario runs: that check reads the call's
+# stream for only 600 ms, and a fresh fixture process (FastMCP's start-up) took
+# 640 ms on a busy 2-core machine. Over HTTP the upstream is already running.
+warm_stdio_fixture() {
+  local url="http://127.0.0.1:$P_S5/mcp" body code
+  body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_simple_text","arguments":{},'
+  body+='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+  body+='"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}'
+  code="$(curl -s -o /dev/null -m 30 -w '%{http_code}' "$url" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
+    -H 'Mcp-Method: tools/call' -H 'Mcp-Name: test_simple_text' -d "$body" || true)"
+  [[ "$code" == 200 ]] || record FAIL "FAIL harness stdio-fixture-warm-up - tools/call answered HTTP $code"
+}
+
 # === conformance ===
 
 conformance_cli_check() {
@@ -243,6 +324,14 @@ conformance_gateway() {
     ${CONFORMANCE_SCENARIOS:+--scenarios "$CONFORMANCE_SCENARIOS"}
 }
 
+# The same scenarios and the same baseline, through the gateway that spawns the
+# fixture over stdio.
+conformance_stdio() {
+  warm_stdio_fixture
+  run_conformance stdio "http://127.0.0.1:$P_S5/mcp" "$RUN_DIR/conformance-stdio.txt" \
+    ${CONFORMANCE_SCENARIOS:+--scenarios "$CONFORMANCE_SCENARIOS"}
+}
+
 # === report ===
 
 print_matrix() {
@@ -261,6 +350,8 @@ print_matrix() {
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-legacy-control.txt" 2>/dev/null || say "(not run)"
   say "gateway in front of the fixture, 2026-07-28 wire:"
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-gateway.txt" 2>/dev/null || say "(not run)"
+  say "gateway spawning the fixture over stdio, 2026-07-28 wire:"
+  grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-stdio.txt" 2>/dev/null || say "(not run)"
   grep -E '^(FAIL (harness|conformance-cli|self-test)|CONFORMANCE (FAIL|STALE|UNKNOWN|MISSING))' "$RESULTS" || true
 }
 
@@ -273,6 +364,12 @@ with_gateways() {
   gateway_checks
   two_gateway_checks
   conformance_gateway
+  if ! start_stdio_gateways; then
+    record FAIL "FAIL harness stdio-gateways - not ready (logs in $RUN_DIR)"
+    return 0
+  fi
+  stdio_checks
+  conformance_stdio
 }
 
 # On failure, the end of each server and gateway log, where the cause usually is.
@@ -290,6 +387,7 @@ show_logs_on_failure() {
 cleanup() {
   local rc=$?
   stop_started
+  [[ -n "${SCRATCH:-}" && -d "$SCRATCH" ]] && rm -rf -- "$SCRATCH"
   return "$rc"
 }
 
@@ -299,7 +397,8 @@ main() {
   prepare_run_dir
   trap cleanup EXIT
   trap 'exit 130' INT TERM
-  read -r P_EVERYTHING P_FIXTURE P_G1 P_G1A P_G2 P_G2A P_G3 P_G3A P_RR <<<"$(free_ports 9)"
+  read -r P_EVERYTHING P_FIXTURE P_G1 P_G1A P_G2 P_G2A P_G3 P_G3A P_RR \
+    P_S1 P_S1A P_S2 P_S2A P_S3 P_S3A P_S4 P_S4A P_S5 P_S5A <<<"$(free_ports 19)"
   self_tests
   conformance_cli_check
   if ! start_legacy_servers; then

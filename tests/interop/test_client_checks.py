@@ -134,6 +134,24 @@ class CheckTest(unittest.TestCase):
     def test_result_must_hold_the_token_fragment(self) -> None:
         self.assertIn("result lacks 'got k'", self.CHECK.bind("k").verify(self.two_rounds(), "canned", False, True))
 
+    def test_absent_fragments_fail_the_check(self) -> None:
+        check = Check("tool", expect=("dirs: /s/root",), absent=("/s/cmdline",)).bind("k")
+        self.assertIsNone(check.verify(self.recorder(1), "dirs: /s/root", False, True))
+        self.assertIn("result contains '/s/cmdline'", check.verify(self.recorder(1), "dirs: /s/root\n/s/cmdline", False, True))
+
+    def test_declared_kinds_are_needed_without_a_round(self) -> None:
+        self.assertEqual(Check("t", declare=["roots"]).needs, {"roots"})
+        self.assertIn("1 question(s) outside any round", Check("t", declare=["roots"]).verify(
+            self.recorder(1, ("roots", 1, "roots/list")), "", False, True))
+
+    def test_the_scratch_folder_is_substituted_and_required(self) -> None:
+        check = Check("t", args={"path": "{dir}/n-{token}"}, setup=[{"write": "{dir}/n-{token}", "text": "t-{token}"}])
+        bound = check.bind("k", '/s/a"b')
+        self.assertEqual(bound.args, {"path": '/s/a"b/n-k'})
+        self.assertEqual(bound.setup, ({"write": '/s/a"b/n-k', "text": "t-k"},))
+        with self.assertRaises(ValueError):
+            check.bind("k")
+
 
 class RefusalTest(unittest.TestCase):
     def test_only_the_named_refusal_counts(self) -> None:
@@ -147,8 +165,8 @@ class RefusalTest(unittest.TestCase):
 
 
 class TableTest(unittest.TestCase):
-    def test_the_shared_table_loads_both_servers_and_their_refusals(self) -> None:
-        self.assertEqual(set(CHECKS), {"everything", "fixture"})
+    def test_the_shared_table_loads_every_server_and_the_http_ones_refusals(self) -> None:
+        self.assertEqual(set(CHECKS), {"everything", "fixture", "filesystem", "memory", "git"})
         self.assertEqual(set(REFUSALS), {"everything", "fixture"})
         self.assertIn("trigger-url-elicitation#decline", [c.label for c in CHECKS["everything"]])
 

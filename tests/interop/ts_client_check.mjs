@@ -16,7 +16,7 @@
 //
 // Usage: node ts_client_check.mjs --url URL --server everything|fixture
 //          [--mode pin|auto|legacy] [--only a,b] [--target LABEL]
-//          [--timeout SECONDS] [--expect-refusal]
+//          [--timeout SECONDS] [--expect-refusal] [--dir SCRATCH]
 
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -29,6 +29,7 @@ import {
   loadTable,
   needs,
   newRecorder,
+  prepare,
   refusalProblem,
   successDetail,
   verify,
@@ -109,9 +110,23 @@ async function invoke(client, check, rec, timeoutMs) {
   return { text: (result.content ?? []).map((block) => block.text ?? '').join('\n'), isError: result.isError === true };
 }
 
+// The check's preparatory calls: each must succeed and ask nothing. Then the
+// recorder starts afresh, so only the checked call is counted.
+async function runBefore(client, check, rec, timeoutMs) {
+  for (const call of check.before) {
+    const result = await client.callTool({ name: call.name, arguments: call.args ?? {} }, { timeout: timeoutMs });
+    const text = (result.content ?? []).map((block) => block.text ?? '').join('\n');
+    if (result.isError === true) return `before-call ${call.name} has isError: ${clip(text)}`;
+    if (rec.questions.length || rec.progress) return `before-call ${call.name} asked ${rec.questions.length} question(s)`;
+  }
+  rec.callPosts = 0;
+  return null;
+}
+
 async function runCheck(opts, entry) {
   const rec = newRecorder(randomBytes(4).toString('hex'));
-  const check = bind(entry, rec.token);
+  const check = bind(entry, rec.token, opts.dir);
+  prepare(check);
   const kinds = needs(check);
   const capabilities = Object.fromEntries([...kinds].map((kind) => CAPABILITIES[kind]));
   const client = new Client(
@@ -121,6 +136,8 @@ async function runCheck(opts, entry) {
   installHandlers(client, rec, check.answer, kinds);
   try {
     await client.connect(new StreamableHTTPClientTransport(new URL(opts.url), { fetch: countingFetch(rec) }));
+    const before = await runBefore(client, check, rec, opts.timeoutMs);
+    if (before !== null) return [false, before];
     const outcome = await invoke(client, check, rec, opts.timeoutMs);
     const problem = verify(check, rec, outcome, opts.mode === 'pin');
     return problem === null ? [true, successDetail(rec)] : [false, problem];
@@ -174,6 +191,7 @@ function options() {
       target: { type: 'string', default: '' },
       timeout: { type: 'string', default: '60' },
       'expect-refusal': { type: 'boolean', default: false },
+      dir: { type: 'string', default: '' },
     },
   });
   if (!values.url || !values.server) throw new Error('--url and --server are required');
@@ -186,6 +204,7 @@ function options() {
     target: values.target || values.server,
     timeoutMs: Number(values.timeout) * 1000,
     expectRefusal: values['expect-refusal'],
+    dir: values.dir,
   };
 }
 
