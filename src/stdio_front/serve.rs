@@ -183,3 +183,6 @@ fn writer_result(
         Err(e) => Err(StdioFrontError::Write(std::io::Error::other(e))),
     }
 }
+
+#[cfg(test)]
+mod tests;
