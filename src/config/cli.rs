@@ -47,7 +47,7 @@ pub struct Cli {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
 pub enum Mode {
     /// Speak 2026-07-28 over this process's stdin and stdout (newline-delimited JSON-RPC), for
-    /// clients that launch servers; logs go to stderr. Every flag above applies.
+    /// clients that launch servers; logs go to stderr. Every option applies.
     Stdio,
 }
 
