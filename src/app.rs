@@ -1,6 +1,7 @@
 //! Wiring: builds every long-lived piece once from a validated [`Config`] (metrics, key ring,
 //! codec, upstream pool, bridge, front state), binds the listeners and runs them until shutdown.
-//! Tests start a [`Gateway`] on `127.0.0.1:0` in-process; the binary calls [`run`].
+//! Tests start a [`Gateway`] on `127.0.0.1:0` in-process; the binary calls [`run`], or
+//! [`run_stdio`] for the stdio front (`app/stdio.rs`), which builds the same pieces.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -23,9 +24,14 @@ use crate::front::{self, FrontState};
 use crate::metrics::{Metrics, MetricsError};
 use crate::mrtr::{parse_key_lines, CodecSettings, KeyError, KeyRing, LegacyVersion, StateCodec};
 use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
+use crate::stdio_front::StdioFrontError;
 use crate::upstream::{Pool, StdioSettings, UpstreamError, UpstreamSettings};
 
-/// Errors that stop the gateway from starting.
+mod stdio;
+
+pub use stdio::run_stdio;
+
+/// Errors that stop the gateway from starting (or, for the stdio front, from serving).
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error("{source_name}: {source}")]
@@ -42,6 +48,8 @@ pub enum AppError {
     Demo(std::io::Error),
     #[error("front TLS: {0}")]
     Tls(#[from] ServerError),
+    #[error("{0}")]
+    Stdio(#[from] StdioFrontError),
 }
 
 /// Added to the longest bound below the front before its own timeout cuts a request.
@@ -66,12 +74,7 @@ impl Gateway {
     /// Builds everything and starts serving.
     pub async fn start(cfg: Config) -> Result<Self, AppError> {
         let metrics = Arc::new(Metrics::new()?);
-        let demo = match &cfg.upstream.target {
-            UpstreamTarget::Embedded => {
-                Some(crate::demo::spawn_loopback(demo_options(&cfg)).map_err(AppError::Demo)?)
-            }
-            UpstreamTarget::Url(_) | UpstreamTarget::Command(_) => None,
-        };
+        let demo = embedded_demo(&cfg)?;
         let settings = upstream_settings(&cfg, demo.as_ref());
         let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
         let front_state = front_state(&cfg, &metrics, &pool)?;
@@ -204,6 +207,16 @@ pub(crate) fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> Upst
     s.max_connections = cfg.upstream.max_connections;
     s.max_connecting = cfg.upstream.max_connecting;
     s
+}
+
+/// The embedded demo, started when no upstream is configured.
+fn embedded_demo(cfg: &Config) -> Result<Option<DemoHandle>, AppError> {
+    match &cfg.upstream.target {
+        UpstreamTarget::Embedded => {
+            Some(crate::demo::spawn_loopback(demo_options(cfg)).map_err(AppError::Demo)).transpose()
+        }
+        UpstreamTarget::Url(_) | UpstreamTarget::Command(_) => Ok(None),
+    }
 }
 
 /// The embedded demo accepts every connection and session the pool may hold, and then some

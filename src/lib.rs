@@ -11,6 +11,7 @@
 //! - [`bridge`]: drives one front request against a leased upstream session and turns server
 //!   requests into `input_required` rounds.
 //! - [`front`]: the 2026-07-28 Streamable HTTP surface (validation, dispatch, responses).
+//! - [`stdio_front`]: the same front served on stdin/stdout (`mrtr-gateway stdio`).
 //! - [`demo`]: a real legacy Streamable HTTP server used as the embedded default and in tests.
 //! - [`config`]: TOML + environment + CLI, validated into typed settings.
 //! - [`metrics`], [`admin`]: Prometheus metrics and the admin listener.
@@ -33,6 +34,7 @@ pub mod metrics;
 pub mod mrtr;
 pub mod protocol;
 pub mod server;
+pub mod stdio_front;
 pub mod upstream;
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C): the gateway then drains and exits.

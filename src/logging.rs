@@ -1,14 +1,27 @@
 //! Logging setup: `tracing` with text (default) or JSON lines, filtered by `log.level` (or
 //! `RUST_LOG` when set). Logs never carry secrets or state contents; see the request log line
-//! in `front::service`.
+//! in `front::service`. The HTTP gateway logs to stdout; the stdio front logs to stderr, because
+//! its stdout carries nothing but JSON-RPC messages.
 
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogConfig;
 
+/// Where log lines go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sink {
+    Stdout,
+    Stderr,
+}
+
 /// Installs the global subscriber; later calls are ignored (tests may start several gateways).
-pub fn init(cfg: &LogConfig) {
+pub fn init(cfg: &LogConfig, sink: Sink) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&cfg.filter));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
-    let _ = if cfg.json { builder.json().try_init() } else { builder.try_init() };
+    let _ = match (sink, cfg.json) {
+        (Sink::Stdout, true) => builder.json().try_init(),
+        (Sink::Stdout, false) => builder.try_init(),
+        (Sink::Stderr, true) => builder.with_writer(std::io::stderr).json().try_init(),
+        (Sink::Stderr, false) => builder.with_writer(std::io::stderr).with_ansi(false).try_init(),
+    };
 }

@@ -1,13 +1,20 @@
 //! The `mrtr-gateway` binary: parse flags, load and validate the configuration, start logging,
-//! run the gateway until SIGTERM or SIGINT. Everything else lives in the library.
+//! run the gateway (the HTTP front, or the stdio front with `stdio`) until SIGTERM or SIGINT, or
+//! for the stdio front until stdin ends. Everything else lives in the library.
+
+use std::time::Duration;
 
 use clap::Parser;
-use mrtr_gateway::config::{Cli, Config};
+use mrtr_gateway::config::{Cli, Config, Mode};
+use mrtr_gateway::logging::{self, Sink};
 
 /// `EX_USAGE`: the configuration is wrong.
 const EX_USAGE: i32 = 64;
 /// `EX_SOFTWARE`: the gateway could not start.
 const EX_SOFTWARE: i32 = 70;
+/// How long the runtime waits for blocking work at exit: a read of stdin blocked in its own
+/// thread cannot be cancelled and must not hold the process.
+const RUNTIME_EXIT: Duration = Duration::from_millis(100);
 
 fn main() {
     let cli = Cli::parse();
@@ -22,7 +29,8 @@ fn main() {
         println!("{cfg:#?}");
         return;
     }
-    mrtr_gateway::logging::init(&cfg.log);
+    let stdio = cli.mode == Some(Mode::Stdio);
+    logging::init(&cfg.log, if stdio { Sink::Stderr } else { Sink::Stdout });
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -30,8 +38,15 @@ fn main() {
             std::process::exit(EX_SOFTWARE);
         }
     };
-    if let Err(e) = runtime.block_on(mrtr_gateway::app::run(cfg, mrtr_gateway::shutdown_signal())) {
-        tracing::error!(error = %e, "mrtr-gateway failed to start");
+    let signal = mrtr_gateway::shutdown_signal();
+    let result = if stdio {
+        runtime.block_on(mrtr_gateway::app::run_stdio(cfg, signal))
+    } else {
+        runtime.block_on(mrtr_gateway::app::run(cfg, signal))
+    };
+    runtime.shutdown_timeout(RUNTIME_EXIT);
+    if let Err(e) = result {
+        tracing::error!(error = %e, "mrtr-gateway failed");
         eprintln!("mrtr-gateway: {e}");
         std::process::exit(EX_SOFTWARE);
     }

@@ -1,42 +1,54 @@
 //! Command-line flags. Each flag is also a config-file key and an environment variable
-//! (`MRTR_GATEWAY__SECTION__KEY`); a flag wins over both.
+//! (`MRTR_GATEWAY__SECTION__KEY`); a flag wins over both. The flags are global, so they may
+//! follow the `stdio` subcommand too.
 
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
 /// mrtr-gateway: serve 2026-07-28 MCP clients from a legacy MCP server, statelessly.
 #[derive(Debug, Default, Parser)]
 #[command(name = "mrtr-gateway", version, about)]
 pub struct Cli {
     /// TOML configuration file.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Legacy Streamable HTTP endpoint (`upstream.url`); absent: the embedded demo server.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, global = true, value_name = "URL")]
     pub upstream: Option<String>,
     /// A legacy stdio server to spawn instead (`upstream.command`), e.g. `"npx -y my-server"`;
     /// split on whitespace, with '…' and "…" quoting.
-    #[arg(long, value_name = "COMMAND")]
+    #[arg(long, global = true, value_name = "COMMAND")]
     pub upstream_command: Option<String>,
     /// MCP listener address (`front.listen`).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, global = true, value_name = "ADDR")]
     pub listen: Option<String>,
     /// Admin listener address for /metrics, /healthz, /readyz (`admin.listen`).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, global = true, value_name = "ADDR")]
     pub admin_listen: Option<String>,
     /// File of state keys, one base64 32-byte key per line, `id:` optional (`state.key_file`).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE")]
     pub state_key_file: Option<String>,
     /// Log format, `text` or `json` (`log.format`).
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(long, global = true, value_name = "FORMAT")]
     pub log_format: Option<String>,
     /// Log filter, e.g. `info` (`log.level`).
-    #[arg(long, value_name = "FILTER")]
+    #[arg(long, global = true, value_name = "FILTER")]
     pub log_level: Option<String>,
     /// Validate the configuration, print it (secrets redacted) and exit.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub check_config: bool,
+    /// What to serve on; absent: the HTTP front (`front.listen`).
+    #[command(subcommand)]
+    pub mode: Option<Mode>,
+}
+
+/// The transport the gateway serves 2026-07-28 on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+pub enum Mode {
+    /// Speak 2026-07-28 over this process's stdin and stdout (newline-delimited JSON-RPC), for
+    /// clients that launch servers; logs go to stderr. Every option applies.
+    Stdio,
 }
 
 impl Cli {

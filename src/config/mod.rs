@@ -18,7 +18,7 @@ use http::{HeaderName, HeaderValue, Uri};
 
 use crate::mrtr::LegacyVersion;
 
-pub use cli::Cli;
+pub use cli::{Cli, Mode};
 pub use secret::Secret;
 pub use validate::validate;
 

@@ -30,7 +30,7 @@ mod session;
 mod settings;
 pub mod sse;
 mod state;
-mod stdio;
+pub(crate) mod stdio;
 pub mod tls;
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub(crate) mod process;
 pub(crate) mod reply;
 pub(crate) mod rig;
 pub(crate) mod stdio;
+pub(crate) mod stdio_front;
 
 use std::time::Duration;
 

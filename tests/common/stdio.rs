@@ -2,8 +2,9 @@
 //! run with `python3`), configured from TOML as an operator would, and the process-level
 //! counts (pipes, child processes) that show the gateway leaks neither.
 //!
-//! Stdio tests hold [`serial`] for their whole run: they are the only tests that create pipes
-//! and child processes, so with it held the counts of this test process are theirs alone.
+//! Stdio tests (and the stdio front's, `stdio_front`) hold [`serial`] for their whole run: they
+//! are the only tests that create pipes and child processes, so with it held the counts of this
+//! test process are theirs alone.
 
 use std::path::Path;
 

@@ -17,6 +17,7 @@ mod replicas;
 mod restart;
 mod state;
 mod stdio;
+mod stdio_front;
 
 use serde_json::{json, Value};
 

@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 /// One framed line.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Line {
+pub(crate) enum Line {
     /// A line without its `\n`.
     Text(Vec<u8>),
     /// A line longer than the bound; the rest of it is skipped.
@@ -18,7 +18,7 @@ pub(super) enum Line {
 }
 
 /// Reads lines of at most `max` bytes.
-pub(super) struct LineReader<R> {
+pub(crate) struct LineReader<R> {
     reader: BufReader<R>,
     line: Vec<u8>,
     max: usize,
@@ -29,12 +29,12 @@ pub(super) struct LineReader<R> {
 // === impl LineReader ===
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
-    pub(super) fn new(inner: R, max: usize) -> Self {
+    pub(crate) fn new(inner: R, max: usize) -> Self {
         Self { reader: BufReader::new(inner), line: Vec::new(), max, discarding: false }
     }
 
     /// The next line, or `None` at the end of the stream (a last line without `\n` counts).
-    pub(super) async fn next(&mut self) -> io::Result<Option<Line>> {
+    pub(crate) async fn next(&mut self) -> io::Result<Option<Line>> {
         loop {
             let buf = self.reader.fill_buf().await?;
             if buf.is_empty() {

@@ -10,7 +10,7 @@
 //! SIGTERM, then SIGKILL to its process group, each bounded); [`session`] is the session the
 //! seam drives.
 
-mod lines;
+pub(crate) mod lines;
 mod process;
 mod session;
 mod supervisor;

@@ -1,0 +1,54 @@
+//! Wiring of the stdio front: the same pieces as the HTTP gateway (metrics, key ring, codec,
+//! pool, bridge, the front stack), but no listener. The stack is served on this process's
+//! stdin and stdout by [`crate::stdio_front`]; the admin listener is not started.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use super::{close_sessions, embedded_demo, front_state, front_timeout, upstream_settings, AppError};
+use crate::config::{AuthConfig, Config};
+use crate::front;
+use crate::metrics::Metrics;
+use crate::stdio_front::{self, StdioOptions};
+use crate::upstream::Pool;
+
+/// Serves the front on stdin/stdout until stdin ends or `shutdown` completes, then drains and
+/// closes the upstream sessions.
+pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
+    let cfg = for_stdio(cfg);
+    let metrics = Arc::new(Metrics::new()?);
+    let demo = embedded_demo(&cfg)?;
+    if let Some(demo) = &demo {
+        tracing::info!(demo_upstream = %demo.url(), "no upstream configured: fronting the embedded demo legacy server");
+    }
+    let settings = upstream_settings(&cfg, demo.as_ref());
+    let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
+    let state = Arc::new(front_state(&cfg, &metrics, &pool)?);
+    let service = front::stack(state, front_timeout(&cfg));
+    let opts = StdioOptions {
+        path: cfg.front.path.clone(),
+        max_line_bytes: cfg.front.max_body_bytes,
+        max_in_flight: cfg.front.max_in_flight,
+        drain: cfg.front.drain,
+    };
+    tracing::info!("mrtr-gateway serving MCP 2026-07-28 on stdin/stdout");
+    let served = stdio_front::serve(service, tokio::io::stdin(), tokio::io::stdout(), opts, shutdown).await;
+    close_sessions(&pool).await;
+    if let Some(demo) = demo {
+        let _ = demo.shutdown().await;
+    }
+    Ok(served?)
+}
+
+/// What does not apply on stdio: the client launched this process, so there is no bearer token
+/// to check (the principal is `anonymous`), and no listener is opened.
+fn for_stdio(mut cfg: Config) -> Config {
+    if matches!(cfg.auth, AuthConfig::Jwt(_)) {
+        tracing::warn!("auth is configured but does not apply on stdio: every request is anonymous");
+        cfg.auth = AuthConfig::None;
+    }
+    if cfg.admin_listen.take().is_some() {
+        tracing::info!("the admin listener is not started in stdio mode");
+    }
+    cfg
+}
