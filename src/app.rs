@@ -70,7 +70,7 @@ impl Gateway {
             UpstreamTarget::Embedded => {
                 Some(crate::demo::spawn_loopback(demo_options(&cfg)).map_err(AppError::Demo)?)
             }
-            UpstreamTarget::Url(_) | UpstreamTarget::Command(_) => None,
+            UpstreamTarget::Url(_) | UpstreamTarget::Sse(_) | UpstreamTarget::Command(_) => None,
         };
         let settings = upstream_settings(&cfg, demo.as_ref());
         let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
@@ -179,6 +179,7 @@ fn front_timeout(cfg: &Config) -> Duration {
 pub(crate) fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSettings {
     let mut s = match (&cfg.upstream.target, demo) {
         (UpstreamTarget::Url(u), _) => UpstreamSettings::new(u.clone()),
+        (UpstreamTarget::Sse(u), _) => UpstreamSettings::legacy_sse(u.clone()),
         (UpstreamTarget::Command(c), _) => UpstreamSettings::stdio(stdio_settings(c)),
         (UpstreamTarget::Embedded, Some(d)) => UpstreamSettings::new(d.url().parse().unwrap_or_default()),
         (UpstreamTarget::Embedded, None) => UpstreamSettings::new(http::Uri::default()),

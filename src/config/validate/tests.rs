@@ -147,3 +147,15 @@ fn upstream_connections_follow_the_pool() {
     assert!(Config::from_toml("[upstream]\npool_max_sessions = 10\nmax_connections = 21").is_ok());
     assert!(err("[upstream]\nmax_connecting = 0").starts_with("upstream.max_connecting:"));
 }
+
+#[test]
+fn an_sse_url_is_its_own_upstream_kind_and_excludes_the_others() {
+    let c = Config::from_toml("[upstream]\nsse_url = \"http://127.0.0.1:3001/sse\"").unwrap();
+    assert_eq!(c.upstream.target, UpstreamTarget::Sse(Uri::from_static("http://127.0.0.1:3001/sse")));
+    let both = err("[upstream]\nurl = \"http://127.0.0.1:1/mcp\"\nsse_url = \"http://127.0.0.1:1/sse\"");
+    assert!(both.contains("upstream.sse_url") && both.contains("set one of"), "{both}");
+    let with_command = err("[upstream]\nsse_url = \"http://127.0.0.1:1/sse\"\ncommand = [\"x\"]");
+    assert!(with_command.contains("set one of"), "{with_command}");
+    let https = err("[upstream]\nsse_url = \"https://example.test/sse\"");
+    assert!(https.contains("upstream.sse_url"), "{https}");
+}
