@@ -45,7 +45,6 @@ enum Link {
 /// How new sessions are opened: one per pool, shared by all its sessions (the HTTP client, or
 /// the command to spawn).
 #[derive(Clone)]
-#[expect(clippy::large_enum_variant, reason = "one per pool, built once and never moved per call")]
 pub(crate) enum Connector {
     Http(Transport),
     /// The deprecated HTTP+SSE transport rides the same HTTP client.

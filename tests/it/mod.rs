@@ -14,6 +14,7 @@ mod inputs;
 mod progress;
 mod replicas;
 mod restart;
+mod sse_legacy;
 mod state;
 mod stdio;
 

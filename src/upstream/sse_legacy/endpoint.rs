@@ -26,9 +26,8 @@ pub(crate) fn resolve(base: &Uri, reference: &str) -> Result<Uri, EndpointError>
     if reference.is_empty() {
         return Err(EndpointError::Empty);
     }
-    let (scheme, authority) = match (base.scheme(), base.authority()) {
-        (Some(s), Some(a)) => (s, a),
-        _ => return Err(EndpointError::Invalid(base.to_string())),
+    let (Some(scheme), Some(authority)) = (base.scheme(), base.authority()) else {
+        return Err(EndpointError::Invalid(base.to_string()));
     };
     let joined = if has_scheme(reference) {
         reference.to_owned()
