@@ -130,7 +130,9 @@ async fn open(transport: Transport) -> Result<(Link, EventReader), UpstreamError
     loop {
         match events.next().await? {
             Some(event) if is_endpoint(&event) => {
-                let uri = endpoint::resolve(&settings.url, &event.data)?;
+                let uri = endpoint::resolve(&settings.url, &event.data).inspect_err(|e| {
+                    tracing::error!(error = %e, stream = %settings.url, "upstream endpoint refused");
+                })?;
                 return Ok((Link::new(transport, uri), events));
             }
             Some(event) if is_message(&event) => {
