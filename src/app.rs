@@ -187,6 +187,7 @@ fn front_timeout(cfg: &Config) -> Duration {
 pub(crate) fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> UpstreamSettings {
     let mut s = match (&cfg.upstream.target, demo) {
         (UpstreamTarget::Url(u), _) => UpstreamSettings::new(u.clone()),
+        (UpstreamTarget::Sse(u), _) => UpstreamSettings::legacy_sse(u.clone()),
         (UpstreamTarget::Command(c), _) => UpstreamSettings::stdio(stdio_settings(c)),
         (UpstreamTarget::Embedded, Some(d)) => UpstreamSettings::new(d.url().parse().unwrap_or_default()),
         (UpstreamTarget::Embedded, None) => UpstreamSettings::new(http::Uri::default()),
@@ -215,7 +216,7 @@ fn embedded_demo(cfg: &Config) -> Result<Option<DemoHandle>, AppError> {
         UpstreamTarget::Embedded => {
             Some(crate::demo::spawn_loopback(demo_options(cfg)).map_err(AppError::Demo)).transpose()
         }
-        UpstreamTarget::Url(_) | UpstreamTarget::Command(_) => Ok(None),
+        UpstreamTarget::Url(_) | UpstreamTarget::Sse(_) | UpstreamTarget::Command(_) => Ok(None),
     }
 }
 

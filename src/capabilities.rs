@@ -95,7 +95,9 @@ impl ClientCaps {
                 LegacyVersion::V2025_11_25 => {
                     self.sub_objects(&[(SAMPLING_TOOLS, "tools"), (SAMPLING_CONTEXT, "context")])
                 }
-                LegacyVersion::V2025_06_18 | LegacyVersion::V2025_03_26 => json!({}),
+                LegacyVersion::V2025_06_18 | LegacyVersion::V2025_03_26 | LegacyVersion::V2024_11_05 => {
+                    json!({})
+                }
             };
             caps.insert("sampling".to_owned(), sampling);
         }
@@ -111,7 +113,7 @@ impl ClientCaps {
             LegacyVersion::V2025_11_25 if self.has(FORM) || self.has(URL) => {
                 Some(self.sub_objects(&[(FORM, "form"), (URL, "url")]))
             }
-            // 2025-06-18 knows form elicitation only; 2025-03-26 none.
+            // 2025-06-18 knows form elicitation only; 2025-03-26 and 2024-11-05 none.
             LegacyVersion::V2025_06_18 if self.has(FORM) => Some(json!({})),
             _ => None,
         }
@@ -244,8 +246,10 @@ mod tests {
             (json!({"sampling": {}, "roots": {}}), V2025_11_25, json!({"sampling": {}, "roots": {}})),
             (all.clone(), V2025_06_18, json!({"elicitation": {}, "sampling": {}, "roots": {}})),
             (json!({"elicitation": {"url": {}}}), V2025_06_18, json!({})),
-            (all, V2025_03_26, json!({"sampling": {}, "roots": {}})),
+            (all.clone(), V2025_03_26, json!({"sampling": {}, "roots": {}})),
             (json!({"elicitation": {}}), V2025_03_26, json!({})),
+            (all, V2024_11_05, json!({"sampling": {}, "roots": {}})),
+            (json!({"elicitation": {}}), V2024_11_05, json!({})),
         ];
         for (declared, version, expected) in cases {
             let got = caps(declared.clone()).legacy_initialize(version);

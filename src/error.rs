@@ -267,6 +267,8 @@ fn unavailable_message(e: &UpstreamError) -> String {
         UpstreamError::PoolExhausted(_) | UpstreamError::QueueFull { .. } => "no session free",
         UpstreamError::Settings(_) => "misconfigured",
         UpstreamError::Spawn(_) => "the upstream command could not be started",
+        UpstreamError::StreamEnded => "its event stream ended",
+        UpstreamError::Endpoint(_) => "it announced a message endpoint on another origin or an invalid one",
         // The gateway's own words about how a child process ended (status or signal).
         UpstreamError::ProcessEnded(how) => return format!("upstream server unavailable: {how}"),
     };

@@ -16,6 +16,10 @@ pub struct Cli {
     /// Legacy Streamable HTTP endpoint (`upstream.url`); absent: the embedded demo server.
     #[arg(long, global = true, value_name = "URL")]
     pub upstream: Option<String>,
+    /// Event stream of a legacy HTTP+SSE server (2024-11-05) instead (`upstream.sse_url`),
+    /// e.g. `http://127.0.0.1:3001/sse`.
+    #[arg(long, value_name = "URL")]
+    pub upstream_sse: Option<String>,
     /// A legacy stdio server to spawn instead (`upstream.command`), e.g. `"npx -y my-server"`;
     /// split on whitespace, with '…' and "…" quoting.
     #[arg(long, global = true, value_name = "COMMAND")]
@@ -56,6 +60,7 @@ impl Cli {
     pub fn overrides(&self) -> Vec<(&'static str, String)> {
         [
             ("upstream.url", &self.upstream),
+            ("upstream.sse_url", &self.upstream_sse),
             ("upstream.command", &self.upstream_command),
             ("front.listen", &self.listen),
             ("admin.listen", &self.admin_listen),

@@ -106,6 +106,8 @@ pub enum UpstreamTarget {
     /// Start the built-in demo server on loopback and front it.
     Embedded,
     Url(Uri),
+    /// The event stream of a deprecated HTTP+SSE server (2024-11-05).
+    Sse(Uri),
     /// Spawn a legacy stdio server, one process per session.
     Command(CommandConfig),
 }

@@ -67,6 +67,9 @@ pub struct RawAdmin {
 pub struct RawUpstream {
     /// Streamable HTTP endpoint of the legacy server. Absent: start the embedded demo server.
     pub url: Option<String>,
+    /// Event stream of a legacy server on the deprecated HTTP+SSE transport (2024-11-05), e.g.
+    /// `http://127.0.0.1:3001/sse`, instead of `url`.
+    pub sse_url: Option<String>,
     /// Protocol version proposed in `initialize`. Default `2025-11-25`.
     pub protocol_version: Option<String>,
     /// Extra headers on every upstream request (e.g. an API key). Values are secrets.

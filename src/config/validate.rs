@@ -96,11 +96,7 @@ fn admin(raw: RawAdmin) -> Result<Option<SocketAddr>, ConfigError> {
 }
 
 fn upstream(mut raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
-    let target = match (super::command::command(&mut raw)?, raw.url) {
-        (Some(cmd), _) => UpstreamTarget::Command(cmd),
-        (None, None) => UpstreamTarget::Embedded,
-        (None, Some(url)) => UpstreamTarget::Url(upstream_url(&url)?),
-    };
+    let target = target(&mut raw)?;
     let protocol_version = match raw.protocol_version.as_deref() {
         None => d::UPSTREAM_VERSION,
         Some(v) => LegacyVersion::parse(v).ok_or_else(|| {
@@ -159,6 +155,21 @@ fn upstream_tls(raw: RawUpstreamTls) -> Result<TlsSettings, ConfigError> {
     })
 }
 
+/// Exactly one of `url`, `sse_url` and `command`, or none (the embedded demo).
+fn target(raw: &mut RawUpstream) -> Result<UpstreamTarget, ConfigError> {
+    let sse = raw.sse_url.take();
+    match (super::command::command(raw)?, raw.url.take(), sse) {
+        (Some(_), _, Some(_)) | (None, Some(_), Some(_)) => Err(ConfigError::invalid(
+            "upstream.sse_url",
+            "set one of upstream.url, upstream.sse_url and upstream.command",
+        )),
+        (Some(cmd), _, None) => Ok(UpstreamTarget::Command(cmd)),
+        (None, None, None) => Ok(UpstreamTarget::Embedded),
+        (None, Some(url), None) => upstream_url("upstream.url", &url).map(UpstreamTarget::Url),
+        (None, None, Some(url)) => upstream_url("upstream.sse_url", &url).map(UpstreamTarget::Sse),
+    }
+}
+
 /// Every session may hold two connections at once (its GET stream and its call's response
 /// stream); a bound at or below that could leave a call's answers waiting for ever.
 fn max_connections(raw: Option<usize>, pool_max_sessions: usize) -> Result<usize, ConfigError> {
@@ -185,11 +196,11 @@ fn roots(list: Vec<String>) -> Result<Vec<String>, ConfigError> {
     Ok(list)
 }
 
-fn upstream_url(url: &str) -> Result<Uri, ConfigError> {
-    let uri: Uri = url.parse().map_err(|e| ConfigError::invalid("upstream.url", format!("{url:?}: {e}")))?;
+fn upstream_url(field: &'static str, url: &str) -> Result<Uri, ConfigError> {
+    let uri: Uri = url.parse().map_err(|e| ConfigError::invalid(field, format!("{url:?}: {e}")))?;
     match uri.scheme_str() {
         Some("http" | "https") if uri.host().is_some() => Ok(uri),
-        _ => Err(ConfigError::invalid("upstream.url", format!("{url:?} is not an http:// or https:// URL"))),
+        _ => Err(ConfigError::invalid(field, format!("{url:?} is not an http:// or https:// URL"))),
     }
 }
 

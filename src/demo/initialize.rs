@@ -90,7 +90,7 @@ mod tests {
             assert_eq!(negotiate(Some(version)), *version);
         }
         assert_eq!(negotiate(Some("2026-07-28")), LATEST);
-        assert_eq!(negotiate(Some("2024-11-05")), LATEST);
+        assert_eq!(negotiate(Some("2024-10-07")), LATEST);
         assert_eq!(negotiate(None), LATEST);
     }
 }

@@ -5,8 +5,9 @@
 //! `{method, params}` in `inputRequests`, without `_meta`, `task` or `elicitationId` (removed in
 //! 2026-07-28). Answers travel the other way and must take the result shape of the version the
 //! upstream negotiated: a 2025-06-18 server knows only single-block sampling content and form
-//! elicitation; a 2025-03-26 server knows no elicitation at all. Nothing is guessed: an unknown
-//! method, elicitation mode or a result the upstream version cannot express is an error.
+//! elicitation; a 2025-03-26 or 2024-11-05 server knows no elicitation at all. Nothing is
+//! guessed: an unknown method, elicitation mode or a result the upstream version cannot express
+//! is an error.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -39,6 +40,9 @@ pub enum LegacyVersion {
     V2025_11_25,
     V2025_06_18,
     V2025_03_26,
+    /// The first revision, the one HTTP+SSE servers speak: no elicitation, and the same client
+    /// capability shape as 2025-03-26 (`sampling`, `roots`).
+    V2024_11_05,
 }
 
 /// The three kinds of input a legacy server can ask for. Serialised as one letter in state.
@@ -56,7 +60,7 @@ pub enum InputKind {
 
 impl LegacyVersion {
     /// Every revision the upstream client can negotiate, newest first.
-    pub const ALL: [Self; 3] = [Self::V2025_11_25, Self::V2025_06_18, Self::V2025_03_26];
+    pub const ALL: [Self; 4] = [Self::V2025_11_25, Self::V2025_06_18, Self::V2025_03_26, Self::V2024_11_05];
 
     /// Parses a negotiated `protocolVersion`; `None` for versions the gateway cannot speak.
     pub fn parse(version: &str) -> Option<Self> {
@@ -69,6 +73,7 @@ impl LegacyVersion {
             Self::V2025_11_25 => "2025-11-25",
             Self::V2025_06_18 => "2025-06-18",
             Self::V2025_03_26 => "2025-03-26",
+            Self::V2024_11_05 => "2024-11-05",
         }
     }
 
@@ -79,7 +84,7 @@ impl LegacyVersion {
 
     /// Elicitation arrived in 2025-06-18.
     fn has_elicitation(self) -> bool {
-        !matches!(self, Self::V2025_03_26)
+        !matches!(self, Self::V2025_03_26 | Self::V2024_11_05)
     }
 }
 
@@ -300,7 +305,7 @@ mod tests {
                             "content": [{"type": "text", "text": "Paris"}]});
         let new = to_legacy_result(InputKind::Sampling, answer.clone(), LegacyVersion::V2025_11_25);
         assert_eq!(new.unwrap(), answer);
-        for version in [LegacyVersion::V2025_06_18, LegacyVersion::V2025_03_26] {
+        for version in [LegacyVersion::V2025_06_18, LegacyVersion::V2025_03_26, LegacyVersion::V2024_11_05] {
             let old = to_legacy_result(InputKind::Sampling, answer.clone(), version).unwrap();
             assert_eq!(old["content"], json!({"type": "text", "text": "Paris"}));
         }
@@ -328,6 +333,14 @@ mod tests {
             ),
             Err(TranslateError::NoElicitation("2025-03-26"))
         ));
+        assert!(matches!(
+            to_legacy_result(
+                InputKind::Elicitation,
+                json!({"action": "decline"}),
+                LegacyVersion::V2024_11_05
+            ),
+            Err(TranslateError::NoElicitation("2024-11-05"))
+        ));
     }
 
     #[test]
@@ -342,7 +355,10 @@ mod tests {
         for v in crate::protocol::LEGACY_VERSIONS {
             assert_eq!(LegacyVersion::parse(v).map(LegacyVersion::as_str), Some(*v));
         }
-        assert_eq!(crate::protocol::LEGACY_VERSIONS, ["2025-11-25", "2025-06-18", "2025-03-26"]);
-        assert_eq!(LegacyVersion::parse("2024-11-05"), None);
+        assert_eq!(
+            crate::protocol::LEGACY_VERSIONS,
+            ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+        );
+        assert_eq!(LegacyVersion::parse("2024-10-07"), None);
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use http::StatusCode;
 
 use super::sse::SseError;
+use super::sse_legacy::EndpointError;
 
 /// A failure to reach or understand the legacy server.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +46,12 @@ pub enum UpstreamError {
     /// be told it.
     #[error("{0}")]
     ProcessEnded(String),
+    /// The event stream of an HTTP+SSE session ended or broke: the session is dead.
+    #[error("the upstream's event stream ended")]
+    StreamEnded,
+    /// An HTTP+SSE server announced a message endpoint the gateway will not use.
+    #[error("refused the upstream's message endpoint")]
+    Endpoint(#[from] EndpointError),
 }
 
 // === impl UpstreamError ===
@@ -66,6 +73,8 @@ impl UpstreamError {
             Self::QueueFull { .. } => "queue_full",
             Self::Spawn(_) => "spawn",
             Self::ProcessEnded(_) => "process_ended",
+            Self::StreamEnded => "stream_ended",
+            Self::Endpoint(_) => "endpoint",
         }
     }
 
@@ -74,7 +83,12 @@ impl UpstreamError {
     pub fn is_dead(&self) -> bool {
         matches!(
             self,
-            Self::Connect(_) | Self::Transport(_) | Self::Closed(_) | Self::Spawn(_) | Self::ProcessEnded(_)
+            Self::Connect(_)
+                | Self::Transport(_)
+                | Self::Closed(_)
+                | Self::Spawn(_)
+                | Self::ProcessEnded(_)
+                | Self::StreamEnded
         )
     }
 

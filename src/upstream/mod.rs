@@ -1,5 +1,6 @@
-//! The legacy upstream client: sessions over Streamable HTTP (2025-03-26 … 2025-11-25) or a
-//! child process's stdio, and the pool that leases them.
+//! The legacy upstream client: sessions over Streamable HTTP (2025-03-26 … 2025-11-25), the
+//! deprecated HTTP+SSE transport (2024-11-05) or a child process's stdio, and the pool that
+//! leases them.
 //!
 //! A legacy MCP server wants a session (`initialize`) and may send requests to its client in
 //! the middle of a call. Everything outside this module drives one seam, [`Session`], and never
@@ -9,7 +10,8 @@
 //!   answer to requests no call can take; [`state`]: what a session keeps on any transport;
 //! - [`handshake`]: the `initialize` request and the checks on its answer; [`call`]: a call's
 //!   event stream as its consumer sees it;
-//! - [`http`] and [`stdio`]: one implementation per transport; [`sse`]: the SSE parser;
+//! - [`http`], [`sse_legacy`] (the deprecated HTTP+SSE transport) and [`stdio`]: one
+//!   implementation per transport; [`sse`]: the SSE parser;
 //! - [`session`]: the seam; [`pool`]: sessions keyed by (principal, capabilities), leased to
 //!   one call at a time so that unattributed server requests reach the call holding it;
 //!   [`admission`]: calls queue for a session fairly and boundedly, so a burst of calls never
@@ -29,6 +31,7 @@ mod router;
 mod session;
 mod settings;
 pub mod sse;
+mod sse_legacy;
 mod state;
 pub(crate) mod stdio;
 pub mod tls;
@@ -44,3 +47,4 @@ pub use handshake::InitializeResult;
 pub use pool::{Lease, Pool, PoolKey, PoolStats};
 pub use session::Session;
 pub use settings::{StdioSettings, UpstreamSettings};
+pub use sse_legacy::EndpointError;

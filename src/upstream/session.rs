@@ -3,8 +3,8 @@
 //! The pool, the bridge and the front drive a [`Session`] (initialize with the client's
 //! capabilities, start a call and read its events, answer a server request, notify, cancel,
 //! close, health) and never learn which transport is underneath. Each transport implements the
-//! same operations in its own module: Streamable HTTP in [`super::http`], a child process over
-//! stdio in [`super::stdio`]. Attribution is the same everywhere: a session serves one
+//! same operations in its own module: Streamable HTTP in [`super::http`], the deprecated
+//! HTTP+SSE transport in [`super::sse_legacy`], a child process over stdio in [`super::stdio`]. Attribution is the same everywhere: a session serves one
 //! MRTR-capable call at a time (the pool's lease), and server requests that no stream ties to a
 //! call go to that call (see [`super::router`]).
 //!
@@ -21,6 +21,7 @@ use super::call::Call;
 use super::event::UpstreamEvent;
 use super::handshake::InitializeResult;
 use super::http::{HttpSession, Transport};
+use super::sse_legacy::SseSession;
 use super::state::SessionState;
 use super::stdio::{Spawner, StdioSession};
 use super::{UpstreamError, UpstreamSettings};
@@ -37,41 +38,44 @@ pub struct Session {
 #[derive(Clone)]
 enum Link {
     Http(HttpSession),
+    SseLegacy(SseSession),
     Stdio(StdioSession),
 }
 
 /// How new sessions are opened: one per pool, shared by all its sessions (the HTTP client, or
 /// the command to spawn).
 #[derive(Clone)]
-#[expect(clippy::large_enum_variant, reason = "one per pool, built once and never moved per call")]
 pub(crate) enum Connector {
     Http(Transport),
+    /// The deprecated HTTP+SSE transport rides the same HTTP client.
+    SseLegacy(Transport),
     Stdio(Spawner),
 }
 
 // === impl Connector ===
 
 impl Connector {
-    /// A stdio connector when a command is configured, else Streamable HTTP to `url`;
-    /// `connections` follows the HTTP connections open.
+    /// A stdio connector when a command is configured, HTTP+SSE when `url` is such a stream,
+    /// else Streamable HTTP to `url`; `connections` follows the HTTP connections open.
     pub(crate) fn new(settings: Arc<UpstreamSettings>, connections: IntGauge) -> Result<Self, UpstreamError> {
-        match settings.stdio {
-            Some(_) => Spawner::new(settings).map(Self::Stdio),
-            None => Transport::new(settings, connections).map(Self::Http),
+        match (&settings.stdio, settings.legacy_sse) {
+            (Some(_), _) => Spawner::new(settings).map(Self::Stdio),
+            (None, true) => Transport::new(settings, connections).map(Self::SseLegacy),
+            (None, false) => Transport::new(settings, connections).map(Self::Http),
         }
     }
 
     /// Network connections open to the upstream (a stdio upstream has none).
     pub(crate) fn connections(&self) -> usize {
         match self {
-            Self::Http(t) => t.connections(),
+            Self::Http(t) | Self::SseLegacy(t) => t.connections(),
             Self::Stdio(_) => 0,
         }
     }
 
     pub(crate) fn settings(&self) -> &UpstreamSettings {
         match self {
-            Self::Http(t) => t.settings(),
+            Self::Http(t) | Self::SseLegacy(t) => t.settings(),
             Self::Stdio(s) => s.settings(),
         }
     }
@@ -80,6 +84,7 @@ impl Connector {
     pub(crate) async fn connect(&self, capabilities: &Value) -> Result<Session, UpstreamError> {
         let link = match self {
             Self::Http(t) => Link::Http(HttpSession::initialize(t.clone(), capabilities).await?),
+            Self::SseLegacy(t) => Link::SseLegacy(SseSession::connect(t.clone(), capabilities).await?),
             Self::Stdio(s) => Link::Stdio(s.spawn(capabilities).await?),
         };
         Ok(Session { link })
@@ -102,6 +107,7 @@ impl Session {
     pub fn initialize_result(&self) -> &Arc<InitializeResult> {
         match &self.link {
             Link::Http(s) => s.initialize_result(),
+            Link::SseLegacy(s) => s.initialize_result(),
             Link::Stdio(s) => s.initialize_result(),
         }
     }
@@ -119,6 +125,7 @@ impl Session {
     fn state(&self) -> &Arc<SessionState> {
         match &self.link {
             Link::Http(s) => s.state(),
+            Link::SseLegacy(s) => s.state(),
             Link::Stdio(s) => s.state(),
         }
     }
@@ -138,6 +145,7 @@ impl Session {
     pub(crate) fn start(&self, method: &str, params: Option<&Value>, surface: bool) -> Call {
         match &self.link {
             Link::Http(s) => s.start(method, params, surface),
+            Link::SseLegacy(s) => s.start(method, params, surface),
             Link::Stdio(s) => s.start(method, params, surface),
         }
     }
@@ -150,6 +158,7 @@ impl Session {
     ) -> Result<(), UpstreamError> {
         match &self.link {
             Link::Http(s) => s.respond(id, outcome).await,
+            Link::SseLegacy(s) => s.respond(id, outcome).await,
             Link::Stdio(s) => s.respond(id, outcome).await,
         }
     }
@@ -158,6 +167,7 @@ impl Session {
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), UpstreamError> {
         match &self.link {
             Link::Http(s) => s.notify(method, params).await,
+            Link::SseLegacy(s) => s.notify(method, params).await,
             Link::Stdio(s) => s.notify(method, params).await,
         }
     }
@@ -183,10 +193,12 @@ impl Session {
         self.notify(methods::CANCELLED, Some(params)).await
     }
 
-    /// Ends the session (HTTP: DELETE; stdio: stop the process, bounded).
+    /// Ends the session (HTTP: DELETE; HTTP+SSE: close the stream; stdio: stop the process,
+    /// bounded).
     pub async fn close(&self) -> Result<(), UpstreamError> {
         match &self.link {
             Link::Http(s) => s.close().await,
+            Link::SseLegacy(s) => s.close().await,
             Link::Stdio(s) => s.close().await,
         }
     }
@@ -196,6 +208,7 @@ impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let transport = match self.link {
             Link::Http(_) => "http",
+            Link::SseLegacy(_) => "sse",
             Link::Stdio(_) => "stdio",
         };
         f.debug_struct("Session")

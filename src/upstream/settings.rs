@@ -22,6 +22,9 @@ pub struct UpstreamSettings {
     pub url: Uri,
     /// Spawn this command and speak stdio to it instead of HTTP to [`Self::url`].
     pub stdio: Option<StdioSettings>,
+    /// [`Self::url`] is the event stream of a deprecated HTTP+SSE server (2024-11-05), not a
+    /// Streamable HTTP endpoint.
+    pub legacy_sse: bool,
     /// The result of `roots/list` requests no client can be asked (a JSON array of roots), on
     /// every transport. `None`: such requests get an error.
     pub roots: Option<Arc<Value>>,
@@ -105,6 +108,7 @@ impl std::fmt::Debug for UpstreamSettings {
         f.debug_struct("UpstreamSettings")
             .field("url", &self.url)
             .field("stdio", &self.stdio)
+            .field("legacy_sse", &self.legacy_sse)
             .field("extra_headers", &self.extra_headers.keys().collect::<Vec<_>>())
             .field("client_name", &self.client_name)
             .field("preferred_version", &self.preferred_version)
@@ -121,6 +125,7 @@ impl UpstreamSettings {
         Self {
             url,
             stdio: None,
+            legacy_sse: false,
             roots: None,
             extra_headers: HeaderMap::new(),
             tls: TlsSettings::platform(),
@@ -137,6 +142,11 @@ impl UpstreamSettings {
             max_connecting: defaults::MAX_CONNECTING,
             max_event_bytes: defaults::MAX_EVENT_BYTES,
         }
+    }
+
+    /// Settings with the defaults for everything but the event stream of an HTTP+SSE server.
+    pub fn legacy_sse(url: Uri) -> Self {
+        Self { legacy_sse: true, ..Self::new(url) }
     }
 
     /// Settings with the defaults for everything but the command to spawn.

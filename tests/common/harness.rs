@@ -72,8 +72,13 @@ impl Setup {
 
     /// The TOML document for a gateway in front of `upstream`.
     pub(crate) fn toml(&self, upstream: &str) -> String {
+        self.toml_with("url", upstream)
+    }
+
+    /// The TOML document for a gateway whose upstream is `key = upstream` (`url`, `sse_url`).
+    pub(crate) fn toml_with(&self, key: &str, upstream: &str) -> String {
         let mut sections = self.sections.clone();
-        sections.entry("upstream").or_default().push(format!("url = {upstream:?}"));
+        sections.entry("upstream").or_default().push(format!("{key} = {upstream:?}"));
         let mut out = String::new();
         for (section, lines) in sections {
             out.push_str(&format!("[{section}]\n{}\n\n", lines.join("\n")));

@@ -13,6 +13,7 @@ pub(crate) mod legacy;
 pub(crate) mod process;
 pub(crate) mod reply;
 pub(crate) mod rig;
+pub(crate) mod sse_legacy;
 pub(crate) mod stdio;
 pub(crate) mod stdio_front;
 

@@ -15,6 +15,7 @@ mod inputs;
 mod progress;
 mod replicas;
 mod restart;
+mod sse_legacy;
 mod state;
 mod stdio;
 mod stdio_front;

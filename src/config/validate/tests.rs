@@ -172,3 +172,17 @@ fn a_client_certificate_needs_its_key_and_the_url_a_known_scheme() {
     let e = err("[upstream]\nurl = \"ftp://mcp.example/mcp\"\n");
     assert!(e.contains("upstream.url"), "{e}");
 }
+
+#[test]
+fn an_sse_url_is_its_own_upstream_kind_and_excludes_the_others() {
+    let c = Config::from_toml("[upstream]\nsse_url = \"http://127.0.0.1:3001/sse\"").unwrap();
+    assert_eq!(c.upstream.target, UpstreamTarget::Sse(Uri::from_static("http://127.0.0.1:3001/sse")));
+    let both = err("[upstream]\nurl = \"http://127.0.0.1:1/mcp\"\nsse_url = \"http://127.0.0.1:1/sse\"");
+    assert!(both.contains("upstream.sse_url") && both.contains("set one of"), "{both}");
+    let with_command = err("[upstream]\nsse_url = \"http://127.0.0.1:1/sse\"\ncommand = [\"x\"]");
+    assert!(with_command.contains("set one of"), "{with_command}");
+    let https = Config::from_toml("[upstream]\nsse_url = \"https://example.test/sse\"").unwrap();
+    assert!(matches!(&https.upstream.target, UpstreamTarget::Sse(u) if u.scheme_str() == Some("https")));
+    let ftp = err("[upstream]\nsse_url = \"ftp://example.test/sse\"");
+    assert!(ftp.contains("upstream.sse_url"), "{ftp}");
+}

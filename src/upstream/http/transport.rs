@@ -1,4 +1,5 @@
-//! The HTTP exchanges with the legacy server: POST, GET (streams) and DELETE.
+//! The HTTP exchanges with the legacy server: POST, GET (streams) and DELETE, and for the
+//! deprecated HTTP+SSE transport the GET of its event stream and the POST to its endpoint.
 //!
 //! One keep-alive `hyper-util` client is built per pool and cloned into every session, so the
 //! hot path never builds a client or a TLS/TCP stack per request. Its connector is bounded
@@ -14,7 +15,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
@@ -160,10 +161,41 @@ impl Transport {
         check(resp, session.has_session()).await.map(drop)
     }
 
+    /// Opens the event stream of a deprecated HTTP+SSE server at the configured URL.
+    pub(crate) async fn open_event_stream(&self) -> Result<Response<Incoming>, UpstreamError> {
+        let mut req = self.request(Method::GET, &SessionHeaders::default(), Bytes::new());
+        req.headers_mut().insert(ACCEPT, HeaderValue::from_static(ACCEPT_SSE));
+        let resp = self.send(req).await?;
+        check(resp, false).await
+    }
+
+    /// POSTs one message to a deprecated HTTP+SSE server's message endpoint, which answers with
+    /// a bare status (202); the reply, if any, comes on the event stream.
+    pub(crate) async fn post_to(&self, endpoint: &Uri, body: Vec<u8>) -> Result<(), UpstreamError> {
+        let mut req =
+            self.request_to(Method::POST, endpoint.clone(), &SessionHeaders::default(), body.into());
+        req.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let resp = check(self.send(req).await?, false).await?;
+        // Read the short body so that the connection can be reused.
+        let body = Limited::new(resp.into_body(), ERROR_BODY_LIMIT).collect();
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), body).await;
+        Ok(())
+    }
+
     fn request(&self, method: Method, session: &SessionHeaders, body: Bytes) -> Request<Full<Bytes>> {
+        self.request_to(method, self.settings.url.clone(), session, body)
+    }
+
+    fn request_to(
+        &self,
+        method: Method,
+        uri: Uri,
+        session: &SessionHeaders,
+        body: Bytes,
+    ) -> Request<Full<Bytes>> {
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = method;
-        *req.uri_mut() = self.settings.url.clone();
+        *req.uri_mut() = uri;
         let map = req.headers_mut();
         for (name, value) in &self.settings.extra_headers {
             map.append(name, value.clone());
