@@ -86,8 +86,8 @@ impl Transport {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(settings.connect_timeout));
         connector.set_nodelay(true);
-        let connector =
-            LimitedConnector::new(connector, settings.max_connections, settings.max_connecting, connections);
+        let bounds = (settings.max_connections, settings.max_connecting);
+        let connector = LimitedConnector::new(connector, bounds, settings.connect_timeout, connections);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(settings.pool_idle_timeout)
             .pool_max_idle_per_host(settings.max_connections)
