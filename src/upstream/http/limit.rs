@@ -7,12 +7,20 @@
 //! connections it will accept. Here every connection holds a permit from `open` for as long as
 //! its socket lives, and every attempt holds one from `attempts` until it connected or failed:
 //! a request past the bound waits, in order, for a permit or for an idle connection to come back.
+//!
+//! That wait is bounded too (by the connect timeout). When an idle connection comes back first,
+//! the client does not drop the attempt: it finishes it in a background task. With the bound
+//! saturated, as under sustained load, those abandoned attempts queued for a permit for ever,
+//! one more for nearly every request that found no idle connection, and each held its task,
+//! its request future and buffers: the gateway's heap grew by kilobytes per call (see the
+//! README's soak section). Bounded, an attempt that gets no permit in time gives up.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use http::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
@@ -28,6 +36,8 @@ use tower::{Service, ServiceExt};
 pub(crate) enum LimitError {
     #[error("the upstream connection limit was shut down")]
     Closed,
+    #[error("no upstream connection became free within {0:?}")]
+    Saturated(Duration),
     #[error("cannot connect to the upstream")]
     Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -38,6 +48,8 @@ struct Limits {
     open: Arc<Semaphore>,
     attempts: Semaphore,
     max_open: usize,
+    /// Longest an attempt waits for a free connection before it gives up.
+    permit_wait: Duration,
     gauge: IntGauge,
 }
 
@@ -65,14 +77,21 @@ type ConnectFuture = Pin<Box<dyn Future<Output = Result<LimitedIo, LimitError>> 
 // === impl LimitedConnector ===
 
 impl LimitedConnector {
-    /// At most `max_open` connections open and `max_attempts` being opened (both at least 1);
-    /// `gauge` follows the number open.
-    pub(crate) fn new(inner: HttpConnector, max_open: usize, max_attempts: usize, gauge: IntGauge) -> Self {
+    /// At most `max_open` connections open and `max_attempts` being opened (both at least 1),
+    /// an attempt waiting at most `permit_wait` for a free connection; `gauge` follows the
+    /// number open.
+    pub(crate) fn new(
+        inner: HttpConnector,
+        (max_open, max_attempts): (usize, usize),
+        permit_wait: Duration,
+        gauge: IntGauge,
+    ) -> Self {
         let max_open = max_open.max(1);
         let limits = Limits {
             open: Arc::new(Semaphore::new(max_open)),
             attempts: Semaphore::new(max_attempts.max(1)),
             max_open,
+            permit_wait,
             gauge,
         };
         Self { inner, limits: Arc::new(limits) }
@@ -102,7 +121,10 @@ impl Service<Uri> for LimitedConnector {
 }
 
 async fn connect(inner: HttpConnector, limits: Arc<Limits>, dst: Uri) -> Result<LimitedIo, LimitError> {
-    let open = limits.open.clone().acquire_owned().await.map_err(|_| LimitError::Closed)?;
+    let open = tokio::time::timeout(limits.permit_wait, limits.open.clone().acquire_owned())
+        .await
+        .map_err(|_| LimitError::Saturated(limits.permit_wait))?
+        .map_err(|_| LimitError::Closed)?;
     let attempt = limits.attempts.acquire().await.map_err(|_| LimitError::Closed)?;
     let io = inner.oneshot(dst).await.map_err(|e| LimitError::Connect(e.into()))?;
     drop(attempt);
@@ -165,5 +187,34 @@ impl Write for LimitedIo {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    fn connector(max_open: usize, permit_wait: Duration) -> LimitedConnector {
+        let gauge = IntGauge::new("open", "open connections").unwrap();
+        LimitedConnector::new(HttpConnector::new(), (max_open, 1), permit_wait, gauge)
+    }
+
+    /// An attempt the client abandoned to a background task (an idle connection came back
+    /// first) must not wait for a permit for ever while the bound stays saturated: each one
+    /// that did kept its task and buffers alive, and under load they piled up without limit.
+    #[tokio::test]
+    async fn an_attempt_past_a_saturated_bound_gives_up_after_the_permit_wait() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let uri: Uri = format!("http://{}/", listener.local_addr().unwrap()).parse().unwrap();
+        let mut connector = connector(1, Duration::from_millis(50));
+        let held = connector.call(uri.clone()).await.unwrap();
+        assert_eq!(connector.open(), 1);
+        let background = tokio::spawn(connector.call(uri));
+        let ended = tokio::time::timeout(Duration::from_secs(2), background).await;
+        let outcome = ended.expect("the abandoned attempt still waits for a permit").unwrap();
+        assert!(matches!(outcome, Err(LimitError::Saturated(_))));
+        drop(held);
+        assert_eq!(connector.open(), 0);
     }
 }

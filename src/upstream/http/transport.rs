@@ -97,8 +97,8 @@ impl Transport {
         tcp.set_connect_timeout(Some(settings.connect_timeout));
         tcp.set_nodelay(true);
         tcp.enforce_http(false);
-        let connector =
-            LimitedConnector::new(tcp, settings.max_connections, settings.max_connecting, connections);
+        let bounds = (settings.max_connections, settings.max_connecting);
+        let connector = LimitedConnector::new(tcp, bounds, settings.connect_timeout, connections);
         // A plain upstream never handshakes, so it needs no trust roots (a minimal image may
         // have none): its TLS layer only passes `http://` through.
         let tls_config = if https { tls::client_config(&settings.tls) } else { tls::plain_only() }
