@@ -79,23 +79,28 @@ async fn check_config_prints_no_secret_and_a_bad_configuration_exits_64() -> Tes
     let state_key = test_key("k1", 0x5a);
     let file_key = test_key("k2", 0x6b);
     std::fs::write(dir.path().join("keys"), &file_key)?;
-    let secrets = ["upstream-header-secret-1", "jwt-secret-value-2", &state_key, &file_key];
-    let toml = format!(
-        "[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\nheaders = {{ \"x-api-key\" = {:?} }}\n\
-         [auth]\nmode = \"jwt\"\njwt_hs256_secret = {:?}\njwt_issuer = \"https://issuer.test\"\n\
-         [state]\nkeys = [{:?}]\nkey_file = {:?}\n",
-        secrets[0],
+    let secrets =
+        ["upstream-header-secret-1", "jwt-secret-value-2", "child-env-secret-6", &state_key, &file_key];
+    let common = format!(
+        "[auth]\nmode = \"jwt\"\njwt_hs256_secret = {:?}\njwt_issuer = \"https://issuer.test\"\n\
+         [state]\nkeys = [{state_key:?}]\nkey_file = {:?}\n",
         secrets[1],
-        state_key,
         dir.path().join("keys").display().to_string(),
     );
-    let out = run_binary(&dir, &toml, true).await?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("x-api-key") && stdout.contains("https://issuer.test"), "{stdout}");
-    for secret in secrets {
-        let base64 = secret.split_once(':').map_or(secret, |(_, b64)| b64);
-        assert!(!stdout.contains(base64), "--check-config printed a secret: {stdout}");
+    let http = format!(
+        "[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\nheaders = {{ \"x-api-key\" = {:?} }}\n{common}",
+        secrets[0]
+    );
+    let stdio = format!("[upstream]\ncommand = [\"true\"]\nenv = {{ TOKEN = {:?} }}\n{common}", secrets[2]);
+    for (toml, shown) in [(http, "x-api-key"), (stdio, "TOKEN")] {
+        let out = run_binary(&dir, &toml, true).await?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains(shown) && stdout.contains("https://issuer.test"), "{stdout}");
+        for secret in secrets {
+            let secret = secret.split_once(':').map_or(secret, |(_, b64)| b64);
+            assert!(!stdout.contains(secret), "--check-config printed a secret: {stdout}");
+        }
     }
 
     let bad_key = "k1:this-is-not-a-key-but-secret";
@@ -139,6 +144,46 @@ async fn log_format_json_writes_the_request_line_as_json() -> TestResult {
     assert_eq!(request["fields"]["outcome"], "complete", "{request}");
     assert_eq!(request["fields"]["status"], 200, "{request}");
     assert_eq!(request["span"]["request_id"], "req-json-1", "{request}");
+    bounded("the demo to stop", demo.shutdown()).await??;
+    Ok(())
+}
+
+#[tokio::test]
+async fn no_secret_and_no_state_content_reaches_the_log_even_at_debug_level() -> TestResult {
+    const ANSWER: &str = "Zebulon-Answer-Name";
+    let demo = mrtr_gateway::demo::spawn_loopback(Default::default())?;
+    let dir = tempfile::tempdir()?;
+    let state_key = test_key("k1", 0x3c);
+    let secrets = ["upstream-header-secret-3", "client-bearer-secret-4", "cookie-secret-5", &state_key];
+    let config = dir.path().join("gateway.toml");
+    let toml = format!(
+        "[upstream]\nurl = {:?}\nheaders = {{ \"x-api-key\" = {:?} }}\n[state]\nkeys = [{state_key:?}]\n",
+        demo.url(),
+        secrets[0],
+    );
+    std::fs::write(&config, toml)?;
+    let log = dir.path().join("stdout.log");
+    let stdout = std::fs::File::create(&log)?;
+    let config = config.display().to_string();
+    let args = ["--config", &config, "--log-level", "debug"];
+    let process = GatewayProcess::spawn_args(&args, stdout.into()).await?;
+    let client = process.client.with_bearer(secrets[1]);
+    let call =
+        || client.call_tool("greet", json!({})).caps(form_only()).header("cookie", "session=cookie-secret-5");
+    let (requests, state) = call().send().await?.input_required()?;
+    let key = requests.keys().next().cloned().unwrap_or_default();
+    let answer = json!({ key: {"action": "accept", "content": {"name": ANSWER}} });
+    let done = call().state(&state).responses(answer).send().await?;
+    assert_eq!(done.text()?, format!("Hello, {ANSWER}!"));
+    process.terminate().await?;
+    let text = std::fs::read_to_string(&log)?;
+    // At debug level the request headers are logged, the sensitive ones without their values.
+    assert!(text.contains("authorization") && text.contains("cookie"), "the headers were logged: {text}");
+    for secret in secrets {
+        let secret = secret.split_once(':').map_or(secret, |(_, b64)| b64);
+        assert!(!text.contains(secret), "the log holds a secret ({secret})");
+    }
+    assert!(!text.contains(ANSWER), "the log holds the client's answer, which the state carries");
     bounded("the demo to stop", demo.shutdown()).await??;
     Ok(())
 }
