@@ -97,6 +97,23 @@ async fn requests_past_max_in_flight_are_shed_with_503_and_a_null_id() -> TestRe
 }
 
 #[tokio::test]
+async fn a_streamed_response_counts_against_max_in_flight_until_its_stream_ends() -> TestResult {
+    let h = Setup::new().set("front", "max_in_flight = 1").start().await?;
+    let call = h.client.call_tool("count_down", json!({"steps": 100, "delay_ms": 50})).progress(json!(1));
+    let response = call.open().await?;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut body = response.into_body();
+    let first = bounded("the first progress event", body.frame()).await?;
+    assert!(first.is_some_and(|frame| frame.is_ok()), "a first event arrived");
+    // The head was sent long ago; the stream still holds the one slot.
+    let reply = h.client.call_tool("echo", json!({"message": "second"})).send().await?;
+    reply.expect_error(StatusCode::SERVICE_UNAVAILABLE, -32603)?;
+    drop(body);
+    served_again(&h.client).await?;
+    h.stop().await
+}
+
+#[tokio::test]
 async fn a_full_pool_queue_and_an_acquire_timeout_both_answer_503() -> TestResult {
     let setup = Setup::new()
         .set("upstream", "pool_max_sessions = 1")
