@@ -110,6 +110,8 @@ pub(crate) struct FaultStats {
     headers: Mutex<Vec<http::HeaderMap>>,
     /// `gated` calls waiting for the gate right now.
     gated: Arc<AtomicUsize>,
+    /// The `protocolVersion` of every `initialize`, in order.
+    proposed: Mutex<Vec<String>>,
 }
 
 /// The server's state, shared by every connection; it outlives a kill.
@@ -128,6 +130,8 @@ struct Shared {
     /// Whether `gated` calls may answer, and the signal that they may.
     gate_open: std::sync::atomic::AtomicBool,
     gate: Notify,
+    /// The version `initialize` answers; `None`: a supported proposed one, else 2025-11-25.
+    version: Mutex<Option<&'static str>>,
 }
 
 /// A running faulty server; killed on drop.
@@ -233,6 +237,11 @@ impl FaultStats {
     pub(crate) fn gated(&self) -> usize {
         self.gated.load(Ordering::SeqCst)
     }
+
+    /// The `protocolVersion` every `initialize` proposed.
+    pub(crate) fn proposed_versions(&self) -> Vec<String> {
+        self.proposed.lock().clone()
+    }
 }
 
 // === impl FaultyLegacy ===
@@ -259,6 +268,11 @@ impl FaultyLegacy {
     /// Answers 404 to every session opened so far, as a server does whose sessions expired.
     pub(crate) fn expire_sessions(&self) {
         self.shared.sessions.lock().clear();
+    }
+
+    /// Answers every later `initialize` with `version`, whatever was proposed.
+    pub(crate) fn answer_version(&self, version: &'static str) {
+        *self.shared.version.lock() = Some(version);
     }
 
     /// Lets every `gated` call, waiting or still to come, answer.
@@ -447,8 +461,12 @@ fn initialize(shared: &Shared, r: &RpcRequest) -> Response<Body> {
     let session = format!("s{}", shared.next_session.fetch_add(1, Ordering::SeqCst) + 1);
     shared.sessions.lock().push(session.clone());
     shared.stats.initializes.fetch_add(1, Ordering::SeqCst);
+    let proposed = r.params.as_ref().and_then(|p| p["protocolVersion"].as_str()).unwrap_or_default();
+    shared.stats.proposed.lock().push(proposed.to_owned());
+    let supported = mrtr_gateway::protocol::LEGACY_VERSIONS.iter().find(|v| **v == proposed).copied();
+    let version = shared.version.lock().or(supported).unwrap_or("2025-11-25");
     let result = json!({
-        "protocolVersion": "2025-11-25",
+        "protocolVersion": version,
         "capabilities": {"tools": {}},
         "serverInfo": {"name": "faulty-legacy", "version": "1.0.0"},
     });

@@ -309,6 +309,42 @@ async fn an_upstream_at_2025_03_26_serves_sampling_end_to_end() -> TestResult {
     h.stop().await
 }
 
+/// A round trip and a plain call on `upstream`; then every request after the handshake carried
+/// `MCP-Protocol-Version: version`.
+async fn spoken_at(upstream: &FaultyLegacy, client: &Client, version: &str) -> TestResult {
+    let call = || client.call_tool(tools::ASK, json!({})).caps(form_only());
+    let (requests, state) = call().send().await?.input_required()?;
+    let done = call().state(&state).responses(answer_all(&requests)).send().await?;
+    assert_eq!(done.text()?, format!("Hello, {NAME}"));
+    assert!(client.call_tool(tools::OK, json!({})).send().await?.text()?.starts_with("ok from s"));
+    let headers = upstream.stats().header_values("mcp-protocol-version");
+    assert!(headers.len() >= 4, "{headers:?}");
+    assert!(headers.iter().all(|h| h == version), "{headers:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_configured_protocol_version_is_proposed_and_then_spoken() -> TestResult {
+    let upstream = FaultyLegacy::spawn().await?;
+    let setup = Setup::new().set("upstream", "protocol_version = \"2025-06-18\"");
+    let (gateway, client) = setup.attach_url(&upstream.url()).await?;
+    spoken_at(&upstream, &client, "2025-06-18").await?;
+    let proposed = upstream.stats().proposed_versions();
+    assert!(!proposed.is_empty() && proposed.iter().all(|v| v == "2025-06-18"), "{proposed:?}");
+    bounded("the gateway to stop", gateway.shutdown()).await
+}
+
+#[tokio::test]
+async fn a_server_answering_an_older_version_than_proposed_is_spoken_to_in_it() -> TestResult {
+    let upstream = FaultyLegacy::spawn().await?;
+    upstream.answer_version("2025-06-18");
+    let (gateway, client) = Setup::new().attach_url(&upstream.url()).await?;
+    spoken_at(&upstream, &client, "2025-06-18").await?;
+    let proposed = upstream.stats().proposed_versions();
+    assert!(proposed.iter().all(|v| v == "2025-11-25"), "the default proposal: {proposed:?}");
+    bounded("the gateway to stop", gateway.shutdown()).await
+}
+
 /// `tool` fails its call with `status`; the broken session is retired (DELETEd, out of the
 /// pool) and the next call runs on the session of a new `initialize`.
 async fn replaced_after(setup: Setup, tool: &str, status: StatusCode) -> TestResult {
