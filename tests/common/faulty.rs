@@ -6,7 +6,8 @@
 //! outright, its listener and every open connection dropped, then bring it back on its port.
 //!
 //! It counts what proves cleanup: sessions opened and deleted, the session that served each call,
-//! cancellations, answers, resumptions, and the connections and response streams open right now.
+//! cancellations, answers, resumptions, and the connections and response streams open right now;
+//! and it keeps the headers of every request, so a test can tell what reached the upstream.
 //! Every response says `Connection: close`, so once the gateway is idle no connection to this
 //! server is open at all and a leaked one shows as a count above zero. Every script ends when its
 //! response body is dropped, when it is cancelled, or after [`SCRIPT_LIFETIME`], so a broken test
@@ -85,6 +86,9 @@ pub(crate) mod tools {
     pub(crate) const HANG: &str = "hang";
     /// An SSE stream with one progress notification that then waits for a cancel.
     pub(crate) const WAIT: &str = "wait";
+    /// Waits until the test opens the gate ([`super::FaultyLegacy::open_gate`]), then answers
+    /// `released from s<n>` in JSON.
+    pub(crate) const GATED: &str = "gated";
 }
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -102,6 +106,12 @@ pub(crate) struct FaultStats {
     resumes: Mutex<Vec<String>>,
     open_connections: Arc<AtomicUsize>,
     open_streams: Arc<AtomicUsize>,
+    /// The headers of every request received, in order.
+    headers: Mutex<Vec<http::HeaderMap>>,
+    /// `gated` calls waiting for the gate right now.
+    gated: Arc<AtomicUsize>,
+    /// The `protocolVersion` of every `initialize`, in order.
+    proposed: Mutex<Vec<String>>,
 }
 
 /// The server's state, shared by every connection; it outlives a kill.
@@ -117,6 +127,11 @@ struct Shared {
     waiting: Mutex<Waiters>,
     /// The cancel signal of each running call, by (session, call id).
     cancels: Mutex<HashMap<(String, i64), Arc<Notify>>>,
+    /// Whether `gated` calls may answer, and the signal that they may.
+    gate_open: std::sync::atomic::AtomicBool,
+    gate: Notify,
+    /// The version `initialize` answers; `None`: a supported proposed one, else 2025-11-25.
+    version: Mutex<Option<&'static str>>,
 }
 
 /// A running faulty server; killed on drop.
@@ -205,6 +220,28 @@ impl FaultStats {
     pub(crate) fn open_streams(&self) -> usize {
         self.open_streams.load(Ordering::SeqCst)
     }
+
+    /// Requests received so far (every method, every session).
+    pub(crate) fn requests(&self) -> usize {
+        self.headers.lock().len()
+    }
+
+    /// The values of header `name` on every request that carried it.
+    pub(crate) fn header_values(&self, name: &str) -> Vec<String> {
+        let headers = self.headers.lock();
+        let values = headers.iter().flat_map(|h| h.get_all(name).iter());
+        values.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).collect()
+    }
+
+    /// `gated` calls waiting for the gate right now.
+    pub(crate) fn gated(&self) -> usize {
+        self.gated.load(Ordering::SeqCst)
+    }
+
+    /// The `protocolVersion` every `initialize` proposed.
+    pub(crate) fn proposed_versions(&self) -> Vec<String> {
+        self.proposed.lock().clone()
+    }
 }
 
 // === impl FaultyLegacy ===
@@ -231,6 +268,17 @@ impl FaultyLegacy {
     /// Answers 404 to every session opened so far, as a server does whose sessions expired.
     pub(crate) fn expire_sessions(&self) {
         self.shared.sessions.lock().clear();
+    }
+
+    /// Answers every later `initialize` with `version`, whatever was proposed.
+    pub(crate) fn answer_version(&self, version: &'static str) {
+        *self.shared.version.lock() = Some(version);
+    }
+
+    /// Lets every `gated` call, waiting or still to come, answer.
+    pub(crate) fn open_gate(&self) {
+        self.shared.gate_open.store(true, Ordering::SeqCst);
+        self.shared.gate.notify_waiters();
     }
 
     /// Kills the server: the listener and every open connection are dropped at once, and its
@@ -338,6 +386,7 @@ async fn handle(
     shared: Arc<Shared>,
     control: Arc<ConnControl>,
 ) -> Result<Response<Body>, Infallible> {
+    shared.stats.headers.lock().push(req.headers().clone());
     let session = req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
     let method = req.method().clone();
     let last_event_id = req.headers().get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -412,8 +461,12 @@ fn initialize(shared: &Shared, r: &RpcRequest) -> Response<Body> {
     let session = format!("s{}", shared.next_session.fetch_add(1, Ordering::SeqCst) + 1);
     shared.sessions.lock().push(session.clone());
     shared.stats.initializes.fetch_add(1, Ordering::SeqCst);
+    let proposed = r.params.as_ref().and_then(|p| p["protocolVersion"].as_str()).unwrap_or_default();
+    shared.stats.proposed.lock().push(proposed.to_owned());
+    let supported = mrtr_gateway::protocol::LEGACY_VERSIONS.iter().find(|v| **v == proposed).copied();
+    let version = shared.version.lock().or(supported).unwrap_or("2025-11-25");
     let result = json!({
-        "protocolVersion": "2025-11-25",
+        "protocolVersion": version,
         "capabilities": {"tools": {}},
         "serverInfo": {"name": "faulty-legacy", "version": "1.0.0"},
     });
@@ -460,6 +513,10 @@ async fn call(
             with_type(Full::new(Bytes::from(text)).boxed(), "application/json")
         }
         tools::HANG => hang(shared).await,
+        tools::GATED => {
+            gated(shared).await;
+            json_response(&result(&id, &format!("released from {session}")))
+        }
         tools::HTTP_500 => {
             let mut response = Response::new(Full::new(Bytes::from(UPSTREAM_SECRET)).boxed());
             *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
@@ -503,6 +560,23 @@ async fn hang(shared: &Shared) -> Response<Body> {
     let _open = Open::new(&shared.stats.open_streams);
     tokio::time::sleep(SCRIPT_LIFETIME).await;
     status(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// Waits for the gate (at most [`SCRIPT_LIFETIME`]), counted as an open response and a gated
+/// call meanwhile.
+async fn gated(shared: &Shared) {
+    let _open = Open::new(&shared.stats.open_streams);
+    let _gated = Open::new(&shared.stats.gated);
+    let wait = async {
+        loop {
+            let opened = shared.gate.notified();
+            if shared.gate_open.load(Ordering::SeqCst) {
+                return;
+            }
+            opened.await;
+        }
+    };
+    let _ = tokio::time::timeout(SCRIPT_LIFETIME, wait).await;
 }
 
 /// GET with `Last-Event-ID`: the rest of a primed stream.

@@ -4,7 +4,7 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use http::StatusCode;
@@ -15,6 +15,7 @@ use super::{bounded, Client, HarnessError, TestResult};
 /// A running gateway process; killed on drop.
 pub(crate) struct GatewayProcess {
     child: Child,
+    pub(crate) front: SocketAddr,
     pub(crate) admin: SocketAddr,
     pub(crate) client: Client,
 }
@@ -31,36 +32,43 @@ impl GatewayProcess {
     /// Starts the binary in front of `upstream` with the keys of `key_file`, and waits for
     /// `/readyz`.
     pub(crate) async fn spawn(upstream: &str, key_file: &Path) -> TestResult<Self> {
+        let key_file = key_file.display().to_string();
+        let args = ["--upstream", upstream, "--state-key-file", &key_file, "--log-level", "warn"];
+        Self::spawn_args(&args, Stdio::null()).await
+    }
+
+    /// Starts the binary with `args` and its two listeners on free loopback ports, its stdout
+    /// going to `stdout`, and waits for `/readyz`.
+    pub(crate) async fn spawn_args(args: &[&str], stdout: Stdio) -> TestResult<Self> {
         let (front, admin) = (free_port()?, free_port()?);
         let child = Command::new(env!("CARGO_BIN_EXE_mrtr-gateway"))
-            .arg("--upstream")
-            .arg(upstream)
+            .args(args)
             .arg("--listen")
             .arg(front.to_string())
             .arg("--admin-listen")
             .arg(admin.to_string())
-            .arg("--state-key-file")
-            .arg(key_file)
-            .arg("--log-level")
-            .arg("warn")
-            .stdout(Stdio::null())
+            .stdout(stdout)
             .stderr(Stdio::null())
             .spawn()?;
         let client = Client::new(format!("http://{front}/mcp"));
-        let process = Self { child, admin, client };
+        let process = Self { child, front, admin, client };
         process.wait_ready().await?;
         Ok(process)
     }
 
-    /// Stops the process as an orchestrator does, with SIGTERM, and waits for it to drain and
-    /// exit. Its exit status must be a clean one.
-    pub(crate) async fn terminate(mut self) -> TestResult {
+    /// Sends SIGTERM, as an orchestrator does, and returns at once.
+    pub(crate) fn send_term(&self) -> TestResult {
         let pid = self.child.id().to_string();
         let sent = Command::new("kill").args(["-TERM", &pid]).status()?;
         if !sent.success() {
             return Err(HarnessError::Unexpected(format!("kill -TERM {pid} failed: {sent}")));
         }
-        let status = bounded("a terminated gateway process to exit", async {
+        Ok(())
+    }
+
+    /// Waits, within the suite's bound, for the process to exit; its status.
+    pub(crate) async fn wait_exit(&mut self) -> TestResult<ExitStatus> {
+        bounded("a terminated gateway process to exit", async {
             loop {
                 match self.child.try_wait() {
                     Ok(Some(status)) => return Ok(status),
@@ -69,7 +77,15 @@ impl GatewayProcess {
                 }
             }
         })
-        .await??;
+        .await?
+        .map_err(Into::into)
+    }
+
+    /// Stops the process as an orchestrator does, with SIGTERM, and waits for it to drain and
+    /// exit. Its exit status must be a clean one.
+    pub(crate) async fn terminate(mut self) -> TestResult {
+        self.send_term()?;
+        let status = self.wait_exit().await?;
         if !status.success() {
             return Err(HarnessError::Unexpected(format!("gateway exited with {status} after SIGTERM")));
         }
