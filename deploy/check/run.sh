@@ -6,11 +6,14 @@
 # environment and configuration file, checks the Grafana dashboard's queries name real metrics,
 # and checks the Prometheus rules with promtool when it is installed (Debian: prometheus).
 #
-# Its tools are pinned in requirements.txt and installed into deploy/check/.venv.
+# Its tools are pinned in requirements.txt and installed into a venv kept in the user's cache
+# folder under the digest of that file (DEPLOY_CHECK_VENV overrides it), so that a fresh clone
+# reuses it and a change of pins installs a new one.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/deploy/check"
-VENV="$HERE/.venv"
+DIGEST="$(sha256sum "$HERE/requirements.txt" | cut -c1-16)"
+VENV="${DEPLOY_CHECK_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/mrtr-gateway/deploy-check-$DIGEST}"
 OUT="$ROOT/target/deploy-check"
 KUBE_VERSION=1.34.0
 PIP_TIMEOUT=600
@@ -18,17 +21,17 @@ PIP_TIMEOUT=600
 log() { printf 'deploy: %s\n' "$*" >&2; }
 
 install_tools() {
-  local stamp="$VENV/.stamp" want
-  want="$(sha256sum "$HERE/requirements.txt" | cut -d' ' -f1)"
-  if [[ -x "$VENV/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+  local stamp="$VENV/.complete"
+  if [[ -x "$VENV/bin/python" && -f "$stamp" ]]; then
     return
   fi
-  log "installing the pinned check tools into deploy/check/.venv"
+  log "installing the pinned check tools into $VENV (once per set of pins)"
   rm -rf "$VENV"
+  mkdir -p "$(dirname "$VENV")"
   python3 -m venv "$VENV"
   timeout "$PIP_TIMEOUT" "$VENV/bin/pip" install --quiet --disable-pip-version-check \
     --no-deps --only-binary=:all: -r "$HERE/requirements.txt"
-  printf '%s' "$want" >"$stamp"
+  touch "$stamp"
 }
 
 install_tools
