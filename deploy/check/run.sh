@@ -62,6 +62,11 @@ cargo build --locked --quiet --bin mrtr-gateway
 "$VENV/bin/python" "$HERE/invocations.py" target/debug/mrtr-gateway Dockerfile \
   deploy/compose/docker-compose.yml "${manifests[@]}"
 
+for config in deploy/stdio/*/gateway.toml; do
+  target/debug/mrtr-gateway --config "$config" --check-config >/dev/null
+  printf '  ok: %s\n' "$config"
+done
+
 log "Grafana dashboard queries name the gateway's metrics"
 "$VENV/bin/python" "$HERE/dashboard.py" src/metrics.rs src/upstream deploy/grafana/*.json deploy/prometheus/*.yaml
 
