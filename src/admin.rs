@@ -1,5 +1,6 @@
 //! The admin listener: `/metrics` (Prometheus text), `/healthz` (the process serves) and
-//! `/readyz` (the upstream has answered an `initialize`, so traffic can be sent here). It runs on
+//! `/readyz` (the upstream has answered an `initialize` and no shutdown has begun, so traffic can
+//! be sent here). It outlives the front's drain, so probes see `/readyz` fail first. It runs on
 //! its own port so that metrics and probes never share limits or auth with client traffic.
 
 use std::convert::Infallible;
@@ -16,17 +17,33 @@ use tower::Service;
 
 use crate::metrics::Metrics;
 
-/// Shared readiness flag, set once the upstream answered `initialize`.
+/// Shared readiness, set once the upstream answered `initialize` and withdrawn for good when
+/// shutdown begins (a late `initialize` answer cannot make a draining gateway ready again).
 #[derive(Debug, Clone, Default)]
-pub struct Readiness(Arc<AtomicBool>);
+pub struct Readiness(Arc<ReadinessFlags>);
+
+#[derive(Debug, Default)]
+struct ReadinessFlags {
+    upstream: AtomicBool,
+    draining: AtomicBool,
+}
 
 impl Readiness {
     pub fn set_ready(&self) {
-        self.0.store(true, Ordering::Release);
+        self.0.upstream.store(true, Ordering::Release);
+    }
+
+    /// Withdraws readiness: shutdown has begun, send no new traffic here.
+    pub fn set_unready(&self) {
+        self.0.draining.store(true, Ordering::Release);
     }
 
     pub fn is_ready(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.0.upstream.load(Ordering::Acquire) && !self.0.draining.load(Ordering::Acquire)
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.0.draining.load(Ordering::Acquire)
     }
 }
 
@@ -62,6 +79,7 @@ impl Admin {
             }
             "/healthz" => text(StatusCode::OK, "ok\n"),
             "/readyz" if self.ready.is_ready() => text(StatusCode::OK, "ready\n"),
+            "/readyz" if self.ready.is_draining() => text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n"),
             "/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "upstream has not answered initialize yet\n"),
             _ => text(StatusCode::NOT_FOUND, "not found\n"),
         }
@@ -101,6 +119,10 @@ mod tests {
         assert_eq!(admin.respond(&Method::GET, "/readyz").status(), StatusCode::SERVICE_UNAVAILABLE);
         ready.set_ready();
         assert_eq!(admin.respond(&Method::GET, "/readyz").status(), StatusCode::OK);
+        ready.set_unready();
+        ready.set_ready();
+        assert_eq!(admin.respond(&Method::GET, "/readyz").status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(admin.respond(&Method::GET, "/healthz").status(), StatusCode::OK);
         assert_eq!(admin.respond(&Method::GET, "/metrics").status(), StatusCode::OK);
         assert_eq!(admin.metrics.pool_sessions.get(), 3);
         assert_eq!(admin.respond(&Method::POST, "/metrics").status(), StatusCode::METHOD_NOT_ALLOWED);

@@ -27,6 +27,8 @@ use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
 use crate::stdio_front::StdioFrontError;
 use crate::upstream::{Pool, StdioSettings, UpstreamError, UpstreamSettings};
 
+#[cfg(test)]
+mod shutdown_tests;
 mod stdio;
 
 pub use stdio::run_stdio;
@@ -66,6 +68,9 @@ pub struct Gateway {
     pool: Arc<Pool>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
+    /// The admin listener stops last, so `/readyz` answers 503 while the front drains.
+    stop_admin: watch::Sender<bool>,
+    admin_tasks: JoinSet<()>,
 }
 
 // === impl Gateway ===
@@ -96,14 +101,16 @@ impl Gateway {
         };
         let service = front::stack(Arc::new(front_state), front_timeout(&cfg));
         tasks.spawn(serve(front_listener, service, opts, signal(stopped.clone())));
+        let (stop_admin, admin_stopped) = watch::channel(false);
+        let mut admin_tasks = JoinSet::new();
         let admin_addr = match cfg.admin_listen {
             Some(addr) => {
-                Some(spawn_admin(&mut tasks, addr, &metrics, &ready, &pool, stopped.clone()).await?)
+                Some(spawn_admin(&mut admin_tasks, addr, &metrics, &ready, &pool, admin_stopped).await?)
             }
             None => None,
         };
         tasks.spawn(probe_readiness(pool.clone(), version, ready.clone(), signal(stopped)));
-        Ok(Self { front_addr, admin_addr, demo, metrics, ready, pool, stop, tasks })
+        Ok(Self { front_addr, admin_addr, demo, metrics, ready, pool, stop, tasks, stop_admin, admin_tasks })
     }
 
     /// The front URL clients use.
@@ -111,12 +118,16 @@ impl Gateway {
         format!("http://{}{path}", self.front_addr)
     }
 
-    /// Stops accepting, drains, waits for every listener to end, then closes the pooled upstream
-    /// sessions, so that a rollout does not leave the legacy server holding orphaned ones.
+    /// Withdraws readiness (`/readyz` answers 503 from here on), stops accepting, drains, waits
+    /// for the front to end, then closes the pooled upstream sessions, so that a rollout does not
+    /// leave the legacy server holding orphaned ones; the admin listener stops last.
     pub async fn shutdown(mut self) {
+        self.ready.set_unready();
         let _ = self.stop.send(true);
         while self.tasks.join_next().await.is_some() {}
         close_sessions(&self.pool).await;
+        let _ = self.stop_admin.send(true);
+        while self.admin_tasks.join_next().await.is_some() {}
         if let Some(demo) = self.demo.take() {
             let _ = demo.shutdown().await;
         }

@@ -26,6 +26,8 @@ pub const CACHE_SCOPE: &str = "private";
 
 // [admin]
 pub const ADMIN_LISTEN: &str = "127.0.0.1:9090";
+/// Each step (connect, send, read) of `mrtr-gateway healthcheck`'s probe (not configurable).
+pub const HEALTHCHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 // [upstream]
 /// The revision proposed in `initialize`.

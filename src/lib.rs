@@ -17,6 +17,7 @@
 //! - [`metrics`], [`admin`]: Prometheus metrics and the admin listener.
 //! - [`error`]: the front-facing error model (JSON-RPC code, HTTP status, metric label).
 //! - [`auth`]: the principal of a request (anonymous, or a JWT's issuer and subject).
+//! - [`healthcheck`]: `mrtr-gateway healthcheck`, the image's shell-free probe of `/healthz`.
 //! - [`server`]: the accept loop (TLS, connection cap, graceful drain); [`app`] wires it all.
 
 pub mod admin;
@@ -29,6 +30,7 @@ pub mod defaults;
 pub mod demo;
 pub mod error;
 pub mod front;
+pub mod healthcheck;
 pub mod logging;
 pub mod metrics;
 pub mod mrtr;

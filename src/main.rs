@@ -1,6 +1,7 @@
 //! The `mrtr-gateway` binary: parse flags, load and validate the configuration, start logging,
 //! run the gateway (the HTTP front, or the stdio front with `stdio`) until SIGTERM or SIGINT, or
-//! for the stdio front until stdin ends. Everything else lives in the library.
+//! for the stdio front until stdin ends; with `healthcheck`, probe a running gateway's
+//! `/healthz` instead. Everything else lives in the library.
 
 use std::time::Duration;
 
@@ -12,6 +13,8 @@ use mrtr_gateway::logging::{self, Sink};
 const EX_USAGE: i32 = 64;
 /// `EX_SOFTWARE`: the gateway could not start.
 const EX_SOFTWARE: i32 = 70;
+/// `healthcheck`: the admin listener did not answer `/healthz` with 200.
+const EX_UNHEALTHY: i32 = 1;
 /// How long the runtime waits for blocking work at exit: a read of stdin blocked in its own
 /// thread cannot be cancelled and must not hold the process.
 const RUNTIME_EXIT: Duration = Duration::from_millis(100);
@@ -27,6 +30,13 @@ fn main() {
     };
     if cli.check_config {
         println!("{cfg:#?}");
+        return;
+    }
+    if cli.mode == Some(Mode::Healthcheck) {
+        if let Err(e) = mrtr_gateway::healthcheck::check(cfg.admin_listen) {
+            eprintln!("mrtr-gateway: unhealthy: {e}");
+            std::process::exit(EX_UNHEALTHY);
+        }
         return;
     }
     let stdio = cli.mode == Some(Mode::Stdio);

@@ -53,6 +53,10 @@ pub enum Mode {
     /// Speak 2026-07-28 over this process's stdin and stdout (newline-delimited JSON-RPC), for
     /// clients that launch servers; logs go to stderr. Every option applies.
     Stdio,
+    /// Probe the admin listener's /healthz on loopback (`admin.listen`; a wildcard address is
+    /// reached on loopback) and exit 0 when it answers 200, 1 otherwise: a health check for
+    /// images without a shell.
+    Healthcheck,
 }
 
 impl Cli {

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The deployment check (a step of .ci/run): renders and lints the Helm chart with Helm's own
+# engine for every pattern under deploy/helm/mrtr-gateway/ci/, validates each rendered manifest
+# and the plain manifests against the Kubernetes API schemas, lints every YAML file, validates
+# the compose file, runs the gateway's --check-config with each deployment's exact flags,
+# environment and configuration file, checks the Grafana dashboard's queries name real metrics,
+# and checks the Prometheus rules with promtool when it is installed (Debian: prometheus).
+#
+# Its tools are pinned in requirements.txt and installed into a venv kept in the user's cache
+# folder under the digest of that file (DEPLOY_CHECK_VENV overrides it), so that a fresh clone
+# reuses it and a change of pins installs a new one.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+HERE="$ROOT/deploy/check"
+DIGEST="$(sha256sum "$HERE/requirements.txt" | cut -c1-16)"
+VENV="${DEPLOY_CHECK_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/mrtr-gateway/deploy-check-$DIGEST}"
+OUT="$ROOT/target/deploy-check"
+KUBE_VERSION=1.34.0
+PIP_TIMEOUT=600
+
+log() { printf 'deploy: %s\n' "$*" >&2; }
+
+install_tools() {
+  local stamp="$VENV/.complete"
+  if [[ -x "$VENV/bin/python" && -f "$stamp" ]]; then
+    return
+  fi
+  log "installing the pinned check tools into $VENV (once per set of pins)"
+  rm -rf "$VENV"
+  mkdir -p "$(dirname "$VENV")"
+  python3 -m venv "$VENV"
+  timeout "$PIP_TIMEOUT" "$VENV/bin/pip" install --quiet --disable-pip-version-check \
+    --no-deps --only-binary=:all: -r "$HERE/requirements.txt"
+  touch "$stamp"
+}
+
+install_tools
+rm -rf "$OUT" && mkdir -p "$OUT"
+cd "$ROOT"
+
+log "helm lint + render (Helm $("$VENV/bin/python" -c 'from helm_python import _native as n; print(n.helm_sdk_version())'))"
+"$VENV/bin/python" "$HERE/render.py" deploy/helm/mrtr-gateway "$OUT/rendered"
+
+mapfile -t manifests < <(ls "$OUT"/rendered/*.yaml deploy/kubernetes/*.yaml)
+log "kubernetes-validate --strict (Kubernetes $KUBE_VERSION): ${manifests[*]#"$ROOT"/}"
+# It has no schema for the ServiceMonitor custom resource: servicemonitor.py checks that one.
+if ! "$VENV/bin/kubernetes-validate" --strict --quiet -k "$KUBE_VERSION" "${manifests[@]}" >"$OUT/validate.log" 2>&1; then
+  cat "$OUT/validate.log" >&2
+  exit 1
+fi
+grep -v "Couldn't find schema for kind ServiceMonitor" "$OUT/validate.log" >&2 || true
+"$VENV/bin/python" "$HERE/servicemonitor.py" "$OUT"/rendered/*.yaml
+
+log "yamllint"
+"$VENV/bin/yamllint" --strict -c "$HERE/yamllint.yaml" \
+  deploy/compose deploy/kubernetes deploy/prometheus deploy/check/yamllint.yaml \
+  deploy/helm/mrtr-gateway/Chart.yaml deploy/helm/mrtr-gateway/values.yaml deploy/helm/mrtr-gateway/ci \
+  "$OUT/rendered"
+
+log "the gateway's --check-config with each deployment's flags, environment and config file"
+cargo build --locked --quiet --bin mrtr-gateway
+"$VENV/bin/python" "$HERE/invocations.py" target/debug/mrtr-gateway Dockerfile \
+  deploy/compose/docker-compose.yml "${manifests[@]}"
+
+for config in deploy/stdio/*/gateway.toml; do
+  target/debug/mrtr-gateway --config "$config" --check-config >/dev/null
+  printf '  ok: %s\n' "$config"
+done
+
+log "Grafana dashboard queries name the gateway's metrics"
+"$VENV/bin/python" "$HERE/dashboard.py" src/metrics.rs src/upstream deploy/grafana/*.json deploy/prometheus/*.yaml
+
+if command -v promtool >/dev/null; then
+  log "promtool check rules"
+  promtool check rules deploy/prometheus/*.yaml
+else
+  log "promtool not installed (Debian: prometheus): the alert rules were only linted"
+fi
+log "deployment check passed"
