@@ -1,18 +1,29 @@
 //! A bounded soak of the gateway: many concurrent 2026-07-28 clients for a fixed time, mixing
 //! plain `tools/call` with multi-round MRTR calls, while the gateway's memory is sampled.
 //!
-//! The gateway runs as its own process, exactly as `mrtr-gateway` starts with no upstream
-//! configured: it fronts its embedded demo legacy server, so the memory sampled every second
-//! (`VmRSS` of that process) is the gateway's and its upstream's, not the load generator's.
-//! Each client holds one keep-alive connection and always has one call in flight. Two calls in
-//! three are `echo`; the third is `greet` (one `input_required` round) or `confirm_twice` (two),
-//! answered with `inputResponses` and the echoed `requestState`. Everything is on loopback.
+//! The gateway runs as its own process, and the memory sampled every second (`VmRSS` of that
+//! process) is never the load generator's. Its upstream is chosen by `SOAK_UPSTREAM`:
+//! - unset or `embedded`: the gateway as `mrtr-gateway` starts with no upstream configured,
+//!   fronting its embedded demo legacy server, so the RSS is the gateway's and the demo's;
+//! - `demo`: the same demo server, run by this bench in its own runtime, so the RSS is the
+//!   gateway's alone;
+//! - a `http://` URL: any Streamable HTTP legacy server started apart (`server-everything`, for
+//!   one), with `SOAK_TOOLS=everything` for its tools.
+//!
+//! Each client holds one keep-alive connection and always has one call in flight. With the demo's
+//! tools, two calls in three are `echo`; the third is `greet` (one `input_required` round) or
+//! `confirm_twice` (two). With `server-everything`'s, two in three are `echo` and the third is
+//! `trigger-elicitation-request` (one round). Rounds are answered with `inputResponses` and the
+//! echoed `requestState`. Everything is on loopback.
 //!
 //! Every loop is bounded in count and time, and the run stops by itself. It prints the calls
 //! done, the unexpected errors (any failed call: there must be none), RSS per second and
-//! whether it stayed flat after the warm-up, and the latency of requests and of whole calls.
+//! whether it stayed flat after the warm-up, where the gateway's memory is at the end
+//! (`/proc/PID/smaps_rollup`), and the latency of requests and of whole calls.
 //!
-//! Run: `cargo bench --bench soak` (env: SOAK_SECS, default 60; SOAK_CLIENTS, default 1000).
+//! Run: `cargo bench --bench soak` (env: SOAK_SECS, default 60; SOAK_CLIENTS, default 1000;
+//! SOAK_UPSTREAM; SOAK_TOOLS, `demo` or `everything`; anything `MRTR_GATEWAY__*` reaches the
+//! gateway, `MALLOC_*` too).
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener};
 use std::process::{Child, Command, Stdio};
@@ -46,23 +57,28 @@ const BUCKETS: usize = SUB * 40;
 fn main() {
     let secs = env_or("SOAK_SECS", 60);
     let clients = env_or("SOAK_CLIENTS", 1000) as usize;
+    let tools = Tools::from_env();
+    let upstream = Upstream::from_env();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
-    let gateway = GatewayProcess::spawn();
-    let report = rt.block_on(soak(&gateway, clients, Duration::from_secs(secs)));
+    let gateway = GatewayProcess::spawn(upstream.url());
+    let report = rt.block_on(soak(&gateway, tools, clients, Duration::from_secs(secs)));
+    let memory = smaps_rollup(gateway.pid());
     drop(gateway);
-    report.print(clients, secs);
+    report.print(clients, secs, &upstream);
+    println!("gateway memory at the end (smaps_rollup): {memory}");
     if report.errors.load(Ordering::Relaxed) > 0 {
         std::process::exit(1);
     }
 }
 
-async fn soak(gateway: &GatewayProcess, clients: usize, duration: Duration) -> Arc<Stats> {
+async fn soak(gateway: &GatewayProcess, tools: Tools, clients: usize, duration: Duration) -> Arc<Stats> {
     let stats = Arc::new(Stats::default());
-    wait_ready(gateway.addr).await;
+    wait_ready(gateway.addr, tools).await;
     let started = Instant::now();
     let sampler = tokio::spawn(sample_rss(gateway.pid(), duration, stats.clone()));
+    let deadline = started + duration;
     let tasks: Vec<_> = (0..clients)
-        .map(|i| tokio::spawn(client(gateway.addr, i as u64, started + duration, stats.clone())))
+        .map(|i| tokio::spawn(client(gateway.addr, tools, i as u64, deadline, stats.clone())))
         .collect();
     for task in tasks {
         let _ = tokio::time::timeout(duration + REQUEST_TIMEOUT * 2, task).await;
@@ -70,6 +86,62 @@ async fn soak(gateway: &GatewayProcess, clients: usize, duration: Duration) -> A
     let _ = sampler.await;
     *stats.elapsed.lock() = started.elapsed();
     stats
+}
+
+// === the upstream ===
+
+/// Where the gateway's legacy server is.
+enum Upstream {
+    /// The gateway's own embedded demo.
+    Embedded,
+    /// The demo served by this bench, stopped when dropped.
+    Demo { url: String, _stop: tokio::sync::oneshot::Sender<()> },
+    /// A server started apart.
+    External(String),
+}
+
+impl Upstream {
+    fn from_env() -> Self {
+        match std::env::var("SOAK_UPSTREAM").unwrap_or_default().as_str() {
+            "" | "embedded" => Self::Embedded,
+            "demo" => serve_demo(),
+            url => Self::External(url.to_owned()),
+        }
+    }
+
+    fn url(&self) -> Option<&str> {
+        match self {
+            Self::Embedded => None,
+            Self::Demo { url, .. } | Self::External(url) => Some(url),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Self::Embedded => "the gateway and its embedded demo upstream (one process)".to_owned(),
+            Self::Demo { url, .. } => format!("the gateway alone, the demo upstream apart at {url}"),
+            Self::External(url) => format!("the gateway alone, in front of {url}"),
+        }
+    }
+}
+
+/// Serves the demo legacy server on a runtime of its own, with the bounds the gateway gives its
+/// embedded demo under the default pool.
+fn serve_demo() -> Upstream {
+    use mrtr_gateway::demo::{self, DemoOptions};
+    let listener = StdListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind the demo");
+    listener.set_nonblocking(true).expect("non-blocking listener");
+    let url = format!("http://{}{}", listener.local_addr().expect("address"), demo::MCP_PATH);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("demo runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("demo listener");
+            let options = DemoOptions { max_sessions: 512, max_connections: 560, ..DemoOptions::default() };
+            let _ = demo::serve(listener, options, async move { drop(stopped.await) }).await;
+        });
+    });
+    Upstream::Demo { url, _stop: stop }
 }
 
 // === the gateway process ===
@@ -81,9 +153,13 @@ struct GatewayProcess {
 }
 
 impl GatewayProcess {
-    fn spawn() -> Self {
+    fn spawn(upstream: Option<&str>) -> Self {
         let addr = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_mrtr-gateway"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mrtr-gateway"));
+        if let Some(url) = upstream {
+            command.env("MRTR_GATEWAY__UPSTREAM__URL", url);
+        }
+        let child = command
             .env("MRTR_GATEWAY__FRONT__LISTEN", addr.to_string())
             .env("MRTR_GATEWAY__ADMIN__ENABLED", "false")
             .env("MRTR_GATEWAY__STATE__KEYS", format!("soak:{}", "A".repeat(43)))
@@ -112,10 +188,10 @@ fn free_port() -> SocketAddr {
     listener.local_addr().expect("address")
 }
 
-async fn wait_ready(addr: SocketAddr) {
+async fn wait_ready(addr: SocketAddr, tools: Tools) {
     for _ in 0..READY_POLLS {
         if let Ok(mut conn) = Conn::open(addr, None).await {
-            if conn.call(Kind::Echo).await.is_ok() {
+            if conn.call(tools, Kind::Echo).await.is_ok() {
                 return;
             }
         }
@@ -126,42 +202,65 @@ async fn wait_ready(addr: SocketAddr) {
 
 // === clients ===
 
+/// Whose tools the clients call.
+#[derive(Clone, Copy)]
+enum Tools {
+    /// The demo's `echo`, `greet` and `confirm_twice`.
+    Demo,
+    /// `server-everything`'s `echo` and `trigger-elicitation-request`.
+    Everything,
+}
+
+impl Tools {
+    fn from_env() -> Self {
+        match std::env::var("SOAK_TOOLS").unwrap_or_default().as_str() {
+            "everything" => Self::Everything,
+            _ => Self::Demo,
+        }
+    }
+}
+
 /// What a call asks for.
 #[derive(Clone, Copy)]
 enum Kind {
     Echo,
-    Greet,
-    ConfirmTwice,
+    /// One `input_required` round.
+    Ask,
+    /// Two rounds (the demo only; `server-everything` asks once).
+    AskTwice,
 }
 
 impl Kind {
     fn of(call: u64) -> Self {
         match call % 6 {
-            2 => Self::Greet,
-            5 => Self::ConfirmTwice,
+            2 => Self::Ask,
+            5 => Self::AskTwice,
             _ => Self::Echo,
         }
     }
 
-    fn tool(self) -> &'static str {
-        match self {
-            Self::Echo => "echo",
-            Self::Greet => "greet",
-            Self::ConfirmTwice => "confirm_twice",
+    fn tool(self, tools: Tools) -> &'static str {
+        match (tools, self) {
+            (_, Self::Echo) => "echo",
+            (Tools::Demo, Self::Ask) => "greet",
+            (Tools::Demo, Self::AskTwice) => "confirm_twice",
+            (Tools::Everything, _) => "trigger-elicitation-request",
         }
     }
 
-    fn expected(self) -> &'static str {
-        match self {
-            Self::Echo => "Echo: soak",
-            Self::Greet => "Hello, Ada!",
-            Self::ConfirmTwice => "Confirmed Ada: true",
+    /// The start of the text the call must end with.
+    fn expected(self, tools: Tools) -> &'static str {
+        match (tools, self) {
+            (_, Self::Echo) => "Echo: soak",
+            (Tools::Demo, Self::Ask) => "Hello, Ada!",
+            (Tools::Demo, Self::AskTwice) => "Confirmed Ada: true",
+            (Tools::Everything, _) => "User provided the requested information!",
         }
     }
 }
 
 /// One client: one connection, one call in flight, until `deadline`.
-async fn client(addr: SocketAddr, index: u64, deadline: Instant, stats: Arc<Stats>) {
+async fn client(addr: SocketAddr, tools: Tools, index: u64, deadline: Instant, stats: Arc<Stats>) {
     let mut conn = None;
     for n in 0..MAX_CALLS_PER_CLIENT {
         if Instant::now() >= deadline {
@@ -178,14 +277,14 @@ async fn client(addr: SocketAddr, index: u64, deadline: Instant, stats: Arc<Stat
                 }
             },
         };
-        conn = run_call(c, Kind::of(index + n), &stats).await;
+        conn = run_call(c, tools, Kind::of(index + n), &stats).await;
     }
 }
 
 /// Runs one call; returns the connection if it is still usable.
-async fn run_call(mut conn: Conn, kind: Kind, stats: &Stats) -> Option<Conn> {
+async fn run_call(mut conn: Conn, tools: Tools, kind: Kind, stats: &Stats) -> Option<Conn> {
     let started = Instant::now();
-    match conn.call(kind).await {
+    match conn.call(tools, kind).await {
         Ok(rounds) => {
             stats.calls.fetch_add(1, Ordering::Relaxed);
             stats.rounds.fetch_add(rounds as u64, Ordering::Relaxed);
@@ -193,7 +292,7 @@ async fn run_call(mut conn: Conn, kind: Kind, stats: &Stats) -> Option<Conn> {
             Some(conn)
         }
         Err(e) => {
-            stats.error(format!("{}: {e}", kind.tool()));
+            stats.error(format!("{}: {e}", kind.tool(tools)));
             None
         }
     }
@@ -218,13 +317,13 @@ impl Conn {
     }
 
     /// Runs `kind` to completion, answering every round; returns the rounds it took.
-    async fn call(&mut self, kind: Kind) -> Result<usize, String> {
+    async fn call(&mut self, tools: Tools, kind: Kind) -> Result<usize, String> {
         let mut retry: Option<(Value, String)> = None;
         for round in 1..=MAX_ROUNDS {
-            let reply = self.send(kind, retry.take()).await?;
+            let reply = self.send(tools, kind, retry.take()).await?;
             let result = reply.get("result").ok_or_else(|| format!("error reply: {reply}"))?;
             match result["resultType"].as_str() {
-                Some("complete") => return check_text(result, kind).map(|()| round),
+                Some("complete") => return check_text(result, tools, kind).map(|()| round),
                 Some("input_required") => retry = Some(answers(result)?),
                 _ => return Err(format!("unexpected result: {result}")),
             }
@@ -232,8 +331,13 @@ impl Conn {
         Err(format!("no result after {MAX_ROUNDS} rounds"))
     }
 
-    async fn send(&mut self, kind: Kind, retry: Option<(Value, String)>) -> Result<Value, String> {
-        let request = self.request(kind, retry)?;
+    async fn send(
+        &mut self,
+        tools: Tools,
+        kind: Kind,
+        retry: Option<(Value, String)>,
+    ) -> Result<Value, String> {
+        let request = self.request(kind.tool(tools), retry)?;
         let started = Instant::now();
         let exchange = async {
             self.sender.ready().await.map_err(|e| e.to_string())?;
@@ -255,15 +359,15 @@ impl Conn {
 
     fn request(
         &mut self,
-        kind: Kind,
+        tool: &str,
         retry: Option<(Value, String)>,
     ) -> Result<Request<Full<Bytes>>, String> {
         let id = self.next_id;
         self.next_id += 1;
-        let mut params = json!({"name": kind.tool(), "arguments": {}, "_meta": {
+        let mut params = json!({"name": tool, "arguments": {}, "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
-        if let Kind::Echo = kind {
+        if tool == "echo" {
             params["arguments"] = json!({"message": "soak"});
         }
         if let Some((responses, state)) = retry {
@@ -277,7 +381,7 @@ impl Conn {
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")
             .header("mcp-method", "tools/call")
-            .header("mcp-name", kind.tool())
+            .header("mcp-name", tool)
             .body(Full::new(Bytes::from(body.to_string())))
             .map_err(|e| e.to_string())
     }
@@ -294,14 +398,14 @@ fn parse_body(body: &[u8]) -> Result<Value, String> {
     serde_json::from_str(json.trim()).map_err(|e| format!("bad JSON reply: {e}"))
 }
 
-fn check_text(result: &Value, kind: Kind) -> Result<(), String> {
+fn check_text(result: &Value, tools: Tools, kind: Kind) -> Result<(), String> {
     match result.pointer("/content/0/text").and_then(Value::as_str) {
-        Some(text) if text == kind.expected() => Ok(()),
-        _ => Err(format!("unexpected result for {}: {result}", kind.tool())),
+        Some(text) if text.starts_with(kind.expected(tools)) => Ok(()),
+        _ => Err(format!("unexpected result for {}: {result}", kind.tool(tools))),
     }
 }
 
-/// Answers every form question as a user named Ada who confirms.
+/// Answers every form question as a user named Ada who confirms and takes every default.
 fn answers(result: &Value) -> Result<(Value, String), String> {
     let requests = result["inputRequests"].as_object().ok_or("no inputRequests")?;
     let state = result["requestState"].as_str().ok_or("no requestState")?.to_owned();
@@ -314,12 +418,24 @@ fn form_answer(request: &Value) -> Value {
     let content: Map<String, Value> = properties
         .into_iter()
         .flatten()
-        .map(|(name, schema)| {
-            let value = if schema["type"] == "boolean" { json!(true) } else { json!("Ada") };
-            (name.clone(), value)
-        })
+        .filter_map(|(name, schema)| Some((name.clone(), field_answer(schema)?)))
         .collect();
     json!({"action": "accept", "content": content})
+}
+
+fn field_answer(schema: &Value) -> Option<Value> {
+    if let Some(default) = schema.get("default") {
+        return Some(default.clone());
+    }
+    Some(match (schema["type"].as_str()?, schema["format"].as_str()) {
+        ("boolean", _) => json!(true),
+        ("integer" | "number", _) => json!(1),
+        ("string", Some("email")) => json!("ada@example.org"),
+        ("string", Some("uri")) => json!("http://127.0.0.1/"),
+        ("string", Some("date")) => json!("2000-01-01"),
+        ("string", _) => json!(schema["enum"].get(0).cloned().unwrap_or_else(|| json!("Ada"))),
+        _ => return None,
+    })
 }
 
 // === measurements ===
@@ -365,6 +481,26 @@ fn vm_rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The gateway's resident memory by kind: what is heap (anonymous) and what is mapped files.
+fn smaps_rollup(pid: u32) -> String {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else {
+        return "unavailable".to_owned();
+    };
+    let field = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    format!(
+        "Rss {:.1} MB (Anonymous {:.1} MB, file-backed {:.1} MB)",
+        mb(field("Rss:")),
+        mb(field("Anonymous:")),
+        mb(field("Rss:").saturating_sub(field("Anonymous:")))
+    )
 }
 
 fn mb(kib: u64) -> f64 {
@@ -431,10 +567,10 @@ fn lower_bound(index: usize) -> u64 {
 // === the report ===
 
 impl Stats {
-    fn print(&self, clients: usize, secs: u64) {
+    fn print(&self, clients: usize, secs: u64, upstream: &Upstream) {
         let elapsed = self.elapsed.lock().as_secs_f64();
         let calls = self.calls.load(Ordering::Relaxed);
-        println!("soak: {clients} clients for {secs} s against the gateway and its embedded demo upstream");
+        println!("soak: {clients} clients for {secs} s against {}", upstream.describe());
         println!(
             "calls done: {calls} ({:.0}/s), requests (rounds): {}",
             calls as f64 / elapsed,

@@ -45,6 +45,8 @@ pub enum OutcomeLabel {
     NotAcceptable,
     Overloaded,
     Internal,
+    /// The client closed its connection (or its stream) before the response was complete.
+    Abandoned,
 }
 
 /// What the log line and the counters need of a failed request.
@@ -98,6 +100,7 @@ impl OutcomeLabel {
             Self::NotAcceptable => "not_acceptable",
             Self::Overloaded => "overloaded",
             Self::Internal => "internal",
+            Self::Abandoned => "abandoned",
         }
     }
 }
@@ -140,6 +143,17 @@ impl Outcome {
             line!(info);
         }
     }
+}
+
+/// Counts a request whose client went away before its response was complete, and writes its
+/// one log line: nothing else would, since no response exists to record.
+pub(super) fn record_abandoned(metrics: &Metrics, method: &'static str, started: Instant) {
+    let elapsed = started.elapsed();
+    let outcome = OutcomeLabel::Abandoned.as_str();
+    metrics.requests.with_label_values(&[method, outcome]).inc();
+    metrics.front_duration.with_label_values(&[method]).observe(elapsed.as_secs_f64());
+    let duration_us = elapsed.as_micros() as u64;
+    tracing::info!(method, outcome, duration_us, "request");
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::body::{sse_event, FrontBody};
-use super::outcome::{Outcome, OutcomeLabel};
+use super::outcome::{self, Outcome, OutcomeLabel};
 use super::service::{reply_outcome, FrontState};
 use crate::bridge::{MrtrRequest, Progress, Reply};
 use crate::error::FrontError;
@@ -81,6 +81,13 @@ struct Finish {
     started: Instant,
 }
 
+impl Finish {
+    /// The client closed the stream before its result: recorded now, since nothing else will.
+    fn abandoned(&self) {
+        outcome::record_abandoned(&self.state.metrics, self.method, self.started);
+    }
+}
+
 fn commit_sse(finish: Finish, run: RunState, rx: mpsc::Receiver<Value>, first: Value) -> Outcome {
     let (out, body) = mpsc::channel::<Bytes>(PROGRESS_QUEUE);
     tokio::spawn(pump(finish, run, rx, first, out).in_current_span());
@@ -94,7 +101,8 @@ fn commit_sse(finish: Finish, run: RunState, rx: mpsc::Receiver<Value>, first: V
 }
 
 /// Writes every progress note in the order the run sent it, then the result. Returning early
-/// (the client went away) drops the run, which aborts it and cancels the upstream call.
+/// (the client went away) records the request as abandoned and drops the run, which aborts it
+/// and cancels the upstream call.
 async fn pump(
     finish: Finish,
     run: RunState,
@@ -103,7 +111,7 @@ async fn pump(
     out: mpsc::Sender<Bytes>,
 ) {
     if out.send(frame(&first)).await.is_err() {
-        return;
+        return finish.abandoned();
     }
     let joined = match run {
         RunState::Ended(joined) => joined,
@@ -111,9 +119,9 @@ async fn pump(
             tokio::select! {
                 // A client that closed the stream is noticed now, not on the next write.
                 biased;
-                () = out.closed() => return,
+                () = out.closed() => return finish.abandoned(),
                 note = rx.recv() => match note {
-                    Some(note) => if out.send(frame(&note)).await.is_err() { return },
+                    Some(note) => if out.send(frame(&note)).await.is_err() { return finish.abandoned() },
                     // The run dropped its sender: it has ended or is about to.
                     None => break (&mut run.0).await,
                 },
@@ -124,7 +132,7 @@ async fn pump(
     // Notes the run queued before it ended still precede the result.
     while let Ok(note) = rx.try_recv() {
         if out.send(frame(&note)).await.is_err() {
-            return;
+            return finish.abandoned();
         }
     }
     let outcome = reply_outcome(&finish.id, flatten(joined), &finish.cache);

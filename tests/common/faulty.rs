@@ -68,6 +68,9 @@ pub(crate) mod tools {
     /// A priming event (id, empty data, `retry`) and a clean close; `ask` continues on the
     /// stream resumed with GET + `Last-Event-ID`.
     pub(crate) const PRIME_THEN_ASK: &str = "prime_then_ask";
+    /// A priming event and a clean close, after which the server forgets the session: the
+    /// resumption gets 404.
+    pub(crate) const PRIME_THEN_EXPIRE: &str = "prime_then_expire";
     /// An SSE event whose data is not JSON.
     pub(crate) const MALFORMED_SSE: &str = "malformed_sse";
     /// An `application/json` body that is not JSON.
@@ -121,6 +124,8 @@ struct Shared {
     next_session: AtomicU64,
     /// Live session ids; any other id gets 404.
     sessions: Mutex<Vec<String>>,
+    /// Sessions still to be forgotten as soon as `initialize` opens them.
+    forget_next: AtomicU64,
     /// The rest of a primed POST stream, by its priming event id.
     parked: Mutex<HashMap<String, mpsc::Receiver<Bytes>>>,
     /// Server requests waiting for their answer, by (session, id).
@@ -279,6 +284,12 @@ impl FaultyLegacy {
     pub(crate) fn open_gate(&self) {
         self.shared.gate_open.store(true, Ordering::SeqCst);
         self.shared.gate.notify_waiters();
+    }
+
+    /// Forgets each of the next `n` sessions right after `initialize` opens it: every request
+    /// of such a session gets 404, as from a server that keeps losing its sessions.
+    pub(crate) fn forget_next_sessions(&self, n: u64) {
+        self.shared.forget_next.store(n, Ordering::SeqCst);
     }
 
     /// Kills the server: the listener and every open connection are dropped at once, and its
@@ -459,7 +470,10 @@ async fn post(
 
 fn initialize(shared: &Shared, r: &RpcRequest) -> Response<Body> {
     let session = format!("s{}", shared.next_session.fetch_add(1, Ordering::SeqCst) + 1);
-    shared.sessions.lock().push(session.clone());
+    let forget = shared.forget_next.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    if forget.is_err() {
+        shared.sessions.lock().push(session.clone());
+    }
     shared.stats.initializes.fetch_add(1, Ordering::SeqCst);
     let proposed = r.params.as_ref().and_then(|p| p["protocolVersion"].as_str()).unwrap_or_default();
     shared.stats.proposed.lock().push(proposed.to_owned());
@@ -547,6 +561,11 @@ async fn call(
                 let _ = tokio::time::timeout(SCRIPT_LIFETIME, script.run(tools::ASK, control)).await;
             });
             let priming = format!("id: {prefix}-0\nretry: {PRIMING_RETRY_MS}\ndata:\n\n");
+            with_type(Full::new(Bytes::from(priming)).boxed(), "text/event-stream")
+        }
+        tools::PRIME_THEN_EXPIRE => {
+            let priming = format!("id: {session}-{call}-0\nretry: {PRIMING_RETRY_MS}\ndata:\n\n");
+            shared.sessions.lock().retain(|s| *s != session);
             with_type(Full::new(Bytes::from(priming)).boxed(), "text/event-stream")
         }
         _ => json_response(&json!({"jsonrpc": "2.0", "id": id,

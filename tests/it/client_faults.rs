@@ -13,7 +13,9 @@ use tokio::net::TcpStream;
 
 use super::form_only;
 use crate::common::answers::NAME;
+use crate::common::client::admin_get;
 use crate::common::faulty::tools;
+use crate::common::harness::metric_in;
 use crate::common::rig::Rig;
 use crate::common::{answer_all, bounded, eventually, HarnessError, Setup, TestResult};
 
@@ -63,6 +65,13 @@ async fn closed_by_the_gateway(mut tcp: TcpStream) -> TestResult {
     })
 }
 
+/// Front `tools/call` requests counted as abandoned by their client.
+async fn abandoned(rig: &Rig) -> TestResult<f64> {
+    let admin = rig.gateway.admin_addr.ok_or_else(|| HarnessError::Unexpected("no admin".into()))?;
+    let (_, text) = admin_get(&rig.client, admin, "/metrics").await?;
+    Ok(metric_in(&text, r#"mrtr_gateway_requests_total{method="tools/call",outcome="abandoned"}"#))
+}
+
 #[tokio::test]
 async fn a_client_that_disconnects_mid_call_cancels_it_and_frees_the_session() -> TestResult {
     let rig = Rig::start().await?;
@@ -74,6 +83,8 @@ async fn a_client_that_disconnects_mid_call_cancels_it_and_frees_the_session() -
     drop(tcp);
     eventually("the upstream call to be cancelled", || stats.cancellations() == 1).await?;
     rig.assert_at_rest().await?;
+    // Nobody got a response, yet the request was counted (and logged) as abandoned.
+    assert_eq!(abandoned(&rig).await?, 1.0);
     // Freed, not evicted: the same session serves the next call.
     rig.expect_ok("s1").await?;
     assert_eq!(stats.initializes(), 1);
@@ -93,6 +104,8 @@ async fn a_client_that_closes_its_progress_stream_cancels_the_call_and_frees_the
     let stats = rig.upstream.stats();
     eventually("the upstream call to be cancelled", || stats.cancellations() == 1).await?;
     rig.assert_at_rest().await?;
+    // The stream had begun, so no error response exists; its end is counted as abandoned.
+    assert_eq!(abandoned(&rig).await?, 1.0);
     rig.expect_ok("s1").await?;
     assert_eq!(stats.initializes(), 1);
     rig.stop().await

@@ -97,15 +97,52 @@ async fn a_stream_closed_after_its_priming_event_is_resumed_and_finishes() -> Te
 }
 
 #[tokio::test]
-async fn an_expired_session_is_replaced_by_a_new_one() -> TestResult {
+async fn a_call_refused_for_an_expired_session_is_sent_again_on_a_new_one() -> TestResult {
     let rig = Rig::start().await?;
     rig.upstream.expire_sessions();
-    // The call that meets the 404 fails: the gateway does not retry it on a new session, since
-    // it cannot yet tell a refused POST (safe to retry) from a refused resumption (not safe).
+    // The 404 came to the call's first POST, before anything of the call happened: the gateway
+    // opens a new session (a second initialize) and the call succeeds there.
     let reply = call_promptly(&rig, tools::OK).await?;
-    assert_clear_error(&reply, StatusCode::BAD_GATEWAY, -32603)?;
+    assert_eq!(reply.text()?, "ok from s2", "{reply:?}");
+    assert_eq!(rig.upstream.stats().initializes(), 2);
+    // The warm-up call and this one: the refused POST ran nothing.
+    assert_eq!(rig.upstream.stats().calls_of(tools::OK), 2);
+    // The renewed session stays pooled and serves the next call as it is.
     rig.expect_ok("s2").await?;
     assert_eq!(rig.upstream.stats().initializes(), 2);
+    assert_eq!(rig.pool_size().await?, 1.0);
+    rig.assert_at_rest().await?;
+    rig.stop().await
+}
+
+#[tokio::test]
+async fn a_second_404_in_a_row_is_a_clear_error_and_the_session_is_replaced() -> TestResult {
+    let rig = Rig::start().await?;
+    rig.upstream.expire_sessions();
+    rig.upstream.forget_next_sessions(1);
+    // s1 is forgotten, and so is s2 as soon as it opens: the call is retried once, not again.
+    let reply = call_promptly(&rig, tools::OK).await?;
+    assert_clear_error(&reply, StatusCode::BAD_GATEWAY, -32603)?;
+    assert!(reply.body.to_string().contains("session expired"), "{reply:?}");
+    assert_eq!(rig.upstream.stats().initializes(), 2, "one renewal, no more");
+    assert_eq!(rig.upstream.stats().calls_of(tools::OK), 1, "only the warm-up call ran");
+    // The expired session was evicted; the next call opens a session that works.
+    rig.expect_ok("s3").await?;
+    assert_eq!(rig.upstream.stats().initializes(), 3);
+    assert_eq!(rig.pool_size().await?, 1.0);
+    rig.assert_at_rest().await?;
+    rig.stop().await
+}
+
+#[tokio::test]
+async fn a_404_to_a_resumption_fails_the_call_without_a_retry() -> TestResult {
+    let rig = Rig::start().await?;
+    // The call ran on s1 before the server forgot it: sending it again could run it twice.
+    let reply = call_promptly(&rig, tools::PRIME_THEN_EXPIRE).await?;
+    assert_clear_error(&reply, StatusCode::BAD_GATEWAY, -32603)?;
+    assert_eq!(rig.upstream.stats().calls_of(tools::PRIME_THEN_EXPIRE), 1);
+    assert_eq!(rig.upstream.stats().initializes(), 1, "no new session for a resumption");
+    rig.expect_ok("s2").await?;
     assert_eq!(rig.pool_size().await?, 1.0);
     rig.assert_at_rest().await?;
     rig.stop().await

@@ -2,6 +2,10 @@
 //! large) becomes the JSON-RPC error response the client is owed, counted and logged like a
 //! request the handler answered. The method label comes from the `Mcp-Method` header, since
 //! such a request's body was never read.
+//!
+//! It also records the requests nobody answers: when the client closes its connection before
+//! the response head, hyper drops the whole call, and no layer below gets to record it. The
+//! call's future then counts it as `abandoned` and writes its log line as it is dropped.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -18,7 +22,7 @@ use tower::{BoxError, Layer, Service};
 
 use crate::error::FrontError;
 use crate::front::body::FrontBody;
-use crate::front::outcome::Outcome;
+use crate::front::outcome::{self, Outcome};
 use crate::metrics::Metrics;
 use crate::protocol::headers;
 use crate::protocol::methods::FrontMethod;
@@ -44,10 +48,18 @@ pin_project! {
     pub(super) struct RecoverFuture<F> {
         #[pin]
         inner: F,
-        metrics: Arc<Metrics>,
-        method: &'static str,
-        started: Instant,
+        request: Pending,
     }
+}
+
+/// What recording the request needs. Dropped before [`Pending::answered`], it records the
+/// request as abandoned, in the request span it carries.
+pub(super) struct Pending {
+    pending: bool,
+    metrics: Arc<Metrics>,
+    method: &'static str,
+    started: Instant,
+    span: tracing::Span,
 }
 
 // === impl RecoverLayer ===
@@ -86,13 +98,14 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let method = method_label(&req);
-        RecoverFuture {
-            inner: self.inner.call(req),
+        let request = Pending {
+            pending: true,
             metrics: self.metrics.clone(),
-            method,
+            method: method_label(&req),
             started: Instant::now(),
-        }
+            span: tracing::Span::current(),
+        };
+        RecoverFuture { inner: self.inner.call(req), request }
     }
 }
 
@@ -105,13 +118,34 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        match std::task::ready!(this.inner.poll(cx)) {
+        let result = std::task::ready!(this.inner.poll(cx));
+        let request = this.request;
+        request.answered();
+        match result {
             Ok(response) => Poll::Ready(Ok(response)),
             Err(e) => {
                 let outcome = Outcome::error(None, &front_error(e));
-                outcome.record(this.metrics, this.method, *this.started);
+                outcome.record(&request.metrics, request.method, request.started);
                 Poll::Ready(Ok(outcome.response.map(RB::from)))
             }
+        }
+    }
+}
+
+// === impl Pending ===
+
+impl Pending {
+    /// The request has its response head: whatever happens next is recorded elsewhere.
+    fn answered(&mut self) {
+        self.pending = false;
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.pending {
+            let _entered = self.span.enter();
+            outcome::record_abandoned(&self.metrics, self.method, self.started);
         }
     }
 }

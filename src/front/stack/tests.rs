@@ -267,3 +267,50 @@ async fn authorization_is_never_logged() {
     assert!(logged.contains("authorization"), "headers are recorded at debug: {logged}");
     assert!(!logged.contains("top-secret-token"), "{logged}");
 }
+
+#[tokio::test]
+async fn a_request_dropped_before_its_response_is_logged_and_counted_as_abandoned() {
+    let _serial = SERIAL.lock().await;
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let entered = Arc::new(Notify::new());
+    let e = entered.clone();
+    // A handler that never answers, as one waiting for its upstream does.
+    let inner = service_fn(move |_: Req| {
+        let e = e.clone();
+        async move {
+            e.notify_one();
+            std::future::pending::<()>().await;
+            ok(FrontBody::empty())
+        }
+    });
+    let svc = layered(inner, limits(4), metrics.clone());
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || writer.clone()).finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let mut req = post("{}");
+    req.headers_mut().insert("x-request-id", "rid-gone".parse().expect("value"));
+    let mut call = Box::pin(svc.oneshot(req));
+    // Poll the call until the handler runs, then drop it, as hyper does when the client leaves.
+    tokio::select! {
+        biased;
+        () = entered.notified() => {}
+        _ = &mut call => panic!("the handler never answers"),
+    }
+    drop(call);
+    assert_eq!(counted(&metrics, "abandoned"), 1);
+    let logged = String::from_utf8_lossy(&captured.0.lock()).into_owned();
+    let lines: Vec<&str> = logged.lines().filter(|l| l.contains("outcome=\"abandoned\"")).collect();
+    assert_eq!(lines.len(), 1, "{logged}");
+    assert!(lines[0].contains("rid-gone") && lines[0].contains("tools/call"), "{logged}");
+}
+
+#[tokio::test]
+async fn an_answered_request_is_not_counted_as_abandoned() {
+    let _serial = SERIAL.lock().await;
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let svc = layered(service_fn(|_: Req| async { ok(FrontBody::full("{}")) }), limits(4), metrics.clone());
+    let r = svc.oneshot(post("{}")).await.expect("infallible");
+    drop(r);
+    assert_eq!(counted(&metrics, "abandoned"), 0);
+}

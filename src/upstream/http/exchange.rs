@@ -2,9 +2,18 @@
 //! message through the session, and resume the stream when a 2025-11-25 server closes it
 //! before the response (priming event, `retry`, close) with GET + `Last-Event-ID`, honouring
 //! `retry` within bounds.
+//!
+//! A 404 to the first POST of a call means the server forgot the session before anything of
+//! the call happened: the session renews itself ([`Inner::renew`]) and the POST is sent once
+//! more, on the new session. A second 404 in a row, or a 404 to a resumption (the call has
+//! already run on the forgotten session), fails the call as expired.
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use bytes::Bytes;
+use http::Response;
+use hyper::body::Incoming;
 
 use super::inner::Inner;
 use super::messages::{Cursor, MessageStream};
@@ -19,19 +28,31 @@ const MAX_RETRY: Duration = Duration::from_secs(10);
 
 /// The call's reader task: any failure becomes the call's terminal event.
 pub(super) async fn drive(inner: Arc<Inner>, id: i64, body: Vec<u8>, tx: EventTx) {
-    if let Err(e) = post_and_read(&inner, id, body).await {
+    if let Err(e) = post_and_read(&inner, id, body.into()).await {
         let _ = tx.send(Err(e)).await;
     }
 }
 
-async fn post_and_read(inner: &Inner, id: i64, body: Vec<u8>) -> Result<(), UpstreamError> {
-    let resp = inner.transport.post(&inner.headers, body).await?;
+async fn post_and_read(inner: &Arc<Inner>, id: i64, body: Bytes) -> Result<(), UpstreamError> {
+    let resp = post_renewing(inner, body).await?;
     let max = inner.transport.settings().max_event_bytes;
     let mut stream = MessageStream::new(resp, max)?;
     if read_until_response(inner, &mut stream, id).await? {
         return Ok(());
     }
     resume(inner, id, stream.cursor().clone()).await
+}
+
+/// POSTs the call; on a 404 renews the session and POSTs it once more.
+async fn post_renewing(inner: &Arc<Inner>, body: Bytes) -> Result<Response<Incoming>, UpstreamError> {
+    let current = inner.current();
+    match inner.transport.post(&current.headers, body.clone()).await {
+        Err(UpstreamError::SessionExpired) => {
+            inner.renew(current.generation).await?;
+            inner.transport.post(&inner.headers(), body).await
+        }
+        result => result,
+    }
 }
 
 /// Dispatches the stream's messages; true once the call has its response.
@@ -59,7 +80,7 @@ async fn resume(inner: &Inner, id: i64, mut cursor: Cursor) -> Result<(), Upstre
             ));
         };
         tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
-        let Some(resp) = inner.transport.get(&inner.headers, Some(&last)).await? else {
+        let Some(resp) = inner.transport.get(&inner.headers(), Some(&last)).await? else {
             return Err(UpstreamError::Closed(
                 "response stream ended early and the server does not allow resuming it (405)".to_owned(),
             ));

@@ -68,7 +68,7 @@ fn backoff(failures: u32, retry: Option<Duration>) -> Duration {
 
 async fn connect_and_read(session: &Weak<Inner>, cursor: &mut Cursor) -> Result<End, UpstreamError> {
     let (transport, headers) = match session.upgrade() {
-        Some(inner) => (inner.transport.clone(), inner.headers.clone()),
+        Some(inner) => (inner.transport.clone(), inner.headers()),
         None => return Ok(End::SessionGone),
     };
     let Some(resp) = transport.get(&headers, cursor.last_event_id.as_deref()).await? else {

@@ -2,13 +2,21 @@
 //! session headers, the transport-neutral [`SessionState`], and the acting on routed messages
 //! (deliver to a call, or POST an answer upstream). A module of its own, below the session,
 //! its calls and its GET stream, so that none of them imports another in a circle.
+//!
+//! It also renews the legacy session in place when the server has forgotten it: a 404 on the
+//! first POST of a call means nothing of that call reached anyone yet, so the session opens a
+//! fresh legacy session (a new `initialize`, with the capabilities it first declared) under the
+//! same handle, and the call is sent again there (see [`super::exchange`]). The handle keeps its
+//! place in the pool; the forgotten session id is dropped without a DELETE, since the server no
+//! longer knows it.
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::task::AbortHandle;
 
+use super::open::{self, Opened};
 use super::transport::{SessionHeaders, Transport};
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::RequestId;
@@ -22,27 +30,76 @@ use crate::upstream::UpstreamError;
 pub(super) struct Inner {
     pub(super) state: Arc<SessionState>,
     pub(super) transport: Transport,
-    pub(super) headers: SessionHeaders,
+    current: RwLock<Current>,
+    /// Held while the session renews itself, so that concurrent 404s renew it once.
+    renewal: tokio::sync::Mutex<()>,
+    /// What `initialize` declared, declared again by a renewal.
+    capabilities: Value,
     init: Arc<InitializeResult>,
     get_task: Mutex<Option<AbortHandle>>,
+}
+
+/// The legacy session the handle speaks for now.
+#[derive(Clone)]
+pub(super) struct Current {
+    pub(super) headers: SessionHeaders,
+    /// Counts renewals: a caller that saw 404 with generation `n` renews only if it is still `n`.
+    pub(super) generation: u64,
 }
 
 // === impl Inner ===
 
 impl Inner {
-    pub(super) fn new(transport: Transport, headers: SessionHeaders, init: InitializeResult) -> Self {
+    pub(super) fn new(transport: Transport, opened: Opened, capabilities: Value) -> Self {
         let roots = transport.settings().roots.clone();
+        let headers = opened.headers();
         Self {
             state: Arc::new(SessionState::new(roots)),
             transport,
-            headers,
-            init: Arc::new(init),
+            current: RwLock::new(Current { headers, generation: 0 }),
+            renewal: tokio::sync::Mutex::new(()),
+            capabilities,
+            init: Arc::new(opened.init),
             get_task: Mutex::new(None),
         }
     }
 
     pub(super) fn initialize_result(&self) -> &Arc<InitializeResult> {
         &self.init
+    }
+
+    /// The headers of the legacy session in use now, and its generation.
+    pub(super) fn current(&self) -> Current {
+        self.current.read().clone()
+    }
+
+    pub(super) fn headers(&self) -> SessionHeaders {
+        self.current.read().headers.clone()
+    }
+
+    /// Replaces a legacy session the server forgot (it answered 404 to generation `seen`) by a
+    /// fresh one, and restarts the GET stream on it. If another call renewed it meanwhile, that
+    /// renewal stands. The new session must speak the revision the first one negotiated, since
+    /// callers already hold it; otherwise the session stays expired.
+    pub(super) async fn renew(self: &Arc<Self>, seen: u64) -> Result<(), UpstreamError> {
+        let _renewing = self.renewal.lock().await;
+        if self.current.read().generation != seen {
+            return Ok(());
+        }
+        let opened = open::open(&self.transport, &self.capabilities).await?;
+        if opened.init.protocol_version != self.init.protocol_version {
+            let _ = self.transport.delete(&opened.headers()).await;
+            return Err(UpstreamError::SessionExpired);
+        }
+        {
+            let mut current = self.current.write();
+            current.headers = opened.headers();
+            current.generation += 1;
+        }
+        tracing::info!("the upstream forgot its session (HTTP 404); opened a new one for the call");
+        self.stop_get_stream();
+        super::get_stream::spawn(self);
+        Ok(())
     }
 
     /// Routes one message text and acts on it; true when it ended the origin call.
@@ -66,7 +123,7 @@ impl Inner {
 
     /// POSTs a message that expects no response body (202).
     pub(super) async fn post(&self, body: Vec<u8>) -> Result<(), UpstreamError> {
-        let resp = self.transport.post(&self.headers, body).await;
+        let resp = self.transport.post(&self.headers(), body).await;
         self.state.note(resp).map(drop)
     }
 

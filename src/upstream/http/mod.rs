@@ -1,7 +1,7 @@
 //! The Streamable HTTP transport (2025-03-26 … 2025-11-25): the HTTP exchanges
 //! ([`transport`]), the reader of JSON or SSE response bodies ([`messages`]), one session and
 //! its calls ([`session`], [`exchange`]), the standalone GET stream ([`get_stream`]), what all
-//! three share ([`inner`]), below them so that none imports another in a circle, and the bound
+//! three share ([`inner`]), the opening of a legacy session ([`open`]), below them so that none imports another in a circle, and the bound
 //! on the TCP connections under them all ([`limit`]).
 //!
 //! Everything HTTP-specific stays in here; the rest of the upstream client drives an
@@ -12,6 +12,7 @@ mod get_stream;
 mod inner;
 pub(crate) mod limit;
 mod messages;
+mod open;
 mod session;
 mod transport;
 

@@ -1,5 +1,6 @@
 //! One legacy Streamable HTTP session as the seam drives it: the `initialize` exchange, the
-//! start of a call, and the messages the gateway POSTs upstream. What its calls and GET stream
+//! start of a call, and the messages the gateway POSTs upstream (opening it on the wire is
+//! [`super::open`]). What its calls and GET stream
 //! share lives in [`super::inner`].
 //!
 //! After `initialize` every request carries `Mcp-Session-Id` and `MCP-Protocol-Version`; the
@@ -8,18 +9,15 @@
 
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::exchange;
-use super::get_stream;
 use super::inner::Inner;
-use super::messages::MessageStream;
-use super::transport::{SessionHeaders, Transport};
+use super::transport::Transport;
+use super::{exchange, get_stream, open};
 use crate::protocol::jsonrpc::{notification_bytes, request_bytes, ErrorObject};
-use crate::protocol::{headers, methods, Envelope, RequestId};
+use crate::protocol::RequestId;
 use crate::upstream::call::Call;
-use crate::upstream::handshake::{self, InitializeResult};
+use crate::upstream::handshake::InitializeResult;
 use crate::upstream::state::SessionState;
 use crate::upstream::UpstreamError;
 
@@ -37,34 +35,10 @@ impl HttpSession {
         transport: Transport,
         capabilities: &Value,
     ) -> Result<Self, UpstreamError> {
-        let timeout = transport.settings().request_timeout;
-        let (session_id, raw) = tokio::time::timeout(timeout, handshake(&transport, capabilities))
-            .await
-            .map_err(|_| UpstreamError::Timeout(timeout))??;
-        let init = match InitializeResult::parse(raw) {
-            Ok(init) => init,
-            Err(e) => {
-                let headers = SessionHeaders::new(session_id, "");
-                let _ = transport.delete(&headers).await;
-                return Err(e);
-            }
-        };
-        let session = Self::from_parts(transport, session_id, init);
-        if let Err(e) = session.notify(methods::INITIALIZED, None).await {
-            let _ = session.close().await;
-            return Err(e);
-        }
+        let opened = open::open(&transport, capabilities).await?;
+        let session = Self { inner: Arc::new(Inner::new(transport, opened, capabilities.clone())) };
         get_stream::spawn(&session.inner);
         Ok(session)
-    }
-
-    fn from_parts(
-        transport: Transport,
-        session_id: Option<http::HeaderValue>,
-        init: InitializeResult,
-    ) -> Self {
-        let headers = SessionHeaders::new(session_id, &init.protocol_version);
-        Self { inner: Arc::new(Inner::new(transport, headers, init)) }
     }
 
     pub(crate) fn initialize_result(&self) -> &Arc<InitializeResult> {
@@ -104,26 +78,6 @@ impl HttpSession {
     pub(crate) async fn close(&self) -> Result<(), UpstreamError> {
         self.inner.state.mark_unhealthy();
         self.inner.stop_get_stream();
-        self.inner.transport.delete(&self.inner.headers).await
+        self.inner.transport.delete(&self.inner.headers()).await
     }
-}
-
-/// POSTs `initialize` and reads its response; returns the session id and the raw result.
-async fn handshake(
-    transport: &Transport,
-    capabilities: &Value,
-) -> Result<(Option<http::HeaderValue>, Box<RawValue>), UpstreamError> {
-    let settings = transport.settings();
-    let body = handshake::request(settings, capabilities);
-    let resp = transport.post(&SessionHeaders::default(), body).await?;
-    let session_id = resp.headers().get(headers::SESSION_ID).cloned();
-    let mut stream = MessageStream::new(resp, settings.max_event_bytes)?;
-    while let Some(text) = stream.next().await? {
-        let env = Envelope::parse(text.as_bytes())
-            .map_err(|e| UpstreamError::Initialize(format!("bad message: {e}")))?;
-        if let Envelope::Response(resp) = env {
-            return handshake::result_of(resp.outcome).map(|raw| (session_id, raw));
-        }
-    }
-    Err(UpstreamError::Initialize("stream ended before the initialize response".to_owned()))
 }

@@ -123,9 +123,9 @@ impl Transport {
     pub(crate) async fn post(
         &self,
         session: &SessionHeaders,
-        body: Vec<u8>,
+        body: impl Into<Bytes>,
     ) -> Result<Response<Incoming>, UpstreamError> {
-        let mut req = self.request(Method::POST, session, Bytes::from(body));
+        let mut req = self.request(Method::POST, session, body.into());
         req.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         req.headers_mut().insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
         let resp = self.send(req).await?;
