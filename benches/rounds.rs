@@ -206,7 +206,8 @@ impl LegacySession {
                 tokio::time::timeout(REQUEST_TIMEOUT, stream.frame()).await.expect("in-band stream stalled");
             let Some(frame) = frame else { panic!("in-band {tool}: the stream ended without a result") };
             let Ok(data) = frame.expect("in-band stream").into_data() else { continue };
-            buf.extend_from_slice(&data);
+            // SSE lines may end in CRLF (the Python SDK's server sends them so).
+            buf.extend(data.iter().filter(|b| **b != b'\r'));
             while let Some(end) = find(&buf, b"\n\n") {
                 let event: Vec<u8> = buf.drain(..end + 2).collect();
                 let Some(msg) = sse_data(&event) else { continue };
