@@ -15,7 +15,7 @@ use tokio::task::JoinSet;
 
 use crate::admin::{Admin, Readiness};
 use crate::auth::{Auth, ANONYMOUS};
-use crate::bridge::Bridge;
+use crate::bridge::{Bridge, Clock};
 use crate::capabilities::ClientCaps;
 use crate::config::{Config, StateConfig, UpstreamTarget};
 use crate::defaults;
@@ -78,11 +78,16 @@ pub struct Gateway {
 impl Gateway {
     /// Builds everything and starts serving.
     pub async fn start(cfg: Config) -> Result<Self, AppError> {
+        Self::start_with_clock(cfg, Clock::System).await
+    }
+
+    /// [`Gateway::start`], with the bridge's rounds timed by `clock` (tests move a manual one).
+    pub async fn start_with_clock(cfg: Config, clock: Clock) -> Result<Self, AppError> {
         let metrics = Arc::new(Metrics::new()?);
         let demo = embedded_demo(&cfg)?;
         let settings = upstream_settings(&cfg, demo.as_ref());
         let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
-        let front_state = front_state(&cfg, &metrics, &pool)?;
+        let front_state = front_state_with(&cfg, &metrics, &pool, clock)?;
         let version = front_state.upstream_version;
         let (stop, stopped) = watch::channel(false);
         let ready = Readiness::default();
@@ -181,9 +186,19 @@ pub(crate) fn front_state(
     metrics: &Arc<Metrics>,
     pool: &Arc<Pool>,
 ) -> Result<FrontState, AppError> {
+    front_state_with(cfg, metrics, pool, Clock::System)
+}
+
+fn front_state_with(
+    cfg: &Config,
+    metrics: &Arc<Metrics>,
+    pool: &Arc<Pool>,
+    clock: Clock,
+) -> Result<FrontState, AppError> {
     let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
     let version = cfg.upstream.protocol_version;
-    let bridge = Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version);
+    let bridge =
+        Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version).with_clock(clock);
     let auth = Auth::new(&cfg.auth);
     Ok(FrontState::new(cfg.front.clone(), auth, metrics.clone(), pool.clone(), bridge, version))
 }

@@ -62,6 +62,10 @@ pub const SHUTDOWN_CLOSE: Duration = Duration::from_secs(5);
 
 // [mrtr]
 pub const GATHER_WINDOW: Duration = Duration::from_millis(50);
+/// Quiet time after the latest question that ends a round early (README: how it was chosen).
+pub const GATHER_IDLE: Duration = Duration::from_millis(5);
+/// Tools whose question counts one replica remembers.
+pub const GATHER_MEMORY_TOOLS: usize = 1024;
 pub const ROUND_TIMEOUT: Duration = Duration::from_secs(60);
 pub const TOTAL_TIMEOUT: Duration = Duration::from_secs(120);
 /// `input_required` rounds per call: clients give up after about 10.

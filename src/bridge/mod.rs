@@ -5,20 +5,25 @@
 //! Each front request is one *run* of the legacy call: the incoming `requestState` (if any) is
 //! opened and checked against the request, the client's answers are moved into the journal, and
 //! the call is replayed upstream. Questions the journal answers are answered at once; the first
-//! unanswered one starts a short gather window for concurrent ones, after which the upstream call
-//! is cancelled and the questions go back to the client with a freshly sealed state. Nothing
-//! survives the request in this process, so any replica can serve the next round.
+//! unanswered one starts gathering concurrent ones (until the upstream is quiet for a short idle
+//! gap, bounded by the gather window; see `gather.rs`), after which the upstream call is
+//! cancelled and the questions go back to the client with a freshly sealed state. Nothing the
+//! next round needs survives the request in this process, so any replica can serve it; the only
+//! thing a replica keeps is a bounded hint of how many questions each tool asks at once.
 
+mod clock;
+mod gather;
 mod guard;
+mod memory;
 mod params;
 mod round;
 
 use std::sync::{Arc, OnceLock};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+pub use clock::{Clock, ManualClock};
 pub use params::upstream_params;
 pub use round::Progress;
 
@@ -61,6 +66,8 @@ pub struct Bridge {
     limits: MrtrConfig,
     /// The protocol version proposed upstream, which shapes the declared capabilities.
     upstream_version: LegacyVersion,
+    clock: Clock,
+    memory: memory::GatherMemory,
 }
 
 // === impl MrtrRequest ===
@@ -84,7 +91,14 @@ impl Bridge {
         limits: MrtrConfig,
         upstream_version: LegacyVersion,
     ) -> Self {
-        Self { pool, codec, metrics, limits, upstream_version }
+        let memory = memory::GatherMemory::new(limits.gather_memory_tools, &limits.gather_expect);
+        Self { pool, codec, metrics, limits, upstream_version, clock: Clock::System, memory }
+    }
+
+    /// Reads deadlines and state times from `clock` instead of the system's.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Runs one round of `req`; progress notifications go to `progress` when given.
@@ -106,7 +120,7 @@ impl Bridge {
 
     /// Opens the incoming state.
     fn open_state(&self, token: &str, binding: &Binding) -> Result<(u32, Journal), FrontError> {
-        match self.codec.open_at(token, binding, unix_now()) {
+        match self.codec.open_at(token, binding, self.clock.unix_now()) {
             Ok(claims) => Ok((claims.round, claims.journal)),
             Err(e) => {
                 // The reason and the detail go on the request's log line with the error.
@@ -133,9 +147,4 @@ impl Bridge {
         journal.accept_responses(responses, version, &limits)?;
         Ok(journal)
     }
-}
-
-/// Seconds since the Unix epoch (the sealed core takes time as an argument).
-pub fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }

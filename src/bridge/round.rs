@@ -8,7 +8,9 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::gather::Gathering;
 use super::guard::CallGuard;
+use super::memory;
 use super::{Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
 use crate::error::{map_upstream_error, FrontError};
@@ -66,26 +68,29 @@ enum Wake {
 impl Run<'_> {
     pub(super) async fn execute(mut self, lease: Lease, journal: Journal) -> Result<Reply, FrontError> {
         let limits = &self.bridge.limits;
-        let total_deadline = Instant::now() + limits.total_timeout;
+        let clock = &self.bridge.clock;
+        let total_deadline = clock.now() + limits.total_timeout;
         let session = lease.session().clone();
-        let started = Instant::now();
+        let started = clock.now();
         let call = session.call_with(self.req.method.name(), Some(&self.req.upstream_params));
         let mut guard = CallGuard::new(lease, call);
         let mut replay = Replay::new(journal, limits.max_questions_per_round);
         let mut open: Vec<RequestId> = Vec::new();
-        let mut gather: Option<Instant> = None;
+        let mut gather: Option<Gathering> = None;
         loop {
-            let (deadline, wake) = next_wake(gather, Instant::now() + limits.round_timeout, total_deadline);
+            let now = clock.now();
+            let gathered = gather.map(|g| g.deadline(open.len(), limits.gather_idle));
+            let (deadline, wake) = next_wake(gathered, now + limits.round_timeout, total_deadline);
             // An event already queued when the deadline passes is taken first (a response that
             // has arrived is not thrown away for a timeout), but a deadline that has passed
             // ends the loop before the next one, so a chatty upstream cannot starve it.
-            if Instant::now() >= deadline {
-                return self.on_wake(guard, replay, open, wake).await;
+            if now >= deadline {
+                return self.on_wake(guard, replay, open, gather, wake).await;
             }
             let event = tokio::select! {
                 biased;
                 ev = guard.next_event() => ev,
-                _ = tokio::time::sleep_until(deadline) => return self.on_wake(guard, replay, open, wake).await,
+                _ = clock.sleep_until(deadline) => return self.on_wake(guard, replay, open, gather, wake).await,
             };
             let event = match event {
                 Ok(Some(ev)) => ev,
@@ -95,10 +100,14 @@ impl Run<'_> {
                     return Err(e.into());
                 }
             };
+            let question = matches!(event, UpstreamEvent::Request { .. });
             match self.on_event(&session, &mut replay, &mut open, event).await {
                 Step::Continue => {}
                 Step::Finished(outcome) => {
-                    self.bridge.metrics.observe_upstream(self.req.method.name(), started.elapsed());
+                    self.bridge.metrics.observe_upstream(
+                        self.req.method.name(),
+                        clock.now().saturating_duration_since(started),
+                    );
                     if self.tainted {
                         guard.poison();
                     } else {
@@ -111,10 +120,35 @@ impl Run<'_> {
                     return Err(self.abort(guard, &open, error).await);
                 }
             }
-            if !open.is_empty() && gather.is_none() {
-                gather = Some(Instant::now() + limits.gather_window);
+            if question {
+                self.heard(&mut gather, &open, clock.now());
             }
         }
+    }
+
+    /// A question arrived at `now`: the first unanswered one starts gathering, later ones
+    /// restart the idle gap.
+    fn heard(&self, gather: &mut Option<Gathering>, open: &[RequestId], now: Instant) {
+        match gather {
+            Some(g) => {
+                tracing::debug!(
+                    open = open.len(),
+                    since_last_us = micros(now - g.last()),
+                    "question gathered"
+                );
+                g.heard(now);
+            }
+            None if !open.is_empty() => {
+                let expected = self.bridge.memory.expected(&self.memory_key(), self.round);
+                tracing::debug!(?expected, "first unanswered question: gathering");
+                *gather = Some(Gathering::start(now, self.bridge.limits.gather_window, expected));
+            }
+            None => {}
+        }
+    }
+
+    fn memory_key(&self) -> String {
+        memory::key(self.req.method.name(), &self.req.target)
     }
 
     /// A deadline passed: the gather window ends the round, the others end the call.
@@ -123,10 +157,15 @@ impl Run<'_> {
         guard: CallGuard,
         replay: Replay,
         open: Vec<RequestId>,
+        gather: Option<Gathering>,
         wake: Wake,
     ) -> Result<Reply, FrontError> {
         match wake {
-            Wake::Gathered => self.end_round(guard, replay, open).await,
+            Wake::Gathered => {
+                let expected = gather.and_then(Gathering::expected);
+                self.bridge.memory.record(&self.memory_key(), self.round, open.len(), expected);
+                self.end_round(guard, replay, open).await
+            }
             Wake::Silent | Wake::Total => Err(self.timed_out(guard, wake).await),
         }
     }
@@ -237,7 +276,7 @@ impl Run<'_> {
             self.binding.get_or_init(|| self.req.binding()),
             round,
             &outcome.journal,
-            super::unix_now(),
+            self.bridge.clock.unix_now(),
         )?;
         Ok(Reply::InputRequired { requests: outcome.input_requests, state, round })
     }
@@ -268,6 +307,10 @@ impl Run<'_> {
         guard.poison_after_cancel(&format!("{what} {limit:?}")).await;
         UpstreamError::Timeout(limit).into()
     }
+}
+
+fn micros(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 fn failed(guard: CallGuard, what: &str) -> FrontError {

@@ -156,6 +156,12 @@ pub struct MrtrConfig {
     pub max_rounds: u32,
     pub max_questions_per_round: usize,
     pub max_answer_bytes: usize,
+    /// Quiet after the latest question that ends a round early; at most `gather_window`.
+    pub gather_idle: Duration,
+    /// Tools remembered per replica for how many questions they ask at once.
+    pub gather_memory_tools: usize,
+    /// Questions a tool asks at once, known before any call: (tool name, count).
+    pub gather_expect: Vec<(String, usize)>,
 }
 
 /// The sealed state.

@@ -148,6 +148,13 @@ pub struct RawMrtr {
     pub max_questions_per_round: Option<usize>,
     /// Largest accepted answer (one `inputResponses` value) in bytes. Default 64 KiB.
     pub max_answer_bytes: Option<usize>,
+    /// Milliseconds of upstream quiet after its latest question that end a round before the
+    /// gather window does. Default 5; at most `gather_window_ms`.
+    pub gather_idle_ms: Option<u64>,
+    /// Tools whose questions-at-once counts a replica remembers (0: none). Default 1024.
+    pub gather_memory_tools: Option<usize>,
+    /// Tool name → questions it asks at once, for replicas that have not yet seen the tool.
+    pub gather_expect: Option<BTreeMap<String, usize>>,
 }
 
 /// `[state]`: the sealed `requestState`.

@@ -1,6 +1,7 @@
 //! Turns a [`RawConfig`] into a [`Config`]: parses addresses, URLs, header names, durations and
 //! keys once, fills defaults, and checks every bound. Errors name the field and the reason.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -237,7 +238,7 @@ fn mrtr(raw: RawMrtr) -> Result<MrtrConfig, ConfigError> {
     if !(1..=64).contains(&max_rounds) {
         return Err(ConfigError::invalid("mrtr.max_rounds", "must be between 1 and 64"));
     }
-    let cfg = MrtrConfig {
+    let mut cfg = MrtrConfig {
         gather_window: raw.gather_window_ms.map_or(d::GATHER_WINDOW, Duration::from_millis),
         round_timeout: millis("mrtr.round_timeout_ms", raw.round_timeout_ms, d::ROUND_TIMEOUT)?,
         total_timeout: millis("mrtr.total_timeout_ms", raw.total_timeout_ms, d::TOTAL_TIMEOUT)?,
@@ -250,14 +251,41 @@ fn mrtr(raw: RawMrtr) -> Result<MrtrConfig, ConfigError> {
             "mrtr.max_answer_bytes",
             raw.max_answer_bytes.unwrap_or(d::MAX_ANSWER_BYTES),
         )?,
+        gather_idle: millis("mrtr.gather_idle_ms", raw.gather_idle_ms, d::GATHER_IDLE)?,
+        gather_memory_tools: raw.gather_memory_tools.unwrap_or(d::GATHER_MEMORY_TOOLS),
+        gather_expect: Vec::new(),
     };
+    cfg.gather_expect = gather_expect(raw.gather_expect.unwrap_or_default(), cfg.max_questions_per_round)?;
     if cfg.gather_window >= cfg.round_timeout {
         return Err(ConfigError::invalid(
             "mrtr.gather_window_ms",
             "must be shorter than mrtr.round_timeout_ms",
         ));
     }
+    if raw.gather_idle_ms.is_none() {
+        // The default gap never outlasts a shorter window set on its own.
+        cfg.gather_idle = cfg.gather_idle.min(cfg.gather_window);
+    } else if cfg.gather_idle > cfg.gather_window {
+        return Err(ConfigError::invalid("mrtr.gather_idle_ms", "must not exceed mrtr.gather_window_ms"));
+    }
     Ok(cfg)
+}
+
+/// Each count must fit in one round.
+fn gather_expect(table: BTreeMap<String, usize>, max: usize) -> Result<Vec<(String, usize)>, ConfigError> {
+    table
+        .into_iter()
+        .map(|(tool, n)| {
+            if !(1..=max).contains(&n) {
+                let field = format!("mrtr.gather_expect.{tool}");
+                return Err(ConfigError::invalid(
+                    &field,
+                    "must be between 1 and mrtr.max_questions_per_round",
+                ));
+            }
+            Ok((tool, n))
+        })
+        .collect()
 }
 
 fn state(raw: RawState) -> Result<StateConfig, ConfigError> {

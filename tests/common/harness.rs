@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use mrtr_gateway::app::Gateway;
+use mrtr_gateway::bridge::Clock;
 use mrtr_gateway::config::Config;
 use mrtr_gateway::demo::{self, DemoHandle, DemoOptions};
 
@@ -90,6 +91,17 @@ impl Setup {
     pub(crate) async fn start(self) -> TestResult<Harness> {
         let demo = demo::spawn_loopback(DemoOptions::default())?;
         let (gateway, client) = self.attach(&demo).await?;
+        Ok(Harness { demo, gateway, client })
+    }
+
+    /// [`Setup::start`], with the gateway's rounds timed by `clock` (a manual one in tests that
+    /// decide when a gather deadline passes).
+    pub(crate) async fn start_with_clock(self, clock: Clock) -> TestResult<Harness> {
+        let demo = demo::spawn_loopback(DemoOptions::default())?;
+        let config = Config::from_toml(&self.toml(&demo.url()))?;
+        let gateway = Gateway::start_with_clock(config, clock).await?;
+        eventually("the gateway's upstream to answer initialize", || gateway.ready.is_ready()).await?;
+        let client = Client::new(gateway.url("/mcp"));
         Ok(Harness { demo, gateway, client })
     }
 

@@ -2,7 +2,10 @@
 //! question that changes between runs (`flaky_question`), and what the gateway does with
 //! missing, unsolicited, extra and malformed answers.
 
+use std::time::Duration;
+
 use http::StatusCode;
+use mrtr_gateway::bridge::{Clock, ManualClock};
 use serde_json::json;
 
 use super::form_only;
@@ -133,4 +136,66 @@ async fn rounds_are_bounded() -> TestResult {
     let message = refused.expect_error(StatusCode::BAD_REQUEST, -32602)?;
     assert!(message.contains("too many input rounds"), "{message}");
     h.stop().await
+}
+
+/// Steps of the manual clock, and the real pause between them (to let the gateway run).
+const STEP: Duration = Duration::from_millis(5);
+/// A window no scheduling delay comes near, on the manual clock.
+const LONG_WINDOW_MS: u64 = 60_000;
+/// Most turns of the loop below, whatever happens (ten minutes of steps).
+const MAX_TURNS: u32 = 120_000;
+
+/// Calls `greet` on a gateway timed by a manual clock with a `window_ms` gather window; the
+/// clock moves by [`STEP`] each turn once the demo has sent its question. Returns how far it
+/// moved before the round ended.
+async fn manual_round(window_ms: u64, mrtr: &[&str]) -> TestResult<Duration> {
+    let clock = ManualClock::new();
+    let mut setup = Setup::new()
+        .set("mrtr", &format!("gather_window_ms = {window_ms}"))
+        .set("mrtr", "round_timeout_ms = 600000")
+        .set("mrtr", "total_timeout_ms = 600000");
+    for line in mrtr {
+        setup = setup.set("mrtr", line);
+    }
+    let h = setup.start_with_clock(Clock::Manual(clock.clone())).await?;
+    let mut moved = Duration::ZERO;
+    let reply = {
+        let call = h.client.call_tool("greet", json!({})).caps(form_only()).send();
+        tokio::pin!(call);
+        let mut turns = 0;
+        loop {
+            tokio::select! {
+                biased;
+                reply = &mut call => break reply?,
+                () = tokio::time::sleep(STEP) => {
+                    turns += 1;
+                    assert!(turns < MAX_TURNS, "the round never ended");
+                    if h.demo.stats.requests_sent() >= 1 {
+                        clock.advance(STEP);
+                        moved += STEP;
+                    }
+                }
+            }
+        }
+    };
+    let (requests, _) = reply.input_required()?;
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    h.stop().await?;
+    Ok(moved)
+}
+
+#[tokio::test]
+async fn a_round_ends_on_the_idle_gap_long_before_the_window() -> TestResult {
+    let moved = manual_round(LONG_WINDOW_MS, &["gather_idle_ms = 5"]).await?;
+    assert!(moved < Duration::from_millis(LONG_WINDOW_MS), "ended after {moved:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_round_waits_out_the_window_for_an_expected_second_question() -> TestResult {
+    // greet asks one question; configured to expect two, its round can only end on the window.
+    let window = 500;
+    let moved = manual_round(window, &["gather_idle_ms = 5", "gather_expect = { greet = 2 }"]).await?;
+    assert!(moved >= Duration::from_millis(window), "ended after {moved:?}");
+    Ok(())
 }

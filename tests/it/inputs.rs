@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::everything;
 use crate::common::answers::{MODEL, NAME, ROOT, SUMMARY};
-use crate::common::{answer_all, eventually, Harness, TestResult};
+use crate::common::{answer_all, eventually, Harness, Setup, TestResult};
 
 #[tokio::test]
 async fn sampling_round_trip() -> TestResult {
@@ -42,7 +42,14 @@ async fn roots_asked_on_the_get_stream_become_input_requests() -> TestResult {
 
 #[tokio::test]
 async fn three_concurrent_questions_arrive_in_one_round() -> TestResult {
-    let h = Harness::start().await?;
+    // The questions come on two upstream streams, as far apart as the machine's load makes
+    // them. With the count configured the round waits for all three, whatever the gaps; the
+    // window (the only bound left) is far longer than any scheduling delay.
+    let h = Setup::new()
+        .set("mrtr", "gather_window_ms = 20000")
+        .set("mrtr", "gather_expect = { ask_three = 3 }")
+        .start()
+        .await?;
     let call = || h.client.call_tool("ask_three", json!({})).caps(everything());
     let (requests, state) = call().send().await?.input_required()?;
     let mut methods: Vec<&str> = requests.values().filter_map(|q| q["method"].as_str()).collect();

@@ -186,3 +186,19 @@ fn an_sse_url_is_its_own_upstream_kind_and_excludes_the_others() {
     let ftp = err("[upstream]\nsse_url = \"ftp://example.test/sse\"");
     assert!(ftp.contains("upstream.sse_url"), "{ftp}");
 }
+
+#[test]
+fn gather_knobs_are_bounded_by_the_window() {
+    let c = Config::from_toml("").unwrap();
+    assert_eq!((c.mrtr.gather_idle, c.mrtr.gather_memory_tools), (d::GATHER_IDLE, d::GATHER_MEMORY_TOOLS));
+    let c = Config::from_toml("[mrtr]\ngather_window_ms = 2").unwrap();
+    assert_eq!(c.mrtr.gather_idle, Duration::from_millis(2), "the default gap shrinks to a shorter window");
+    let c = Config::from_toml("[mrtr]\ngather_idle_ms = 8\ngather_memory_tools = 0").unwrap();
+    assert_eq!((c.mrtr.gather_idle, c.mrtr.gather_memory_tools), (Duration::from_millis(8), 0));
+    assert!(err("[mrtr]\ngather_window_ms = 10\ngather_idle_ms = 11").starts_with("mrtr.gather_idle_ms:"));
+    assert!(err("[mrtr]\ngather_idle_ms = 0").starts_with("mrtr.gather_idle_ms:"));
+    let c = Config::from_toml("[mrtr.gather_expect]\nask_Three = 3").unwrap();
+    assert_eq!(c.mrtr.gather_expect, [("ask_Three".to_owned(), 3)], "tool names keep their case");
+    let e = err("[mrtr]\nmax_questions_per_round = 2\n[mrtr.gather_expect]\nask_three = 3");
+    assert!(e.starts_with("mrtr.gather_expect.ask_three:"), "{e}");
+}

@@ -1,0 +1,306 @@
+//! Whole-call latency of `input_required` rounds, measured in one run against one legacy server.
+//!
+//! Three paths call the same tool on the same upstream, interleaved so that each sees the same
+//! machine state:
+//! - `in-band`: a legacy (2025-11-25) client on an initialized session, which answers each
+//!   `elicitation/create` on the call's own stream, as clients did before 2026-07-28;
+//! - `adaptive`: a 2026-07-28 client through mrtr-gateway with its defaults (a round ends on the
+//!   idle gap after the latest question, and waits for as many questions as the tool asked
+//!   before);
+//! - `fixed`: the same through a gateway whose rounds wait out the whole gather window (the
+//!   behaviour before adaptive gathering: `gather_idle_ms = gather_window_ms`, no memory).
+//!
+//! Two tools: one elicitation, and two elicitations in sequence. Each answer fills every field
+//! of the question's schema (strings with a fixed word, booleans with `true`). It prints the
+//! median of N whole calls per path and the ratio of each gateway path to in-band.
+//!
+//! The upstream is the crate's embedded demo server (`greet`, `confirm_twice`) unless
+//! `ROUNDS_BENCH_UPSTREAM` names another legacy Streamable HTTP server, e.g. the interop
+//! suite's FastMCP fixture with `ROUNDS_BENCH_TOOLS=test_input_required_result_elicitation,
+//! test_input_required_result_multi_round`. Every loop is bounded in count and in time.
+//!
+//! Run: `cargo bench --bench rounds` (env: ROUNDS_BENCH_N, default 40).
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use mrtr_gateway::app::Gateway;
+use mrtr_gateway::config::Config;
+use mrtr_gateway::demo::{spawn_loopback, DemoOptions};
+use serde_json::{json, Map, Value};
+
+type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+/// The whole run stops measuring after this long, whatever N is.
+const TIME_CAP: Duration = Duration::from_secs(120);
+/// One request (or one in-band call) longer than this fails the run.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most rounds one call may take.
+const MAX_ROUNDS: usize = 8;
+const WARM_UP: usize = 5;
+const LEGACY_VERSION: &str = "2025-11-25";
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    rt.block_on(run());
+}
+
+async fn run() {
+    let n = env_or("ROUNDS_BENCH_N", 40);
+    let demo = match std::env::var("ROUNDS_BENCH_UPSTREAM") {
+        Ok(_) => None,
+        Err(_) => Some(spawn_loopback(DemoOptions::default()).expect("demo server")),
+    };
+    let upstream = match &demo {
+        Some(d) => d.url(),
+        None => std::env::var("ROUNDS_BENCH_UPSTREAM").unwrap_or_default(),
+    };
+    let tools = std::env::var("ROUNDS_BENCH_TOOLS").unwrap_or_else(|_| "greet,confirm_twice".to_owned());
+    let tools: Vec<&str> = tools.split(',').map(str::trim).collect();
+    let adaptive = Gateway::start(config(&upstream, "")).await.expect("adaptive gateway");
+    let fixed = Gateway::start(config(&upstream, "gather_idle_ms = 50\ngather_memory_tools = 0\n"))
+        .await
+        .expect("fixed-window gateway");
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build(connector);
+    let legacy = LegacySession::open(&client, &upstream).await;
+    let paths =
+        [Path::InBand(&legacy), Path::Gateway(adaptive.url("/mcp")), Path::Gateway(fixed.url("/mcp"))];
+    let started = Instant::now();
+    let mut rows = Vec::new();
+    for tool in &tools {
+        let medians = measure(&client, &paths, tool, n, started).await;
+        rows.push((*tool, medians));
+    }
+    report(&upstream, demo.is_some(), n, &rows);
+    adaptive.shutdown().await;
+    fixed.shutdown().await;
+    if let Some(demo) = demo {
+        let _ = demo.shutdown().await;
+    }
+}
+
+fn config(upstream: &str, mrtr: &str) -> Config {
+    let toml = format!(
+        "[front]\nlisten = \"127.0.0.1:0\"\n[admin]\nenabled = false\n[log]\nlevel = \"warn\"\n\
+         [upstream]\nurl = \"{upstream}\"\n[state]\nkeys = [\"{}\"]\n[mrtr]\n{mrtr}",
+        "A".repeat(43)
+    );
+    Config::from_toml(&toml).expect("config")
+}
+
+enum Path<'a> {
+    InBand(&'a LegacySession),
+    Gateway(String),
+}
+
+/// Median whole-call time per path, calls interleaved across the paths.
+async fn measure(
+    client: &HttpClient,
+    paths: &[Path<'_>],
+    tool: &str,
+    n: usize,
+    started: Instant,
+) -> Vec<Duration> {
+    let mut samples: Vec<Vec<Duration>> = paths.iter().map(|_| Vec::with_capacity(n)).collect();
+    for i in 0..(WARM_UP + n) {
+        if started.elapsed() > TIME_CAP {
+            break;
+        }
+        for (path, times) in paths.iter().zip(samples.iter_mut()) {
+            let t = Instant::now();
+            match path {
+                Path::InBand(session) => session.call(client, tool).await,
+                Path::Gateway(url) => call_through(client, url, tool).await,
+            }
+            if i >= WARM_UP {
+                times.push(t.elapsed());
+            }
+        }
+    }
+    samples.into_iter().map(median).collect()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+/// A 2026-07-28 call through the gateway, answering each round until the result.
+async fn call_through(client: &HttpClient, url: &str, tool: &str) {
+    let caps = json!({"elicitation": {"form": {}}});
+    let mut retry: Option<(Value, String)> = None;
+    for _ in 0..MAX_ROUNDS {
+        let mut params = json!({"name": tool, "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": caps}});
+        if let Some((answers, state)) = retry.take() {
+            params["inputResponses"] = answers;
+            params["requestState"] = json!(state);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let headers =
+            [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", tool)];
+        let reply = last_message(&post(client, url, &headers, &body).await);
+        let result = &reply["result"];
+        assert!(reply.get("error").is_none(), "{tool} through the gateway failed: {reply}");
+        if result["resultType"] != "input_required" {
+            assert!(result["isError"] != true, "{tool} through the gateway failed: {reply}");
+            return;
+        }
+        let requests = result["inputRequests"].as_object().cloned().unwrap_or_default();
+        let answers: Map<String, Value> = requests.iter().map(|(k, q)| (k.clone(), answer(q))).collect();
+        let state = result["requestState"].as_str().unwrap_or_default().to_owned();
+        retry = Some((Value::Object(answers), state));
+    }
+    panic!("{tool} took more than {MAX_ROUNDS} rounds");
+}
+
+/// A legacy client's initialized session on the upstream.
+struct LegacySession {
+    url: String,
+    session: String,
+}
+
+impl LegacySession {
+    async fn open(client: &HttpClient, url: &str) -> Self {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": LEGACY_VERSION, "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "rounds-bench", "version": "1"}}});
+        let req = request(url, &[], &init);
+        let resp = client.request(req).await.expect("initialize");
+        let session =
+            resp.headers().get("mcp-session-id").expect("session id").to_str().expect("ascii").to_owned();
+        let _ = resp.into_body().collect().await;
+        let me = Self { url: url.to_owned(), session };
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let _ = post(client, &me.url, &me.headers(), &note).await;
+        me
+    }
+
+    fn headers(&self) -> [(&'static str, &str); 2] {
+        [("mcp-session-id", &self.session), ("mcp-protocol-version", LEGACY_VERSION)]
+    }
+
+    /// One call; each question on the call's stream is answered on the same session.
+    async fn call(&self, client: &HttpClient, tool: &str) {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": {}}});
+        let resp =
+            tokio::time::timeout(REQUEST_TIMEOUT, client.request(request(&self.url, &self.headers(), &body)))
+                .await
+                .expect("in-band call timed out")
+                .expect("in-band call");
+        assert_eq!(resp.status(), StatusCode::OK, "in-band {tool}");
+        let mut stream = resp.into_body();
+        let mut buf = Vec::new();
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        while Instant::now() < deadline {
+            let frame =
+                tokio::time::timeout(REQUEST_TIMEOUT, stream.frame()).await.expect("in-band stream stalled");
+            let Some(frame) = frame else { panic!("in-band {tool}: the stream ended without a result") };
+            let Ok(data) = frame.expect("in-band stream").into_data() else { continue };
+            // SSE lines may end in CRLF (the Python SDK's server sends them so).
+            buf.extend(data.iter().filter(|b| **b != b'\r'));
+            while let Some(end) = find(&buf, b"\n\n") {
+                let event: Vec<u8> = buf.drain(..end + 2).collect();
+                let Some(msg) = sse_data(&event) else { continue };
+                if msg.get("method").is_some() && msg.get("id").is_some() {
+                    let reply = json!({"jsonrpc": "2.0", "id": msg["id"], "result": answer(&msg)});
+                    let _ = post(client, &self.url, &self.headers(), &reply).await;
+                } else if msg.get("id") == Some(&json!(1)) {
+                    assert!(
+                        msg.get("error").is_none() && msg["result"]["isError"] != true,
+                        "in-band {tool}: {msg}"
+                    );
+                    return;
+                }
+            }
+        }
+        panic!("in-band {tool} took longer than {REQUEST_TIMEOUT:?}");
+    }
+}
+
+/// An accepted elicitation filling every field of the question's schema.
+fn answer(question: &Value) -> Value {
+    let props = question["params"]["requestedSchema"]["properties"].as_object().cloned().unwrap_or_default();
+    let content: Map<String, Value> = props
+        .iter()
+        .map(|(k, p)| (k.clone(), if p["type"] == "boolean" { json!(true) } else { json!("Ada") }))
+        .collect();
+    json!({"action": "accept", "content": content})
+}
+
+fn request(url: &str, headers: &[(&str, &str)], body: &Value) -> Request<Full<Bytes>> {
+    let mut req = Request::post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.body(Full::new(Bytes::from(body.to_string()))).expect("request")
+}
+
+async fn post(client: &HttpClient, url: &str, headers: &[(&str, &str)], body: &Value) -> Bytes {
+    let send = client.request(request(url, headers, body));
+    let resp = tokio::time::timeout(REQUEST_TIMEOUT, send).await.expect("request timed out").expect("send");
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    assert!(status.is_success(), "{url} answered {status}: {bytes:?}");
+    bytes
+}
+
+/// The last JSON-RPC message of a JSON or SSE body.
+fn last_message(body: &[u8]) -> Value {
+    if body.first() == Some(&b'{') {
+        return serde_json::from_slice(body).expect("json body");
+    }
+    body.split(|b| *b == b'\n')
+        .filter_map(|line| line.strip_prefix(b"data:"))
+        .filter_map(|data| serde_json::from_slice(data).ok())
+        .next_back()
+        .expect("an SSE body with a message")
+}
+
+fn sse_data(event: &[u8]) -> Option<Value> {
+    let data: Vec<u8> = event
+        .split(|b| *b == b'\n')
+        .filter_map(|line| line.strip_prefix(b"data:"))
+        .flat_map(|d| d.strip_prefix(b" ").unwrap_or(d).to_vec())
+        .collect();
+    serde_json::from_slice(&data).ok()
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn report(upstream: &str, demo: bool, n: usize, rows: &[(&str, Vec<Duration>)]) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let server = if demo { "the embedded demo legacy server" } else { upstream };
+    println!("rounds benchmark: whole-call median of up to {n} calls per path, loopback, against {server}");
+    println!("{:<44} {:>10} {:>16} {:>16}", "tool", "in-band ms", "adaptive ms (x)", "fixed 50 ms (x)");
+    for (tool, m) in rows {
+        let (inband, adaptive, fixed) = (m[0], m[1], m[2]);
+        let ratio = |d: Duration| ms(d) / ms(inband).max(f64::EPSILON);
+        println!(
+            "{:<44} {:>10.2} {:>9.2} ({:>4.1}) {:>9.2} ({:>4.1})",
+            tool,
+            ms(inband),
+            ms(adaptive),
+            ratio(adaptive),
+            ms(fixed),
+            ratio(fixed)
+        );
+    }
+}
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}

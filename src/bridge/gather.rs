@@ -1,0 +1,92 @@
+//! When a round stops gathering questions. The first unanswered question opens a gather window
+//! (`mrtr.gather_window_ms`), the upper bound. Inside it the round ends as soon as the upstream
+//! has been quiet for the idle gap (`mrtr.gather_idle_ms`) after its latest question; when this
+//! replica remembers that the tool asked N questions at once in this round before, the idle gap
+//! applies only once N are open, so a tool whose concurrent questions come slowly still gets them
+//! into one round. Pure arithmetic on instants, so it is tested without any clock.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// The gathering of one round, from its first unanswered question on.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Gathering {
+    window_end: Instant,
+    /// When the latest question (answered from the journal or not) arrived.
+    last: Instant,
+    /// Questions the tool asked at once in this round last time.
+    expected: Option<usize>,
+}
+
+// === impl Gathering ===
+
+impl Gathering {
+    pub(super) fn start(now: Instant, window: Duration, expected: Option<usize>) -> Self {
+        Self { window_end: now + window, last: now, expected }
+    }
+
+    /// Another question arrived at `now`.
+    pub(super) fn heard(&mut self, now: Instant) {
+        self.last = now;
+    }
+
+    /// Questions waited for before the idle gap applies.
+    pub(super) fn expected(self) -> Option<usize> {
+        self.expected
+    }
+
+    /// When the latest question arrived.
+    pub(super) fn last(&self) -> Instant {
+        self.last
+    }
+
+    /// When the round ends, with `open` questions gathered so far.
+    pub(super) fn deadline(&self, open: usize, idle: Duration) -> Instant {
+        match self.expected {
+            Some(n) if open < n => self.window_end,
+            _ => self.window_end.min(self.last + idle),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WINDOW: Duration = Duration::from_millis(50);
+    const IDLE: Duration = Duration::from_millis(3);
+
+    #[test]
+    fn unknown_tools_end_on_the_idle_gap_after_the_latest_question() {
+        let t0 = Instant::now();
+        let mut g = Gathering::start(t0, WINDOW, None);
+        assert_eq!(g.deadline(1, IDLE), t0 + IDLE);
+        g.heard(t0 + Duration::from_millis(2));
+        assert_eq!(g.deadline(2, IDLE), t0 + Duration::from_millis(5));
+    }
+
+    #[test]
+    fn the_window_bounds_the_idle_gap() {
+        let t0 = Instant::now();
+        let mut g = Gathering::start(t0, WINDOW, None);
+        g.heard(t0 + Duration::from_millis(49));
+        assert_eq!(g.deadline(9, IDLE), t0 + WINDOW);
+    }
+
+    #[test]
+    fn a_remembered_count_is_waited_for_then_the_idle_gap_applies() {
+        let t0 = Instant::now();
+        let mut g = Gathering::start(t0, WINDOW, Some(3));
+        assert_eq!(g.deadline(1, IDLE), t0 + WINDOW);
+        g.heard(t0 + Duration::from_millis(10));
+        assert_eq!(g.deadline(2, IDLE), t0 + WINDOW);
+        g.heard(t0 + Duration::from_millis(20));
+        assert_eq!(g.deadline(3, IDLE), t0 + Duration::from_millis(23));
+        assert_eq!(
+            g.deadline(4, IDLE),
+            t0 + Duration::from_millis(23),
+            "more than remembered: still the gap"
+        );
+    }
+}

@@ -1,0 +1,182 @@
+//! What this replica remembers of each tool's rounds: how many questions the tool asked at once
+//! in each round of its last call, so the next call's round waits for that many before it ends
+//! on the idle gap (see `gather.rs`).
+//!
+//! Why per replica and bounded: this is a hint, never state a call depends on. A replica that
+//! has not seen a tool (a fresh pod, an evicted entry) falls back on the idle gap alone, and the
+//! worst a stale hint costs is one gather window. The number of tools remembered is capped
+//! (`mrtr.gather_memory_tools`), the least recently used is forgotten first, and targets with
+//! long names (resource URIs can be anything) are not remembered at all. Counts configured in
+//! `mrtr.gather_expect` stand in for every round not yet seen, and are never forgotten.
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+
+use crate::protocol::methods;
+
+/// Longest tool name, prompt name or resource URI remembered, in bytes.
+const MAX_KEY_BYTES: usize = 256;
+/// Rounds remembered per tool (`mrtr.max_rounds` is at most 64).
+const MAX_ROUNDS: usize = 64;
+
+/// Per-tool question counts, shared by every run of one bridge.
+#[derive(Debug)]
+pub(super) struct GatherMemory {
+    cap: usize,
+    /// Configured counts, by memory key.
+    seeds: HashMap<String, usize>,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Bumped on every use; the entry with the oldest tick is forgotten first.
+    tick: u64,
+    tools: HashMap<String, Entry>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    /// Questions asked at once in each round; 0 where unknown.
+    rounds: Vec<u16>,
+    used: u64,
+}
+
+// === impl GatherMemory ===
+
+impl GatherMemory {
+    /// Remembers at most `cap` tools (0 remembers none), and the configured `(tool, count)`s.
+    pub(super) fn new(cap: usize, tools: &[(String, usize)]) -> Self {
+        let seeds = tools.iter().map(|(tool, n)| (key(methods::TOOLS_CALL, tool), *n)).collect();
+        Self { cap, seeds, inner: Mutex::new(Inner::default()) }
+    }
+
+    /// How many questions `key` asked at once in `round` last time, or is configured to ask.
+    pub(super) fn expected(&self, key: &str, round: u32) -> Option<usize> {
+        self.learned(key, round).or_else(|| self.seeds.get(key).copied())
+    }
+
+    fn learned(&self, key: &str, round: u32) -> Option<usize> {
+        let mut inner = self.inner.lock();
+        let tick = inner.next_tick();
+        let entry = inner.tools.get_mut(key)?;
+        entry.used = tick;
+        let count = *entry.rounds.get(usize::try_from(round).ok()?)?;
+        (count > 0).then_some(usize::from(count))
+    }
+
+    /// Records that `key` asked `asked` questions at once in `round`, where `expected` were
+    /// waited for. The count only grows (a round that ended on the idle gap may have missed a
+    /// slow question, never invented one), except when fewer than expected came in the whole
+    /// window: then the tool asks fewer now.
+    pub(super) fn record(&self, key: &str, round: u32, asked: usize, expected: Option<usize>) {
+        let Ok(round) = usize::try_from(round) else { return };
+        if self.cap == 0 || key.len() > MAX_KEY_BYTES || round >= MAX_ROUNDS || asked == 0 {
+            return;
+        }
+        let count = u16::try_from(asked).unwrap_or(u16::MAX);
+        let mut inner = self.inner.lock();
+        let tick = inner.next_tick();
+        if !inner.tools.contains_key(key) && inner.tools.len() >= self.cap {
+            inner.forget_oldest();
+        }
+        let entry =
+            inner.tools.entry(key.to_owned()).or_insert_with(|| Entry { rounds: Vec::new(), used: 0 });
+        if entry.rounds.len() <= round {
+            entry.rounds.resize(round + 1, 0);
+        }
+        let fewer = expected.is_some_and(|n| asked < n);
+        let slot = &mut entry.rounds[round];
+        *slot = if fewer { count } else { count.max(*slot) };
+        entry.used = tick;
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.inner.lock().tools.len()
+    }
+}
+
+// === impl Inner ===
+
+impl Inner {
+    fn next_tick(&mut self) -> u64 {
+        self.tick += 1;
+        self.tick
+    }
+
+    /// A linear scan: it runs only when a new tool arrives at a full memory.
+    fn forget_oldest(&mut self) {
+        let oldest = self.tools.iter().min_by_key(|(_, e)| e.used).map(|(k, _)| k.clone());
+        if let Some(key) = oldest {
+            self.tools.remove(&key);
+        }
+    }
+}
+
+/// The memory key of a front request: its method and its target.
+pub(super) fn key(method: &str, target: &str) -> String {
+    format!("{method} {target}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remembers_per_round_and_the_latest_count() {
+        let m = GatherMemory::new(4, &[]);
+        assert_eq!(m.expected("t", 0), None);
+        m.record("t", 0, 3, None);
+        m.record("t", 2, 1, None);
+        assert_eq!(m.expected("t", 0), Some(3));
+        assert_eq!(m.expected("t", 1), None, "a round never seen is unknown");
+        assert_eq!(m.expected("t", 2), Some(1));
+        m.record("t", 0, 2, None);
+        assert_eq!(m.expected("t", 0), Some(3), "a round cut by the idle gap does not lower it");
+        m.record("t", 0, 2, Some(3));
+        assert_eq!(m.expected("t", 0), Some(2), "fewer than expected in the whole window lowers it");
+    }
+
+    #[test]
+    fn forgets_the_least_recently_used_tool_when_full() {
+        let m = GatherMemory::new(2, &[]);
+        m.record("a", 0, 1, None);
+        m.record("b", 0, 2, None);
+        assert_eq!(m.expected("a", 0), Some(1)); // `a` is now the most recent
+        m.record("c", 0, 3, None);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.expected("b", 0), None, "b was the least recently used");
+        assert_eq!(m.expected("a", 0), Some(1));
+        assert_eq!(m.expected("c", 0), Some(3));
+    }
+
+    #[test]
+    fn configured_counts_stand_in_for_unseen_rounds() {
+        let m = GatherMemory::new(0, &[("ask_three".to_owned(), 3)]);
+        let k = key(methods::TOOLS_CALL, "ask_three");
+        assert_eq!(m.expected(&k, 0), Some(3));
+        assert_eq!(m.expected(&k, 5), Some(3));
+        assert_eq!(m.expected(&key(methods::PROMPTS_GET, "ask_three"), 0), None);
+        let m = GatherMemory::new(4, &[("ask_three".to_owned(), 3)]);
+        m.record(&k, 0, 2, Some(3));
+        assert_eq!(m.expected(&k, 0), Some(2), "what was seen wins over what was configured");
+        assert_eq!(m.expected(&k, 1), Some(3));
+    }
+
+    #[test]
+    fn bounded_inputs_are_not_remembered() {
+        let m = GatherMemory::new(0, &[]);
+        m.record("a", 0, 1, None);
+        assert_eq!(m.expected("a", 0), None, "a zero cap remembers nothing");
+        let m = GatherMemory::new(8, &[]);
+        let long = "x".repeat(MAX_KEY_BYTES + 1);
+        m.record(&long, 0, 1, None);
+        m.record("a", 64, 1, None);
+        m.record("b", 0, 0, None);
+        assert_eq!(m.len(), 0);
+        m.record("c", 0, 100_000, None);
+        assert_eq!(m.expected("c", 0), Some(usize::from(u16::MAX)));
+    }
+}
