@@ -12,6 +12,7 @@ mod faults;
 mod front;
 mod https;
 mod inputs;
+mod legacy_clients;
 mod progress;
 mod replicas;
 mod restart;
