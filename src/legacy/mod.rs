@@ -173,6 +173,12 @@ impl LegacyFront {
         }
         match &entry.link {
             Link::Http => self.http_request(&entry, parts, front_id, body).await,
+            Link::Seam(session) if !session.is_healthy() => {
+                // The process exited or the stream broke: the client must start a new session.
+                self.table.remove(&entry.claims.handle);
+                session.close().await;
+                Err(LegacyError::UpstreamForgot)
+            }
             Link::Seam(session) => match parts.method {
                 Method::DELETE => {
                     self.table.remove(&entry.claims.handle);

@@ -126,6 +126,11 @@ impl SeamSession {
         }
     }
 
+    /// False once the process exited or the stream broke.
+    pub(super) fn is_healthy(&self) -> bool {
+        self.session.is_healthy()
+    }
+
     /// Ends the upstream session (stops the process, closes the stream).
     pub(super) async fn close(&self) {
         if let Err(e) = self.session.close().await {

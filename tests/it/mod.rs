@@ -13,6 +13,7 @@ mod front;
 mod https;
 mod inputs;
 mod legacy_clients;
+mod legacy_seam;
 mod progress;
 mod replicas;
 mod restart;
