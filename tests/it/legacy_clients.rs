@@ -185,7 +185,8 @@ async fn forged_or_foreign_session_ids_are_unknown_sessions() -> TestResult {
     client.initialize(form_only()).await?;
     let token = client.session.clone().expect("a session id");
     let mut forged = client.clone();
-    forged.session = Some(format!("{}A", &token[..token.len() - 1]));
+    let last = if token.ends_with('A') { 'B' } else { 'A' };
+    forged.session = Some(format!("{}{last}", &token[..token.len() - 1]));
     let raw = forged.post(&forged.request_body("tools/list", json!({}))).await?;
     assert_eq!(raw.status, StatusCode::NOT_FOUND);
     let other_key = format!("s1.{}", STANDARD.encode([7u8; 64]).replace(['+', '/', '='], ""));
