@@ -92,11 +92,10 @@ impl FrontState {
             }
         }
         let (method, outcome) = match self.prepare(&parts, body).await {
-            Ok((Envelope::Request(r), principal, bytes)) if self.relays_initialize(&r) => {
-                let legacy = self.legacy.as_ref().expect("relays_initialize checked it");
-                return legacy.handle(&parts, &principal, bytes).await;
-            }
-            Ok((Envelope::Request(r), principal, _)) => self.request(&parts, r, principal).await,
+            Ok((Envelope::Request(r), principal, bytes)) => match self.legacy_opener(&parts, &r) {
+                Some(legacy) => return legacy.handle(&parts, &principal, bytes).await,
+                None => self.request(&parts, r, principal).await,
+            },
             Ok((Envelope::Notification(_), _, _)) => {
                 ("notification", Outcome::plain(OutcomeLabel::Accepted, respond::accepted()))
             }
@@ -144,9 +143,10 @@ impl FrontState {
             .map_err(|_| FrontError::BodyTimeout(self.cfg.read_timeout))?
     }
 
-    /// A legacy client's first request: `initialize`, relayed when legacy clients are.
-    fn relays_initialize(&self, r: &RpcRequest) -> bool {
-        self.legacy.is_some() && r.method == methods::INITIALIZE
+    /// A legacy client's first request (see [`crate::legacy::opens_legacy`]), relayed when
+    /// legacy clients are.
+    fn legacy_opener(&self, parts: &Parts, r: &RpcRequest) -> Option<&Arc<LegacyFront>> {
+        self.legacy.as_ref().filter(|_| crate::legacy::opens_legacy(&parts.headers, r))
     }
 
     /// A request of a legacy session (any HTTP method): origin, authentication and the body,

@@ -43,7 +43,8 @@ use crate::bridge::unix_now;
 use crate::config::LegacyConfig;
 use crate::front::body::FrontBody;
 use crate::mrtr::{KeyRing, Reach, SessionClaims, SessionIdError, SessionSealer};
-use crate::protocol::{headers, methods, Envelope, MODERN_VERSION};
+use crate::protocol::jsonrpc::Request;
+use crate::protocol::{headers, meta, methods, Envelope, FRONT_SUPPORTED_VERSIONS, MODERN_VERSION};
 use crate::upstream::UpstreamSettings;
 
 /// The legacy relay of one gateway; built once, shared by every request.
@@ -61,16 +62,24 @@ enum Upstream {
     Seam(SeamConnector),
 }
 
-/// True when the headers say the client speaks a 2025-era revision: it holds a session id, or
-/// it names a protocol version older than 2026-07-28.
+/// True when the request belongs to a legacy session: it carries an `Mcp-Session-Id`, which
+/// the gateway gives legacy clients only (a 2026-07-28 client never holds one).
 pub fn speaks_legacy(headers: &HeaderMap) -> bool {
-    if headers.contains_key(headers::SESSION_ID) {
-        return true;
+    headers.contains_key(headers::SESSION_ID)
+}
+
+/// True when a request without a session id comes from a legacy client: an `initialize`, or
+/// a request naming a pre-2026 `MCP-Protocol-Version`, that carries no 2026-07-28 marker (the
+/// modern version header or `_meta` protocol version). A modern client that sends a removed
+/// method or an old version keeps its 2026-07-28 errors (-32601, -32020, -32022).
+pub fn opens_legacy(headers: &HeaderMap, request: &Request) -> bool {
+    let version = headers.get(headers::PROTOCOL_VERSION).and_then(|v| v.to_str().ok());
+    let modern_meta =
+        request.params.as_ref().and_then(|p| p.get("_meta")).and_then(|m| m.get(meta::PROTOCOL_VERSION));
+    if modern_meta.is_some() || version.is_some_and(|v| FRONT_SUPPORTED_VERSIONS.contains(&v)) {
+        return false;
     }
-    headers
-        .get(headers::PROTOCOL_VERSION)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| is_date(v) && v < MODERN_VERSION)
+    request.method == methods::INITIALIZE || version.is_some_and(|v| is_date(v) && v < MODERN_VERSION)
 }
 
 /// True for a JSON-RPC `initialize` request.
@@ -348,14 +357,33 @@ mod tests {
         map
     }
 
+    fn request(method: &str, params: serde_json::Value) -> Request {
+        Request { id: crate::protocol::RequestId::Number(1), method: method.to_owned(), params: Some(params) }
+    }
+
     #[test]
-    fn era_detection_by_headers() {
+    fn era_detection() {
         assert!(speaks_legacy(&with(headers::SESSION_ID, "anything")));
-        assert!(speaks_legacy(&with(headers::PROTOCOL_VERSION, "2025-06-18")));
-        assert!(speaks_legacy(&with(headers::PROTOCOL_VERSION, "2024-11-05")));
-        assert!(!speaks_legacy(&with(headers::PROTOCOL_VERSION, MODERN_VERSION)));
-        assert!(!speaks_legacy(&with(headers::PROTOCOL_VERSION, "garbage")));
-        assert!(!speaks_legacy(&HeaderMap::new()));
+        assert!(!speaks_legacy(&with(headers::PROTOCOL_VERSION, "2025-06-18")));
+        let none = HeaderMap::new();
+        let old = with(headers::PROTOCOL_VERSION, "2025-06-18");
+        let new = with(headers::PROTOCOL_VERSION, MODERN_VERSION);
+        let modern_meta = serde_json::json!({"_meta": {meta::PROTOCOL_VERSION: MODERN_VERSION}});
+        assert!(opens_legacy(&none, &request("initialize", serde_json::json!({}))));
+        assert!(opens_legacy(&old, &request("tools/list", serde_json::json!({}))));
+        assert!(opens_legacy(
+            &with(headers::PROTOCOL_VERSION, "2024-11-05"),
+            &request("ping", serde_json::json!({}))
+        ));
+        // A modern client sending a removed method or an old version header stays modern.
+        assert!(!opens_legacy(&new, &request("initialize", serde_json::json!({}))));
+        assert!(!opens_legacy(&none, &request("initialize", modern_meta.clone())));
+        assert!(!opens_legacy(&old, &request("tools/call", modern_meta)));
+        assert!(!opens_legacy(
+            &with(headers::PROTOCOL_VERSION, "garbage"),
+            &request("tools/list", serde_json::json!({}))
+        ));
+        assert!(!opens_legacy(&none, &request("tools/list", serde_json::json!({}))));
     }
 
     #[test]
