@@ -21,6 +21,7 @@ use crate::config::{Config, StateConfig, UpstreamTarget};
 use crate::defaults;
 use crate::demo::{DemoHandle, DemoOptions};
 use crate::front::{self, FrontState};
+use crate::legacy::{LegacyError, LegacyFront};
 use crate::metrics::{Metrics, MetricsError};
 use crate::mrtr::{parse_key_lines, CodecSettings, KeyError, KeyRing, LegacyVersion, StateCodec};
 use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
@@ -52,6 +53,8 @@ pub enum AppError {
     Tls(#[from] ServerError),
     #[error("{0}")]
     Stdio(#[from] StdioFrontError),
+    #[error("legacy clients: {0}")]
+    Legacy(#[from] LegacyError),
 }
 
 /// Added to the longest bound below the front before its own timeout cuts a request.
@@ -66,6 +69,7 @@ pub struct Gateway {
     pub metrics: Arc<Metrics>,
     pub ready: Readiness,
     pool: Arc<Pool>,
+    legacy: Option<Arc<LegacyFront>>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
     /// The admin listener stops last, so `/readyz` answers 503 while the front drains.
@@ -86,8 +90,12 @@ impl Gateway {
         let metrics = Arc::new(Metrics::new()?);
         let demo = embedded_demo(&cfg)?;
         let settings = upstream_settings(&cfg, demo.as_ref());
+        let legacy = legacy_front(&cfg, &settings, &metrics)?;
         let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
-        let front_state = front_state_with(&cfg, &metrics, &pool, clock)?;
+        let mut front_state = front_state_with(&cfg, &metrics, &pool, clock)?;
+        if let Some(legacy) = &legacy {
+            front_state = front_state.with_legacy(legacy.clone());
+        }
         let version = front_state.upstream_version;
         let (stop, stopped) = watch::channel(false);
         let ready = Readiness::default();
@@ -115,7 +123,19 @@ impl Gateway {
             None => None,
         };
         tasks.spawn(probe_readiness(pool.clone(), version, ready.clone(), signal(stopped)));
-        Ok(Self { front_addr, admin_addr, demo, metrics, ready, pool, stop, tasks, stop_admin, admin_tasks })
+        Ok(Self {
+            front_addr,
+            admin_addr,
+            demo,
+            metrics,
+            ready,
+            pool,
+            legacy,
+            stop,
+            tasks,
+            stop_admin,
+            admin_tasks,
+        })
     }
 
     /// The front URL clients use.
@@ -131,6 +151,12 @@ impl Gateway {
         let _ = self.stop.send(true);
         while self.tasks.join_next().await.is_some() {}
         close_sessions(&self.pool).await;
+        if let Some(legacy) = &self.legacy {
+            let closing = legacy.close_all();
+            if tokio::time::timeout(defaults::SHUTDOWN_CLOSE, closing).await.is_err() {
+                tracing::warn!("gave up closing legacy sessions");
+            }
+        }
         let _ = self.stop_admin.send(true);
         while self.admin_tasks.join_next().await.is_some() {}
         if let Some(demo) = self.demo.take() {
@@ -268,25 +294,50 @@ fn stdio_settings(c: &crate::config::CommandConfig) -> StdioSettings {
     s
 }
 
+/// The relay of legacy clients, unless they are refused (`legacy.enabled = false`). It seals
+/// session ids with its own copy of the state key ring (derived under the session-id label).
+fn legacy_front(
+    cfg: &Config,
+    settings: &UpstreamSettings,
+    metrics: &Metrics,
+) -> Result<Option<Arc<LegacyFront>>, AppError> {
+    if !cfg.legacy.enabled {
+        tracing::info!("legacy clients are refused (legacy.enabled = false)");
+        return Ok(None);
+    }
+    let ring = match cfg.state.keys.is_empty() {
+        true => KeyRing::ephemeral().map_err(AppError::Ring)?,
+        false => configured_ring(&cfg.state)?,
+    };
+    let settings = Arc::new(settings.clone());
+    Ok(Some(LegacyFront::new(&cfg.legacy, settings, ring, metrics.legacy.clone())?))
+}
+
 /// Derives the ring once. With no key configured, an ephemeral one, loudly.
 fn key_ring(state: &StateConfig) -> Result<KeyRing, AppError> {
     if state.keys.is_empty() {
         tracing::warn!(
-            "NO STATE KEY CONFIGURED: using an ephemeral key. input_required retries will fail on other \
-             replicas and after a restart. Set state.keys, MRTR_GATEWAY__STATE__KEYS or --state-key-file."
+            "NO STATE KEY CONFIGURED: using an ephemeral key. input_required retries and legacy \
+             sessions will fail on other replicas and after a restart. Set state.keys, \
+             MRTR_GATEWAY__STATE__KEYS or --state-key-file."
         );
         return KeyRing::ephemeral().map_err(AppError::Ring);
     }
+    let ring = configured_ring(state)?;
+    let ids: Vec<String> = ring.ids().map(|id| id.to_string()).collect();
+    tracing::info!(key_ids = ?ids, "state key ring loaded (first key seals)");
+    Ok(ring)
+}
+
+/// The configured ring (never empty here).
+fn configured_ring(state: &StateConfig) -> Result<KeyRing, AppError> {
     let mut secrets = Vec::with_capacity(state.keys.len());
     for line in &state.keys {
         let parsed = parse_key_lines(line.text.expose())
             .map_err(|source| AppError::Key { source_name: line.source.clone(), source })?;
         secrets.extend(parsed);
     }
-    let ring = KeyRing::new(secrets).map_err(AppError::Ring)?;
-    let ids: Vec<String> = ring.ids().map(|id| id.to_string()).collect();
-    tracing::info!(key_ids = ?ids, "state key ring loaded (first key seals)");
-    Ok(ring)
+    KeyRing::new(secrets).map_err(AppError::Ring)
 }
 
 fn codec_settings(state: &StateConfig) -> CodecSettings {

@@ -83,3 +83,13 @@ pub const MAX_TOKEN_BYTES: usize = 256 * 1024;
 
 // [log]
 pub const LOG_LEVEL: &str = "info";
+
+// [legacy]
+/// Legacy (2025-era) clients are relayed to the upstream as transparent sessions.
+pub const LEGACY_ENABLED: bool = true;
+/// Legacy sessions one replica relays at once; past it a new one is refused (503).
+pub const LEGACY_MAX_SESSIONS: usize = 256;
+/// A legacy session with no request and no open stream for this long is ended.
+pub const LEGACY_IDLE: Duration = Duration::from_secs(600);
+/// Longest `Mcp-Session-Id` accepted from a client or sealed for one (not configurable).
+pub const LEGACY_MAX_SESSION_ID_BYTES: usize = 1024;

@@ -11,6 +11,7 @@
 //! - [`bridge`]: drives one front request against a leased upstream session and turns server
 //!   requests into `input_required` rounds.
 //! - [`front`]: the 2026-07-28 Streamable HTTP surface (validation, dispatch, responses).
+//! - [`legacy`]: 2025-era clients on the same endpoint, relayed as transparent sessions.
 //! - [`stdio_front`]: the same front served on stdin/stdout (`mrtr-gateway stdio`).
 //! - [`demo`]: a real legacy Streamable HTTP server used as the embedded default and in tests.
 //! - [`config`]: TOML + environment + CLI, validated into typed settings.
@@ -31,6 +32,7 @@ pub mod demo;
 pub mod error;
 pub mod front;
 pub mod healthcheck;
+pub mod legacy;
 pub mod logging;
 pub mod metrics;
 pub mod mrtr;

@@ -54,6 +54,8 @@ pub struct Metrics {
     /// Replayed calls that asked something their journal did not hold where it held an answer.
     pub replay_divergences: IntCounterVec,
     divergence_tools: Mutex<HashSet<String>>,
+    /// The legacy relay's: sessions, relayed and refused requests.
+    pub legacy: crate::legacy::LegacyMetrics,
 }
 
 // === impl Metrics ===
@@ -114,9 +116,11 @@ impl Metrics {
             )?,
             divergence_tools: Mutex::new(HashSet::new()),
             pool: PoolMetrics::detached()?,
+            legacy: crate::legacy::LegacyMetrics::detached()?,
             registry,
         };
         m.pool.register(&m.registry)?;
+        m.legacy.register(&m.registry)?;
         Ok(m)
     }
 

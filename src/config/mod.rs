@@ -51,6 +51,7 @@ pub struct Config {
     pub state: StateConfig,
     pub auth: AuthConfig,
     pub log: LogConfig,
+    pub legacy: LegacyConfig,
 }
 
 /// The 2026-07-28 listener.
@@ -207,6 +208,14 @@ impl std::fmt::Debug for JwtConfig {
             .field("audience", &self.audience)
             .finish()
     }
+}
+
+/// Legacy (2025-era) clients on the same endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegacyConfig {
+    pub enabled: bool,
+    pub max_sessions: usize,
+    pub idle: Duration,
 }
 
 /// Logging.

@@ -19,6 +19,7 @@ pub struct RawConfig {
     pub state: RawState,
     pub auth: RawAuth,
     pub log: RawLog,
+    pub legacy: RawLegacy,
 }
 
 /// `[front]`: the 2026-07-28 listener.
@@ -197,4 +198,18 @@ pub struct RawLog {
     pub format: Option<String>,
     /// A tracing filter, e.g. `info` or `mrtr_gateway=debug`. Default `info`.
     pub level: Option<String>,
+}
+
+/// `[legacy]`: clients of the 2025-era protocol (an `initialize` handshake, `Mcp-Session-Id`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawLegacy {
+    /// Relay legacy clients to the upstream as transparent sessions on the same endpoint.
+    /// Default true; false refuses them (`initialize` gets 404 `-32601`).
+    pub enabled: Option<bool>,
+    /// Most legacy sessions one replica relays at once; past it `initialize` gets 503. Default 256.
+    pub max_sessions: Option<usize>,
+    /// Seconds a legacy session may go without a request or an open stream before it is
+    /// ended (upstream session deleted, stdio process stopped). Default 600.
+    pub idle_secs: Option<u64>,
 }

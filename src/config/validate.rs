@@ -8,7 +8,7 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Uri};
 
 use super::raw::{
-    RawAdmin, RawAuth, RawConfig, RawFront, RawLog, RawMrtr, RawState, RawUpstream, RawUpstreamTls,
+    RawAdmin, RawAuth, RawConfig, RawFront, RawLegacy, RawLog, RawMrtr, RawState, RawUpstream, RawUpstreamTls,
 };
 use super::*;
 use crate::defaults as d;
@@ -26,6 +26,7 @@ pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         state: state(raw.state)?,
         auth: auth(raw.auth)?,
         log: log(raw.log)?,
+        legacy: legacy(raw.legacy)?,
     })
 }
 
@@ -430,3 +431,15 @@ fn positive(field: &str, n: usize) -> Result<usize, ConfigError> {
 
 #[cfg(test)]
 mod tests;
+
+fn legacy(raw: RawLegacy) -> Result<LegacyConfig, ConfigError> {
+    let idle = raw.idle_secs.map_or(d::LEGACY_IDLE, Duration::from_secs);
+    if idle.is_zero() {
+        return Err(ConfigError::invalid("legacy.idle_secs", "must be positive"));
+    }
+    Ok(LegacyConfig {
+        enabled: raw.enabled.unwrap_or(d::LEGACY_ENABLED),
+        max_sessions: positive("legacy.max_sessions", raw.max_sessions.unwrap_or(d::LEGACY_MAX_SESSIONS))?,
+        idle,
+    })
+}

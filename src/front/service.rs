@@ -25,6 +25,7 @@ use crate::bridge::{upstream_params, Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;
 use crate::error::FrontError;
+use crate::legacy::LegacyFront;
 use crate::metrics::Metrics;
 use crate::mrtr::{input_responses, request_state, LegacyVersion};
 use crate::protocol::jsonrpc::{Envelope, Request as RpcRequest};
@@ -42,6 +43,8 @@ pub struct FrontState {
     /// Protocol version proposed upstream (shapes the declared capabilities).
     pub upstream_version: LegacyVersion,
     cache_fields: String,
+    /// The relay of legacy (2025-era) clients; `None` when they are refused.
+    legacy: Option<Arc<LegacyFront>>,
 }
 
 /// A validated request on its way to dispatch.
@@ -67,7 +70,13 @@ impl FrontState {
         upstream_version: LegacyVersion,
     ) -> Self {
         let cache_fields = respond::cache_fields(cfg.cache_ttl_ms, cfg.cache_scope.as_str());
-        Self { cfg, auth, metrics, pool, bridge, upstream_version, cache_fields }
+        Self { cfg, auth, metrics, pool, bridge, upstream_version, cache_fields, legacy: None }
+    }
+
+    /// Relays legacy clients with `legacy` instead of refusing them.
+    pub fn with_legacy(mut self, legacy: Arc<LegacyFront>) -> Self {
+        self.legacy = Some(legacy);
+        self
     }
 
     async fn handle<B>(self: &Arc<Self>, req: Request<B>) -> Response<FrontBody>
@@ -77,12 +86,20 @@ impl FrontState {
     {
         let started = Instant::now();
         let (parts, body) = req.into_parts();
+        if let Some(legacy) = self.legacy.as_ref().filter(|_| parts.uri.path() == self.cfg.path) {
+            if crate::legacy::speaks_legacy(&parts.headers) {
+                return self.legacy_request(legacy, &parts, body).await;
+            }
+        }
         let (method, outcome) = match self.prepare(&parts, body).await {
-            Ok((Envelope::Request(r), principal)) => self.request(&parts, r, principal).await,
-            Ok((Envelope::Notification(_), _)) => {
+            Ok((Envelope::Request(r), principal, bytes)) => match self.legacy_opener(&parts, &r) {
+                Some(legacy) => return legacy.handle(&parts, &principal, bytes).await,
+                None => self.request(&parts, r, principal).await,
+            },
+            Ok((Envelope::Notification(_), _, _)) => {
                 ("notification", Outcome::plain(OutcomeLabel::Accepted, respond::accepted()))
             }
-            Ok((Envelope::Response(_), _)) => {
+            Ok((Envelope::Response(_), _, _)) => {
                 let e = FrontError::InvalidRequest("clients must not send JSON-RPC responses".into());
                 ("response", Outcome::error(None, &e))
             }
@@ -97,7 +114,7 @@ impl FrontState {
 
     /// HTTP checks, authentication (before the body is read) and the body, up to a parsed
     /// envelope and the principal.
-    async fn prepare<B>(&self, parts: &Parts, body: B) -> Result<(Envelope, Arc<str>), FrontError>
+    async fn prepare<B>(&self, parts: &Parts, body: B) -> Result<(Envelope, Arc<str>, Bytes), FrontError>
     where
         B: Body<Data = Bytes>,
         B::Error: Into<BoxError>,
@@ -111,11 +128,43 @@ impl FrontState {
         guard::check_origin(&parts.headers, &self.cfg.origins)?;
         let principal = self.auth.principal(&parts.headers)?;
         guard::check_content_type(&parts.headers)?;
-        let bytes = tokio::time::timeout(self.cfg.read_timeout, read_body(body, self.cfg.max_body_bytes))
-            .await
-            .map_err(|_| FrontError::BodyTimeout(self.cfg.read_timeout))??;
+        let bytes = self.read(body).await?;
         let envelope = Envelope::parse(&bytes)?;
-        Ok((envelope, principal))
+        Ok((envelope, principal, bytes))
+    }
+
+    async fn read<B>(&self, body: B) -> Result<Bytes, FrontError>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        tokio::time::timeout(self.cfg.read_timeout, read_body(body, self.cfg.max_body_bytes))
+            .await
+            .map_err(|_| FrontError::BodyTimeout(self.cfg.read_timeout))?
+    }
+
+    /// A legacy client's first request (see [`crate::legacy::opens_legacy`]), relayed when
+    /// legacy clients are.
+    fn legacy_opener(&self, parts: &Parts, r: &RpcRequest) -> Option<&Arc<LegacyFront>> {
+        self.legacy.as_ref().filter(|_| crate::legacy::opens_legacy(&parts.headers, r))
+    }
+
+    /// A request of a legacy session (any HTTP method): origin, authentication and the body,
+    /// then the relay. It never reaches the MRTR bridge.
+    async fn legacy_request<B>(&self, legacy: &LegacyFront, parts: &Parts, body: B) -> Response<FrontBody>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        let ready = async {
+            guard::check_origin(&parts.headers, &self.cfg.origins)?;
+            let principal = self.auth.principal(&parts.headers)?;
+            Ok::<_, FrontError>((principal, self.read(body).await?))
+        };
+        match ready.await {
+            Ok((principal, bytes)) => legacy.handle(parts, &principal, bytes).await,
+            Err(e) => respond::error(None, &e),
+        }
     }
 
     async fn request(

@@ -34,6 +34,7 @@ pub const MAX_LABEL_LEN: usize = 64;
 const HKDF_SALT: &[u8] = b"mrtr-gateway key ring v1";
 const AEAD_INFO: &[u8] = b"mrtr-gateway requestState xchacha20poly1305 v1";
 const KEY_ID_INFO: &[u8] = b"mrtr-gateway requestState key id v1";
+const SESSION_AEAD_INFO: &[u8] = b"mrtr-gateway Mcp-Session-Id xchacha20poly1305 v1";
 const LABEL_ID_DOMAIN: &[u8] = b"mrtr-gateway key label v1\0";
 
 /// Errors from reading secrets or building a ring. Never carries key material.
@@ -73,6 +74,9 @@ pub struct KeySecret {
 struct RingKey {
     id: KeyId,
     cipher: XChaCha20Poly1305,
+    /// The same secret under the session-id label ([`super::session_id`]): a token sealed for
+    /// one purpose never opens for the other.
+    session: XChaCha20Poly1305,
 }
 
 /// The derived keys: the first seals, all open. Never empty, by construction.
@@ -181,7 +185,9 @@ impl KeySecret {
             }
         };
         let cipher = XChaCha20Poly1305::new_from_slice(okm.as_ref()).map_err(|_| KeyError::Derive)?;
-        Ok(RingKey { id, cipher })
+        hkdf.expand(SESSION_AEAD_INFO, okm.as_mut()).map_err(|_| KeyError::Derive)?;
+        let session = XChaCha20Poly1305::new_from_slice(okm.as_ref()).map_err(|_| KeyError::Derive)?;
+        Ok(RingKey { id, cipher, session })
     }
 }
 
@@ -241,6 +247,16 @@ impl KeyRing {
 
     pub(crate) fn opening(&self, id: KeyId) -> Option<&XChaCha20Poly1305> {
         self.keys().find(|k| k.id == id).map(|k| &k.cipher)
+    }
+
+    /// The session-id cipher of the sealing key.
+    pub(crate) fn session_sealing(&self) -> (KeyId, &XChaCha20Poly1305) {
+        (self.sealing.id, &self.sealing.session)
+    }
+
+    /// The session-id cipher of key `id`.
+    pub(crate) fn session_opening(&self, id: KeyId) -> Option<&XChaCha20Poly1305> {
+        self.keys().find(|k| k.id == id).map(|k| &k.session)
     }
 }
 

@@ -6,7 +6,8 @@
 //! travel in a journal sealed into `requestState`, and each retry replays the call upstream,
 //! answering the repeated questions from the journal. This module owns the pieces of that
 //! protocol that need no I/O: canonical digests, the key ring, the state codec, the journal,
-//! replay decisions and translation of the embedded requests. Time is always passed in as unix
+//! replay decisions, translation of the embedded requests, and the sealed `Mcp-Session-Id` of
+//! relayed legacy clients. Time is always passed in as unix
 //! seconds; nothing here reads a clock or touches the network.
 //!
 //! Replaying repeats the upstream side effects that happen before the first question; that is
@@ -19,6 +20,7 @@ pub mod codec;
 pub mod journal;
 pub mod keyring;
 pub mod replay;
+pub mod session_id;
 pub mod translate;
 
 pub use canonical::{arguments_digest, question_digest, Digest};
@@ -27,4 +29,5 @@ pub use codec::{CodecSettings, StateCodec, StateError};
 pub use journal::{input_responses, Accepted, AnswerLimits, InputError, Journal};
 pub use keyring::{parse_key_lines, KeyError, KeyId, KeyRing, KeySecret};
 pub use replay::{Decision, Replay, ReplayError, RoundOutcome};
+pub use session_id::{Reach, SessionClaims, SessionIdError, SessionSealer};
 pub use translate::{InputKind, LegacyVersion, TranslateError};

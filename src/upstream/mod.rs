@@ -45,6 +45,7 @@ pub use error::UpstreamError;
 pub use event::UpstreamEvent;
 pub use handshake::InitializeResult;
 pub use pool::{Lease, Pool, PoolKey, PoolStats};
+pub(crate) use session::Connector;
 pub use session::Session;
 pub use settings::{StdioSettings, UpstreamSettings};
 pub use sse_legacy::EndpointError;

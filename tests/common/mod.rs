@@ -10,6 +10,7 @@ pub(crate) mod client;
 pub(crate) mod faulty;
 pub(crate) mod harness;
 pub(crate) mod legacy;
+pub(crate) mod legacy_client;
 pub(crate) mod process;
 pub(crate) mod reply;
 pub(crate) mod rig;

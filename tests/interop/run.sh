@@ -16,7 +16,11 @@
 # gateways (same key file) that each spawn a legacy stdio server themselves
 # with --upstream-command: server-everything, server-filesystem, server-memory,
 # mcp-server-git and the fixture (--stdio), their scratch folders in one
-# temporary folder removed on exit. Every process
+# temporary folder removed on exit. The pinned legacy Python client
+# (mcp==1.30.0) runs straight at the HTTP servers and through the gateways
+# (HTTP and stdio), and must pass the same checks both ways; the conformance
+# control's 2025-11-25 scenarios also run through the gateway's legacy path.
+# Every process
 # it starts is stopped by its own pid on exit, success or not. Prints a
 # client x server x tool matrix, the conformance counts, and ends with
 # `N passed, M failed`; exits 1 if anything unexpected failed.
@@ -363,12 +367,15 @@ with_gateways() {
   fi
   gateway_checks
   two_gateway_checks
+  legacy_client_checks
   conformance_gateway
+  conformance_gateway_legacy
   if ! start_stdio_gateways; then
     record FAIL "FAIL harness stdio-gateways - not ready (logs in $RUN_DIR)"
     return 0
   fi
   stdio_checks
+  legacy_client_stdio_checks
   conformance_stdio
 }
 
@@ -391,6 +398,63 @@ cleanup() {
   return "$rc"
 }
 
+# === legacy (2025-era) clients through the gateway ===
+
+# pylegacy TARGET SERVER URL [extra args]: the pinned legacy Python client
+# (mcp==1.30.0, the legacy venv) with elicitation, sampling and roots callbacks.
+pylegacy() {
+  run_checks "py-legacy:$1" "$PROGRAM_SECONDS" "$PY_LEGACY" "$HERE/py_legacy_client_check.py" --target "$1" \
+    --server "$2" --url "$3" --timeout "$CHECK_SECONDS" "${@:4}"
+}
+
+# same_legacy_tools DIRECT VIA: the checks the legacy client passed through the
+# gateway (VIA) are exactly those it passed against the server directly (DIRECT).
+same_legacy_tools() {
+  local direct via
+  direct="$(grep -E "^PASS py-legacy $1 " "$RESULTS" | awk '{ print $4 }' | sort | tr '\n' ' ')"
+  via="$(grep -E "^PASS py-legacy $2 " "$RESULTS" | awk '{ print $4 }' | sort | tr '\n' ' ')"
+  if [[ -n "$direct" && "$direct" == "$via" ]]; then
+    record PASS "PASS legacy-client same-tools $2: $(wc -w <<<"$direct") checks, as $1"
+  else
+    record FAIL "FAIL legacy-client same-tools $2: direct [$direct] via gateway [$via]"
+  fi
+}
+
+# A legacy client on the gateway's one endpoint: relayed in-band to the HTTP
+# upstreams, compared with the same client straight at each server.
+legacy_client_checks() {
+  pylegacy everything-legacy-direct everything "http://127.0.0.1:$P_EVERYTHING/mcp"
+  pylegacy everything-legacy-via-gateway everything "http://127.0.0.1:$P_G1/mcp"
+  same_legacy_tools everything-legacy-direct everything-legacy-via-gateway
+  pylegacy fixture-legacy-direct fixture "http://127.0.0.1:$P_FIXTURE/mcp"
+  pylegacy fixture-legacy-via-gateway fixture "http://127.0.0.1:$P_G2/mcp"
+  same_legacy_tools fixture-legacy-direct fixture-legacy-via-gateway
+}
+
+# The same client through the gateways that spawn the servers over stdio (a
+# process of its own per legacy session).
+legacy_client_stdio_checks() {
+  pylegacy everything-legacy-stdio everything "http://127.0.0.1:$P_S1/mcp"
+  same_legacy_tools everything-legacy-direct everything-legacy-stdio
+  pylegacy fixture-legacy-stdio fixture "http://127.0.0.1:$P_S5/mcp"
+  same_legacy_tools fixture-legacy-direct fixture-legacy-stdio
+}
+
+# The control's 2025-11-25 scenarios through the gateway's legacy path: they
+# must score as the fixture alone does (conformance_legacy_control).
+conformance_gateway_legacy() {
+  run_conformance gateway-legacy "http://127.0.0.1:$P_G2/mcp" "$RUN_DIR/conformance-gateway-legacy.txt" \
+    --baseline '' --spec-version 2025-11-25 --scenarios "$LEGACY_CONTROL_SCENARIOS"
+}
+
+print_legacy_summary() {
+  say ""
+  say "== legacy clients =="
+  grep -E '^(PASS|FAIL) legacy-client ' "$RESULTS" || say "(not run)"
+  say "gateway in front of the fixture, 2025-11-25 wire (legacy path):"
+  grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-gateway-legacy.txt" 2>/dev/null || say "(not run)"
+}
+
 main() {
   parse_args "$@"
   "$HERE/install.sh"
@@ -410,6 +474,7 @@ main() {
   fi
   show_logs_on_failure
   print_matrix
+  print_legacy_summary
   say "$PASSED passed, $FAILED failed"
   ((FAILED == 0))
 }

@@ -16,6 +16,8 @@ mod faults;
 mod front;
 mod https;
 mod inputs;
+mod legacy_clients;
+mod legacy_seam;
 mod progress;
 mod replicas;
 mod restart;

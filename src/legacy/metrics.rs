@@ -1,0 +1,40 @@
+//! The legacy relay's metrics, registered on the gateway's registry: the sessions it holds, the
+//! requests it relays, and the ones it refuses by fixed reason.
+
+use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
+
+/// Legacy relay metrics; clones share the series.
+#[derive(Debug, Clone)]
+pub struct LegacyMetrics {
+    /// Legacy sessions this replica relays now.
+    pub sessions: IntGauge,
+    /// Relayed legacy requests by HTTP method (`initialize` counted on its own).
+    pub relayed: IntCounterVec,
+    /// Legacy requests refused, by [`super::LegacyError::label`].
+    pub refused: IntCounterVec,
+}
+
+// === impl LegacyMetrics ===
+
+impl LegacyMetrics {
+    /// The series, registered nowhere yet.
+    pub fn detached() -> Result<Self, prometheus::Error> {
+        Ok(Self {
+            sessions: IntGauge::new("legacy_sessions", "Legacy client sessions relayed by this replica.")?,
+            relayed: IntCounterVec::new(
+                Opts::new("legacy_relayed_requests_total", "Legacy client requests relayed upstream."),
+                &["method"],
+            )?,
+            refused: IntCounterVec::new(
+                Opts::new("legacy_refused_requests_total", "Legacy client requests refused, by reason."),
+                &["reason"],
+            )?,
+        })
+    }
+
+    pub fn register(&self, registry: &Registry) -> Result<(), prometheus::Error> {
+        registry.register(Box::new(self.sessions.clone()))?;
+        registry.register(Box::new(self.relayed.clone()))?;
+        registry.register(Box::new(self.refused.clone()))
+    }
+}

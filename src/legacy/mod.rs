@@ -1,0 +1,395 @@
+//! Legacy (2025-era) clients on the 2026-07-28 endpoint: each is relayed to the legacy
+//! upstream as a transparent session of its own, so one URL serves both eras.
+//!
+//! A client's first request decides its era ([`speaks_legacy`], and an `initialize` body): a
+//! legacy client is never given `input_required` (its requests never reach the MRTR bridge)
+//! and a modern client is never relayed in-band (it never holds a session id). For a legacy
+//! client the gateway rewrites only what it owns:
+//! - the `Mcp-Session-Id` it hands out is the upstream's session sealed with the state key ring
+//!   ([`crate::mrtr::session_id`]), never the upstream's id in clear, so any replica that reaches
+//!   the same upstream can relay the session;
+//! - the headers it sends upstream (no client credentials; the gateway's own, see [`http`]).
+//!
+//! Everything else is the legacy protocol itself, relayed: server requests arrive on the POST's
+//! SSE stream or the GET stream and the client's answers are POSTed back upstream; the GET
+//! stream, `DELETE` and resumption (`Last-Event-ID`) pass through. A Streamable HTTP upstream
+//! is relayed byte for byte ([`http`], [`pump`]); a stdio or HTTP+SSE upstream gets a session
+//! of its own through the upstream seam ([`seam`]). Sessions are bounded in number and end
+//! after an idle limit ([`table`]).
+
+mod error;
+mod http;
+mod metrics;
+mod pump;
+mod seam;
+mod table;
+
+use std::sync::Arc;
+
+use ::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use ::http::request::Parts;
+use ::http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
+use bytes::Bytes;
+use hyper::body::Incoming;
+use tokio::time::Instant;
+
+pub use error::LegacyError;
+pub use metrics::LegacyMetrics;
+
+use self::http::{refusal, HttpRelay};
+use self::seam::SeamConnector;
+use self::table::{Entry, Link, Table};
+use crate::bridge::Clock;
+use crate::config::LegacyConfig;
+use crate::front::body::FrontBody;
+use crate::mrtr::{KeyRing, Reach, SessionClaims, SessionIdError, SessionSealer};
+use crate::protocol::jsonrpc::Request;
+use crate::protocol::{headers, meta, methods, Envelope, FRONT_SUPPORTED_VERSIONS, MODERN_VERSION};
+use crate::upstream::UpstreamSettings;
+
+/// The legacy relay of one gateway; built once, shared by every request.
+pub struct LegacyFront {
+    sealer: SessionSealer,
+    table: Arc<Table>,
+    upstream: Upstream,
+    metrics: LegacyMetrics,
+}
+
+/// How sessions reach the upstream.
+#[derive(Clone)]
+enum Upstream {
+    Http(Arc<HttpRelay>),
+    Seam(SeamConnector),
+}
+
+/// True when the request belongs to a legacy session: it carries an `Mcp-Session-Id`, which
+/// the gateway gives legacy clients only (a 2026-07-28 client never holds one).
+pub fn speaks_legacy(headers: &HeaderMap) -> bool {
+    headers.contains_key(headers::SESSION_ID)
+}
+
+/// True when a request without a session id comes from a legacy client: an `initialize`, or
+/// a request naming a pre-2026 `MCP-Protocol-Version`, that carries no 2026-07-28 marker (the
+/// modern version header or `_meta` protocol version). A modern client that sends a removed
+/// method or an old version keeps its 2026-07-28 errors (-32601, -32020, -32022).
+pub fn opens_legacy(headers: &HeaderMap, request: &Request) -> bool {
+    let version = headers.get(headers::PROTOCOL_VERSION).and_then(|v| v.to_str().ok());
+    let modern_meta =
+        request.params.as_ref().and_then(|p| p.get("_meta")).and_then(|m| m.get(meta::PROTOCOL_VERSION));
+    if modern_meta.is_some() || version.is_some_and(|v| FRONT_SUPPORTED_VERSIONS.contains(&v)) {
+        return false;
+    }
+    request.method == methods::INITIALIZE || version.is_some_and(|v| is_date(v) && v < MODERN_VERSION)
+}
+
+/// True for a JSON-RPC `initialize` request.
+pub fn is_initialize(envelope: &Envelope) -> bool {
+    matches!(envelope, Envelope::Request(r) if r.method == methods::INITIALIZE)
+}
+
+fn is_date(v: &str) -> bool {
+    let b = v.as_bytes();
+    b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() })
+}
+
+// === impl LegacyFront ===
+
+impl LegacyFront {
+    /// Builds the relay for the configured upstream; inside a Tokio runtime it also starts the
+    /// task that ends idle sessions.
+    pub fn new(
+        cfg: &LegacyConfig,
+        settings: Arc<UpstreamSettings>,
+        ring: KeyRing,
+        metrics: LegacyMetrics,
+    ) -> Result<Arc<Self>, LegacyError> {
+        let upstream = if settings.stdio.is_some() || settings.legacy_sse {
+            Upstream::Seam(SeamConnector::new(settings))
+        } else {
+            Upstream::Http(Arc::new(HttpRelay::new(&settings)?))
+        };
+        let table = Table::new(cfg.max_sessions, cfg.idle, metrics.sessions.clone());
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let ender = upstream.clone();
+            handle.spawn(table::reap(Arc::downgrade(&table), move |entry| {
+                let ender = ender.clone();
+                async move { ender.end(&entry).await }
+            }));
+        }
+        Ok(Arc::new(Self { sealer: SessionSealer::new(ring), table, upstream, metrics }))
+    }
+
+    /// Relays one legacy request and counts it.
+    pub async fn handle(&self, parts: &Parts, principal: &str, body: Bytes) -> Response<FrontBody> {
+        let kind = match &parts.method {
+            m if *m == Method::GET => "get",
+            m if *m == Method::DELETE => "delete",
+            _ if !parts.headers.contains_key(headers::SESSION_ID) => "initialize",
+            _ => "post",
+        };
+        match self.route(parts, principal, body).await {
+            Ok(response) => {
+                self.metrics.relayed.with_label_values(&[kind]).inc();
+                response
+            }
+            Err(e) => {
+                self.metrics.refused.with_label_values(&[e.label()]).inc();
+                if e.status().is_server_error() {
+                    tracing::warn!(request = kind, error = %e.detail(), "legacy request failed");
+                } else {
+                    tracing::debug!(request = kind, error = %e.detail(), "legacy request refused");
+                }
+                e.response(None)
+            }
+        }
+    }
+
+    /// Legacy sessions held now.
+    pub fn sessions(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Ends every session this replica opened (at shutdown).
+    pub async fn close_all(&self) {
+        for entry in self.table.drain() {
+            if entry.owned {
+                self.upstream.end(&entry).await;
+            }
+        }
+    }
+
+    async fn route(
+        &self,
+        parts: &Parts,
+        principal: &str,
+        body: Bytes,
+    ) -> Result<Response<FrontBody>, LegacyError> {
+        if ![Method::POST, Method::GET, Method::DELETE].contains(&parts.method) {
+            return Err(LegacyError::MethodNotAllowed(parts.method.to_string()));
+        }
+        let Some(front_id) = parts.headers.get(headers::SESSION_ID) else {
+            return match parts.method == Method::POST {
+                true => self.initialize(parts, principal, body).await,
+                false => Err(LegacyError::MissingSession),
+            };
+        };
+        let token = front_id.to_str().map_err(|_| malformed("not visible ASCII"))?;
+        let claims = self.sealer.open(token, principal).map_err(LegacyError::BadSessionId)?;
+        let entry = self.table.find_or_adopt(claims, |c| self.adopt(&c))?;
+        if entry.is_ended() {
+            return Err(LegacyError::NotHere);
+        }
+        match &entry.link {
+            Link::Http => self.http_request(&entry, parts, front_id, body).await,
+            Link::Seam(session) if !session.is_healthy() => {
+                // The process exited or the stream broke: the client must start a new session.
+                self.table.remove(&entry.claims.handle);
+                session.close().await;
+                Err(LegacyError::UpstreamForgot)
+            }
+            Link::Seam(session) => match parts.method {
+                Method::DELETE => {
+                    self.table.remove(&entry.claims.handle);
+                    session.close().await;
+                    Ok(empty(StatusCode::OK))
+                }
+                _ => session.handle(&entry, parts, body).await,
+            },
+        }
+    }
+
+    /// A session opened by another replica: relayed only when its upstream is shared.
+    fn adopt(&self, claims: &SessionClaims) -> Option<Link> {
+        match (&self.upstream, claims.reach) {
+            (Upstream::Http(_), Reach::Shared) => Some(Link::Http),
+            _ => None,
+        }
+    }
+
+    /// A POST without a session id: the client's `initialize`, on a new upstream session.
+    async fn initialize(
+        &self,
+        parts: &Parts,
+        principal: &str,
+        body: Bytes,
+    ) -> Result<Response<FrontBody>, LegacyError> {
+        let requested = check_initialize(&body)?;
+        let reservation = self.table.reserve()?;
+        let relay = match &self.upstream {
+            Upstream::Http(relay) => relay,
+            Upstream::Seam(connector) => {
+                let (session, response) = connector.open(&body).await?;
+                let claims = SessionClaims::new(None, Reach::Local, principal, Clock::System.unix_now());
+                let token = self.sealer.seal(&claims).map_err(seal_failed)?;
+                reservation.fill(Entry::new(claims, Link::Seam(session), true));
+                return with_session(response, &token);
+            }
+        };
+        let resp = relay.send(Method::POST, &parts.headers, None, body).await?;
+        if !resp.status().is_success() {
+            return Err(refusal(resp).await);
+        }
+        let upstream_id =
+            resp.headers().get(headers::SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let claims = SessionClaims::new(upstream_id, Reach::Shared, principal, Clock::System.unix_now());
+        let token = match self.sealer.seal(&claims) {
+            Ok(token) => HeaderValue::from_str(&token).map_err(|_| malformed("sealed id"))?,
+            Err(e) => {
+                if let Some(id) = &claims.upstream {
+                    relay.delete(id, requested).await;
+                }
+                return Err(seal_failed(e));
+            }
+        };
+        let entry = reservation.fill(Entry::new(claims, Link::Http, true));
+        entry.set_version(requested);
+        tracing::info!(session = %entry.claims.handle, "legacy session opened");
+        Ok(relayed(resp, &entry, &token, Some(Instant::now() + relay.call_timeout)))
+    }
+
+    /// A request of a session relayed to a Streamable HTTP upstream.
+    async fn http_request(
+        &self,
+        entry: &Arc<Entry>,
+        parts: &Parts,
+        front_id: &HeaderValue,
+        body: Bytes,
+    ) -> Result<Response<FrontBody>, LegacyError> {
+        let Upstream::Http(relay) = &self.upstream else { return Err(LegacyError::NotHere) };
+        let active = entry.begin();
+        entry.set_version(parts.headers.get(headers::PROTOCOL_VERSION).cloned());
+        let upstream_id = entry.claims.upstream.as_deref();
+        let resp = relay.send(parts.method.clone(), &parts.headers, upstream_id, body).await?;
+        drop(active);
+        if resp.status() == StatusCode::NOT_FOUND && upstream_id.is_some() {
+            self.table.remove(&entry.claims.handle);
+            return Err(LegacyError::UpstreamForgot);
+        }
+        if !resp.status().is_success() {
+            return Err(refusal(resp).await);
+        }
+        if parts.method == Method::DELETE {
+            self.table.remove(&entry.claims.handle);
+            tracing::info!(session = %entry.claims.handle, "legacy session deleted by its client");
+            return Ok(empty(resp.status()));
+        }
+        let deadline = (parts.method == Method::POST).then(|| Instant::now() + relay.call_timeout);
+        Ok(relayed(resp, entry, front_id, deadline))
+    }
+}
+
+// === impl Upstream ===
+
+impl Upstream {
+    /// Ends a session upstream (DELETE, or closing its own upstream session).
+    async fn end(&self, entry: &Entry) {
+        match (self, &entry.link) {
+            (Self::Http(relay), Link::Http) => {
+                if let Some(id) = &entry.claims.upstream {
+                    relay.delete(id, entry.version()).await;
+                }
+            }
+            (_, Link::Seam(session)) => session.close().await,
+            (Self::Seam(_), Link::Http) => {}
+        }
+    }
+}
+
+/// The upstream's response as the client gets it: its status, its body streamed, its
+/// `Content-Type` and `Cache-Control`, and the sealed session id in place of the upstream's.
+fn relayed(
+    resp: Response<Incoming>,
+    entry: &Arc<Entry>,
+    front_id: &HeaderValue,
+    deadline: Option<Instant>,
+) -> Response<FrontBody> {
+    let (head, body) = resp.into_parts();
+    let mut out = Response::new(pump::stream(body, entry.begin(), entry.ended(), deadline));
+    *out.status_mut() = head.status;
+    for name in [CONTENT_TYPE, CACHE_CONTROL] {
+        if let Some(v) = head.headers.get(&name) {
+            out.headers_mut().insert(name, v.clone());
+        }
+    }
+    out.headers_mut().insert(headers::SESSION_ID, front_id.clone());
+    out
+}
+
+fn with_session(mut resp: Response<FrontBody>, token: &str) -> Result<Response<FrontBody>, LegacyError> {
+    let value = HeaderValue::from_str(token).map_err(|_| malformed("sealed id"))?;
+    resp.headers_mut().insert(headers::SESSION_ID, value);
+    Ok(resp)
+}
+
+fn empty(status: StatusCode) -> Response<FrontBody> {
+    let mut r = Response::new(FrontBody::empty());
+    *r.status_mut() = status;
+    r
+}
+
+/// A POST that opens a session must be an `initialize` request; returns the version it asks.
+fn check_initialize(body: &[u8]) -> Result<Option<HeaderValue>, LegacyError> {
+    match Envelope::parse(body) {
+        Ok(Envelope::Request(r)) if r.method == methods::INITIALIZE => {
+            let version = r.params.as_ref().and_then(|p| p.get("protocolVersion")).and_then(|v| v.as_str());
+            Ok(version.and_then(|v| HeaderValue::from_str(v).ok()))
+        }
+        _ => Err(LegacyError::MissingSession),
+    }
+}
+
+fn malformed(what: &'static str) -> LegacyError {
+    LegacyError::BadSessionId(SessionIdError::Malformed(what))
+}
+
+fn seal_failed(e: SessionIdError) -> LegacyError {
+    LegacyError::Settings(format!("sealing the session id: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(name: &'static str, value: &'static str) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        map.insert(name, HeaderValue::from_static(value));
+        map
+    }
+
+    fn request(method: &str, params: serde_json::Value) -> Request {
+        Request { id: crate::protocol::RequestId::Number(1), method: method.to_owned(), params: Some(params) }
+    }
+
+    #[test]
+    fn era_detection() {
+        assert!(speaks_legacy(&with(headers::SESSION_ID, "anything")));
+        assert!(!speaks_legacy(&with(headers::PROTOCOL_VERSION, "2025-06-18")));
+        let none = HeaderMap::new();
+        let old = with(headers::PROTOCOL_VERSION, "2025-06-18");
+        let new = with(headers::PROTOCOL_VERSION, MODERN_VERSION);
+        let modern_meta = serde_json::json!({"_meta": {meta::PROTOCOL_VERSION: MODERN_VERSION}});
+        assert!(opens_legacy(&none, &request("initialize", serde_json::json!({}))));
+        assert!(opens_legacy(&old, &request("tools/list", serde_json::json!({}))));
+        assert!(opens_legacy(
+            &with(headers::PROTOCOL_VERSION, "2024-11-05"),
+            &request("ping", serde_json::json!({}))
+        ));
+        // A modern client sending a removed method or an old version header stays modern.
+        assert!(!opens_legacy(&new, &request("initialize", serde_json::json!({}))));
+        assert!(!opens_legacy(&none, &request("initialize", modern_meta.clone())));
+        assert!(!opens_legacy(&old, &request("tools/call", modern_meta)));
+        assert!(!opens_legacy(
+            &with(headers::PROTOCOL_VERSION, "garbage"),
+            &request("tools/list", serde_json::json!({}))
+        ));
+        assert!(!opens_legacy(&none, &request("tools/list", serde_json::json!({}))));
+    }
+
+    #[test]
+    fn only_initialize_opens_a_session() {
+        assert!(check_initialize(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#).is_ok());
+        assert!(check_initialize(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).is_err());
+        assert!(check_initialize(b"[]").is_err());
+    }
+}

@@ -1,0 +1,305 @@
+//! The legacy sessions one replica relays: bounded in number, each ended once it has gone
+//! without a request or an open stream for the idle limit.
+//!
+//! The table is this replica's view only. A session opened elsewhere whose upstream is shared
+//! is *adopted* on its first request here (it counts against the bound like any other); only
+//! the replica that opened a session ends it upstream on expiry, so an adopted copy idling out
+//! here never cuts a session another replica is still serving.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use http::HeaderValue;
+use parking_lot::Mutex;
+use prometheus::IntGauge;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::error::LegacyError;
+use crate::mrtr::SessionClaims;
+
+/// What carries a session upstream.
+pub(super) enum Link {
+    /// A transparent HTTP relay to a Streamable HTTP server: the session is the server's own.
+    Http,
+    /// A session driven through the upstream seam (stdio, HTTP+SSE).
+    Seam(super::seam::SeamSession),
+}
+
+/// One relayed session.
+pub(super) struct Entry {
+    pub(super) claims: SessionClaims,
+    pub(super) link: Link,
+    /// True when this replica opened the session (and so ends it upstream on expiry).
+    pub(super) owned: bool,
+    active: AtomicUsize,
+    last: Mutex<Instant>,
+    ended: watch::Sender<bool>,
+    /// The protocol version the client last named, for the requests the gateway sends on its
+    /// own (the DELETE of an expired session).
+    version: Mutex<Option<HeaderValue>>,
+}
+
+/// Keeps its session from idling out while held (a request being relayed, a stream open).
+pub(super) struct Active(Arc<Entry>);
+
+/// A place in the table, taken before the upstream is asked for a session.
+pub(super) struct Reservation {
+    table: Arc<Table>,
+    used: bool,
+}
+
+#[derive(Default)]
+struct State {
+    sessions: HashMap<String, Arc<Entry>>,
+    reserved: usize,
+}
+
+/// The sessions of this replica.
+pub(super) struct Table {
+    state: Mutex<State>,
+    max: usize,
+    idle: Duration,
+    gauge: IntGauge,
+}
+
+// === impl Entry ===
+
+impl Entry {
+    pub(super) fn new(claims: SessionClaims, link: Link, owned: bool) -> Arc<Self> {
+        let (ended, _) = watch::channel(false);
+        Arc::new(Self {
+            claims,
+            link,
+            owned,
+            active: AtomicUsize::new(0),
+            last: Mutex::new(Instant::now()),
+            ended,
+            version: Mutex::new(None),
+        })
+    }
+
+    pub(super) fn set_version(&self, version: Option<HeaderValue>) {
+        if version.is_some() {
+            *self.version.lock() = version;
+        }
+    }
+
+    pub(super) fn version(&self) -> Option<HeaderValue> {
+        self.version.lock().clone()
+    }
+
+    pub(super) fn begin(self: &Arc<Self>) -> Active {
+        self.active.fetch_add(1, Ordering::AcqRel);
+        Active(self.clone())
+    }
+
+    /// Completes once the session has ended (deleted, expired or forgotten upstream).
+    pub(super) fn ended(&self) -> watch::Receiver<bool> {
+        self.ended.subscribe()
+    }
+
+    pub(super) fn is_ended(&self) -> bool {
+        *self.ended.borrow()
+    }
+
+    fn end(&self) {
+        self.ended.send_replace(true);
+    }
+
+    fn idle_since(&self, now: Instant) -> Option<Duration> {
+        if self.active.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        Some(now.saturating_duration_since(*self.last.lock()))
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        *self.0.last.lock() = Instant::now();
+        self.0.active.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+// === impl Reservation ===
+
+impl Reservation {
+    /// Puts the new session in the reserved place and returns the table's entry for it (an
+    /// earlier one, when two requests adopted the same session at once).
+    pub(super) fn fill(mut self, entry: Arc<Entry>) -> Arc<Entry> {
+        self.used = true;
+        let mut state = self.table.state.lock();
+        state.reserved -= 1;
+        let kept = state.sessions.entry(entry.claims.handle.clone()).or_insert(entry).clone();
+        self.table.gauge.set(state.sessions.len() as i64);
+        kept
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if !self.used {
+            self.table.state.lock().reserved -= 1;
+        }
+    }
+}
+
+// === impl Table ===
+
+impl Table {
+    pub(super) fn new(max: usize, idle: Duration, gauge: IntGauge) -> Arc<Self> {
+        Arc::new(Self { state: Mutex::new(State::default()), max, idle, gauge })
+    }
+
+    /// Takes a place for a new session, or refuses when the table is full.
+    pub(super) fn reserve(self: &Arc<Self>) -> Result<Reservation, LegacyError> {
+        let mut state = self.state.lock();
+        if state.sessions.len() + state.reserved >= self.max {
+            return Err(LegacyError::TooManySessions(self.max));
+        }
+        state.reserved += 1;
+        Ok(Reservation { table: self.clone(), used: false })
+    }
+
+    /// The session named by `claims`; a shared one opened elsewhere is adopted with `adopt`.
+    pub(super) fn find_or_adopt(
+        self: &Arc<Self>,
+        claims: SessionClaims,
+        adopt: impl FnOnce(SessionClaims) -> Option<Link>,
+    ) -> Result<Arc<Entry>, LegacyError> {
+        if let Some(entry) = self.state.lock().sessions.get(&claims.handle) {
+            return Ok(entry.clone());
+        }
+        let reservation = self.reserve()?;
+        let link = adopt(claims.clone()).ok_or(LegacyError::NotHere)?;
+        Ok(reservation.fill(Entry::new(claims, link, false)))
+    }
+
+    /// Forgets a session and ends its streams; `None` if it was not here.
+    pub(super) fn remove(&self, handle: &str) -> Option<Arc<Entry>> {
+        let mut state = self.state.lock();
+        let entry = state.sessions.remove(handle)?;
+        self.gauge.set(state.sessions.len() as i64);
+        drop(state);
+        entry.end();
+        Some(entry)
+    }
+
+    /// Forgets every session idle past the limit and returns them.
+    fn expire(&self, now: Instant) -> Vec<Arc<Entry>> {
+        let mut state = self.state.lock();
+        let expired: Vec<String> = state
+            .sessions
+            .iter()
+            .filter(|(_, e)| e.idle_since(now).is_some_and(|d| d >= self.idle))
+            .map(|(h, _)| h.clone())
+            .collect();
+        let out: Vec<_> = expired.iter().filter_map(|h| state.sessions.remove(h)).collect();
+        self.gauge.set(state.sessions.len() as i64);
+        drop(state);
+        out.iter().for_each(|e| e.end());
+        out
+    }
+
+    /// Every session, forgotten (at shutdown).
+    pub(super) fn drain(&self) -> Vec<Arc<Entry>> {
+        let mut state = self.state.lock();
+        let out: Vec<_> = state.sessions.drain().map(|(_, e)| e).collect();
+        self.gauge.set(0);
+        drop(state);
+        out.iter().for_each(|e| e.end());
+        out
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.state.lock().sessions.len()
+    }
+
+    /// How often the reaper looks: a quarter of the idle limit, within [100 ms, 30 s].
+    fn sweep_every(&self) -> Duration {
+        (self.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30))
+    }
+}
+
+/// Ends expired sessions until the table is dropped; `end` ends one upstream.
+pub(super) async fn reap<F, Fut>(table: Weak<Table>, end: F)
+where
+    F: Fn(Arc<Entry>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let Some(every) = table.upgrade().map(|t| t.sweep_every()) else { return };
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(table) = table.upgrade() else { return };
+        let expired = table.expire(Instant::now());
+        drop(table);
+        for entry in expired {
+            tracing::info!(session = %entry.claims.handle, owned = entry.owned, "legacy session idled out");
+            if entry.owned {
+                end(entry).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mrtr::Reach;
+
+    fn claims() -> SessionClaims {
+        SessionClaims::new(Some("u".into()), Reach::Shared, "p", 0)
+    }
+
+    fn table(max: usize) -> Arc<Table> {
+        Table::new(max, Duration::from_secs(10), IntGauge::new("g", "g").unwrap())
+    }
+
+    #[test]
+    fn the_bound_counts_reservations_and_sessions() {
+        let t = table(2);
+        let r1 = t.reserve().unwrap();
+        let _r2 = t.reserve().unwrap();
+        assert!(matches!(t.reserve(), Err(LegacyError::TooManySessions(2))));
+        let _ = r1.fill(Entry::new(claims(), Link::Http, true));
+        assert!(t.reserve().is_err());
+        drop(_r2);
+        assert!(t.reserve().is_ok());
+        assert_eq!(t.len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_idle_sessions_expire_and_removal_ends_streams() {
+        let t = table(4);
+        let (idle, busy) = (Entry::new(claims(), Link::Http, true), Entry::new(claims(), Link::Http, true));
+        let _ = t.reserve().unwrap().fill(idle.clone());
+        let _ = t.reserve().unwrap().fill(busy.clone());
+        let _held = busy.begin();
+        let mut ended = idle.ended();
+        tokio::time::advance(Duration::from_secs(11)).await;
+        let expired = t.expire(Instant::now());
+        assert_eq!(expired.len(), 1);
+        assert_eq!(expired[0].claims.handle, idle.claims.handle);
+        ended.changed().await.unwrap();
+        assert!(idle.is_ended() && !busy.is_ended());
+        assert!(t.remove(&busy.claims.handle).is_some());
+        assert!(busy.is_ended());
+        assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn adoption_refuses_a_local_session_from_elsewhere() {
+        let t = table(4);
+        let r = t.find_or_adopt(claims(), |_| None);
+        assert!(matches!(r, Err(LegacyError::NotHere)));
+        assert_eq!(t.len(), 0);
+        let adopted = t.find_or_adopt(claims(), |_| Some(Link::Http)).unwrap();
+        assert!(!adopted.owned);
+        assert_eq!(t.len(), 1);
+    }
+}

@@ -1,0 +1,100 @@
+use super::*;
+use crate::mrtr::canonical::arguments_digest;
+use crate::mrtr::claims::Binding;
+use crate::mrtr::codec::{CodecSettings, StateCodec, StateError, TOKEN_PREFIX};
+use crate::mrtr::journal::Journal;
+use crate::mrtr::keyring::KeySecret;
+use crate::protocol::methods::MrtrMethod;
+
+const UPSTREAM: &str = "upstream-session-7f3a";
+
+fn ring(keys: &[(u8, &str)]) -> KeyRing {
+    let secrets =
+        keys.iter().map(|(b, l)| KeySecret::new([*b; 32], Some((*l).to_owned())).unwrap()).collect();
+    KeyRing::new(secrets).unwrap()
+}
+
+fn sealer(keys: &[(u8, &str)]) -> SessionSealer {
+    SessionSealer::new(ring(keys))
+}
+
+fn claims() -> SessionClaims {
+    SessionClaims::new(Some(UPSTREAM.to_owned()), Reach::Shared, "alice", 1_800_000_000)
+}
+
+fn swap_prefix(token: &str, from: &str, to: &str) -> String {
+    format!("{to}{}", token.strip_prefix(from).unwrap())
+}
+
+#[test]
+fn round_trip_hides_the_upstream_id() {
+    let s = sealer(&[(1, "a")]);
+    let c = claims();
+    let token = s.seal(&c).unwrap();
+    assert!(token.starts_with(SESSION_ID_PREFIX));
+    assert!(!token.contains(UPSTREAM));
+    assert!(token.bytes().all(|b| b.is_ascii_graphic()), "a header value: {token}");
+    assert_eq!(s.open(&token, "alice").unwrap(), c);
+    assert_ne!(s.seal(&c).unwrap(), token, "a fresh nonce per seal");
+}
+
+#[test]
+fn handles_are_random() {
+    assert_ne!(claims().handle, claims().handle);
+    assert_eq!(claims().handle.len(), 2 * HANDLE_LEN);
+}
+
+#[test]
+fn another_principal_is_refused() {
+    let s = sealer(&[(1, "a")]);
+    let token = s.seal(&claims()).unwrap();
+    assert!(matches!(s.open(&token, "mallory"), Err(SessionIdError::Principal)));
+}
+
+#[test]
+fn tampering_and_unknown_keys_are_refused() {
+    let s = sealer(&[(1, "a")]);
+    let token = s.seal(&claims()).unwrap();
+    let mut bytes = URL_SAFE_NO_PAD.decode(&token[SESSION_ID_PREFIX.len()..]).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    let tampered = format!("{SESSION_ID_PREFIX}{}", URL_SAFE_NO_PAD.encode(&bytes));
+    assert!(matches!(s.open(&tampered, "alice"), Err(SessionIdError::Integrity)));
+    assert!(matches!(sealer(&[(2, "b")]).open(&token, "alice"), Err(SessionIdError::UnknownKey(_))));
+    assert!(matches!(s.open("s1.!!", "alice"), Err(SessionIdError::Malformed(_))));
+    assert!(matches!(s.open("x", "alice"), Err(SessionIdError::Malformed(_))));
+    let huge = format!("{SESSION_ID_PREFIX}{}", "A".repeat(defaults::LEGACY_MAX_SESSION_ID_BYTES));
+    assert!(matches!(s.open(&huge, "alice"), Err(SessionIdError::TooLarge { .. })));
+}
+
+#[test]
+fn a_rotated_ring_still_opens_older_ids() {
+    let token = sealer(&[(1, "old")]).seal(&claims()).unwrap();
+    assert!(sealer(&[(2, "new"), (1, "old")]).open(&token, "alice").is_ok());
+}
+
+#[test]
+fn an_oversized_upstream_id_is_refused_when_sealing() {
+    let big =
+        SessionClaims::new(Some("x".repeat(defaults::LEGACY_MAX_SESSION_ID_BYTES)), Reach::Local, "a", 0);
+    assert!(matches!(sealer(&[(1, "a")]).seal(&big), Err(SessionIdError::TooLarge { .. })));
+}
+
+#[test]
+fn session_ids_and_request_states_never_open_as_each_other() {
+    let keys = [(7u8, "k")];
+    let codec = StateCodec::new(ring(&keys), CodecSettings::default());
+    let binding = Binding {
+        principal: "alice".to_owned(),
+        method: MrtrMethod::ToolsCall,
+        target: "t".to_owned(),
+        arguments: arguments_digest(None),
+    };
+    let state = codec.seal_at(&binding, 1, &Journal::default(), 1_800_000_000).unwrap();
+    let as_session = swap_prefix(&state, TOKEN_PREFIX, SESSION_ID_PREFIX);
+    assert!(matches!(sealer(&keys).open(&as_session, "alice"), Err(SessionIdError::Integrity)));
+
+    let session = sealer(&keys).seal(&claims()).unwrap();
+    let as_state = swap_prefix(&session, SESSION_ID_PREFIX, TOKEN_PREFIX);
+    assert!(matches!(codec.open_at(&as_state, &binding, 1_800_000_000), Err(StateError::Integrity)));
+}

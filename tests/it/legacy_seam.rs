@@ -1,0 +1,124 @@
+//! Legacy clients in front of a stdio or HTTP+SSE upstream: each client session gets an
+//! upstream session of its own through the seam (a child process, an SSE stream), its server
+//! requests relayed in-band on the POST's stream, ended by DELETE or the idle limit, and bound
+//! to the replica that holds it.
+
+use http::StatusCode;
+use mrtr_gateway::mrtr::{KeyRing, KeySecret, Reach, SessionSealer};
+use serde_json::{json, Value};
+
+use super::form_only;
+use crate::common::harness::metric;
+use crate::common::legacy_client::LegacyClient;
+use crate::common::sse_legacy::{same_origin, SseLegacy};
+use crate::common::stdio::{alive, serial, StdioGateway};
+use crate::common::{bounded, eventually, HarnessError, TestResult};
+
+const SESSIONS: &str = "mrtr_gateway_legacy_sessions";
+
+fn text_of(response: &Value) -> String {
+    response["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+fn sealer() -> SessionSealer {
+    let secret = KeySecret::new([0x11; 32], Some("k1".to_owned())).expect("key");
+    SessionSealer::new(KeyRing::new(vec![secret]).expect("ring"))
+}
+
+async fn pid_of(client: &LegacyClient) -> TestResult<u32> {
+    let text = text_of(&client.call_tool("pid", json!({})).await?);
+    text.parse().map_err(|_| HarnessError::Unexpected(format!("pid {text:?}")))
+}
+
+#[tokio::test]
+async fn a_stdio_session_has_its_own_process_until_deleted() -> TestResult {
+    let _serial = serial().await;
+    let gw = StdioGateway::start(&[], &[], &[]).await?;
+    let mut client = LegacyClient::new(gw.gateway.url("/mcp"));
+    let result = client.initialize(form_only()).await?;
+    assert_eq!(result["serverInfo"]["name"], "stdio-fixture");
+    let claims = sealer().open(client.session.as_deref().unwrap_or_default(), "anonymous").expect("opens");
+    assert_eq!((claims.reach, claims.upstream), (Reach::Local, None));
+
+    let greeting = client.call_tool("greet", json!({})).await?;
+    assert_eq!(text_of(&greeting), "Hello, Ada!");
+    let pid = pid_of(&client).await?;
+    let modern_pid = gw.client.call_tool("pid", json!({})).send().await?.text()?;
+    assert_ne!(modern_pid, pid.to_string(), "never a pooled process");
+    assert_eq!(client.open_get().await?.status, StatusCode::METHOD_NOT_ALLOWED);
+
+    assert_eq!(client.delete().await?, StatusCode::OK);
+    eventually("the session's process to end", || !alive(pid)).await?;
+    assert_eq!(metric(&gw.gateway, SESSIONS), 0.0);
+    let after = client.post(&client.request_body("tools/list", json!({}))).await?;
+    assert_eq!(after.status, StatusCode::NOT_FOUND);
+    gw.stop().await
+}
+
+#[tokio::test]
+async fn an_idle_stdio_session_stops_its_process() -> TestResult {
+    let _serial = serial().await;
+    // The extra lines open a `[legacy]` section after `[mrtr]`.
+    let gw = StdioGateway::start(&[], &[], &["[legacy]", "idle_secs = 1"]).await?;
+    let mut client = LegacyClient::new(gw.gateway.url("/mcp"));
+    client.initialize(form_only()).await?;
+    let pid = pid_of(&client).await?;
+    eventually("the idle session's process to end", || !alive(pid)).await?;
+    assert_eq!(metric(&gw.gateway, SESSIONS), 0.0);
+    gw.stop().await
+}
+
+#[tokio::test]
+async fn another_replica_cannot_relay_a_stdio_session() -> TestResult {
+    let _serial = serial().await;
+    let (a, b) = (StdioGateway::start(&[], &[], &[]).await?, StdioGateway::start(&[], &[], &[]).await?);
+    let mut client = LegacyClient::new(a.gateway.url("/mcp"));
+    client.initialize(form_only()).await?;
+    let elsewhere = client.at(b.gateway.url("/mcp"));
+    let raw = elsewhere.post(&elsewhere.request_body("tools/list", json!({}))).await?;
+    assert_eq!(raw.status, StatusCode::NOT_FOUND, "the process lives in the first replica");
+    assert_eq!(
+        text_of(&client.call_tool("echo", json!({"message": "still here"})).await?),
+        "Echo: still here"
+    );
+    a.stop().await?;
+    b.stop().await
+}
+
+#[tokio::test]
+async fn an_http_sse_upstream_relays_elicitation_in_band() -> TestResult {
+    let server = SseLegacy::spawn("2025-06-18", same_origin).await?;
+    let (gateway, _) = server.gateway().await?;
+    let mut client = LegacyClient::new(gateway.url("/mcp"));
+    let result = client.initialize(form_only()).await?;
+    assert_eq!(result["protocolVersion"], "2025-06-18");
+    let greeting = client.call_tool("greet", json!({})).await?;
+    assert_eq!(text_of(&greeting), "Hello, Ada!");
+    assert_eq!(client.delete().await?, StatusCode::OK);
+    bounded("the gateway to drain", gateway.shutdown()).await
+}
+
+#[tokio::test]
+async fn a_dead_process_ends_its_session_and_the_client_starts_anew() -> TestResult {
+    let _serial = serial().await;
+    let gw = StdioGateway::start(&[], &[], &[]).await?;
+    let mut client = LegacyClient::new(gw.gateway.url("/mcp"));
+    client.initialize(form_only()).await?;
+    let pid = pid_of(&client).await?;
+    let pid_t = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap_or(-1)).expect("a pid");
+    rustix::process::kill_process(pid_t, rustix::process::Signal::KILL).expect("kill");
+    eventually("the process to die", || !alive(pid)).await?;
+    // The first request after the crash may still see it fail; the session is then gone.
+    let mut status = StatusCode::OK;
+    for _ in 0..3 {
+        status = client.post(&client.request_body("tools/list", json!({}))).await?.status;
+        if status == StatusCode::NOT_FOUND {
+            break;
+        }
+    }
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    client.session = None;
+    client.initialize(form_only()).await?;
+    assert_ne!(pid_of(&client).await?, pid);
+    gw.stop().await
+}
