@@ -254,6 +254,62 @@ fn oversize_tokens_are_refused_before_decoding() {
 }
 
 #[test]
+fn the_size_bound_is_exact_for_sealing_and_opening() {
+    let token = codec(&[(1, None)]).seal_at(&binding(), 1, &journal(&["a"]), NOW).unwrap();
+    let bounded = |max_token_bytes| {
+        let settings = CodecSettings { max_token_bytes, ..CodecSettings::default() };
+        StateCodec::new(ring(&[(1, None)]), settings)
+    };
+    let exact = bounded(token.len());
+    assert_eq!(exact.settings().max_token_bytes, token.len());
+    assert!(exact.open_at(&token, &binding(), NOW).is_ok());
+    assert_eq!(exact.seal_at(&binding(), 1, &journal(&["a"]), NOW).unwrap().len(), token.len());
+    // One byte less: sealing refuses with the token's exact length, computed before encrypting.
+    let under = bounded(token.len() - 1);
+    let err = under.seal_at(&binding(), 1, &journal(&["a"]), NOW).unwrap_err();
+    assert!(matches!(err, StateError::TooLarge { size, limit } if size == token.len() && limit == size - 1));
+    let err = under.open_at(&token, &binding(), NOW).unwrap_err();
+    assert!(matches!(err, StateError::TooLarge { size, .. } if size == token.len()), "{err}");
+}
+
+#[test]
+fn the_shortest_sealed_body_reaches_the_tag_check() {
+    let codec = codec(&[(1, None)]);
+    let token = codec.seal_at(&binding(), 1, &journal(&[]), NOW).unwrap();
+    let mut bytes = raw(&token);
+    bytes.truncate(HEADER_LEN + TAG_LEN);
+    // Key id and nonce intact, no ciphertext: long enough to try, and the tag fails.
+    assert_eq!(codec.open_at(&token_of(&bytes), &binding(), NOW).unwrap_err().reason(), "integrity");
+}
+
+/// Seals `plain` as the token body, with `domain` ‖ key id as the associated data.
+fn seal_with_domain(codec: &StateCodec, plain: &[u8], domain: &[u8]) -> String {
+    let (id, cipher) = codec.ring.sealing();
+    let nonce = [3u8; NONCE_LEN];
+    let associated = [domain, &id.0[..]].concat();
+    let mut sealed = plain.to_vec();
+    let tag = cipher.encrypt_in_place_detached(XNonce::from_slice(&nonce), &associated, &mut sealed).unwrap();
+    token_of(&[&id.0[..], &nonce, &sealed, &tag].concat())
+}
+
+#[test]
+fn associated_data_is_the_domain_then_the_key_id() {
+    let codec = codec(&[(1, None)]);
+    let genuine = codec.seal_at(&binding(), 1, &journal(&["a"]), NOW).unwrap();
+    let plain = codec.open_at(&genuine, &binding(), NOW).unwrap();
+    let plain = serde_json::to_vec(&plain).unwrap();
+    // Written out here, independently of the codec's own constant.
+    let opened = seal_with_domain(&codec, &plain, b"mrtr-gateway/requestState/v1\0");
+    assert!(codec.open_at(&opened, &binding(), NOW).is_ok());
+    for other in
+        [&b"mrtr-gateway/requestState/v2\0"[..], b"", &[0u8; AAD_DOMAIN.len()], &[1u8; AAD_DOMAIN.len()]]
+    {
+        let err = codec.open_at(&seal_with_domain(&codec, &plain, other), &binding(), NOW).unwrap_err();
+        assert_eq!(err.reason(), "integrity", "domain {other:?}");
+    }
+}
+
+#[test]
 fn other_format_versions_are_refused() {
     let codec = codec(&[(1, None)]);
     let claims = ClaimsRef {
