@@ -154,5 +154,9 @@ mod tests {
         assert!(err.contains("roots[0]") && err.contains("file://"), "{err}");
         let err = validate_answer(InputKind::Elicitation, &json!(12345)).unwrap_err();
         assert!(err.contains("ElicitResult"), "{err}");
+        let long = "n".repeat(100);
+        let answer = json!({"action": "accept", "content": { long.as_str(): null }});
+        let err = validate_answer(InputKind::Elicitation, &answer).unwrap_err();
+        assert!(err.contains(&format!("`content.{}`", &long[..64])), "names the field, clipped: {err}");
     }
 }

@@ -273,4 +273,15 @@ mod tests {
         assert!(serde_json::from_str::<Digest>("\"AAAA\"").is_err());
         assert!(serde_json::from_str::<Digest>("\"not base64!\"").is_err());
     }
+
+    #[test]
+    fn digest_text_forms_agree() {
+        let digest = Digest([0xfb; 32]);
+        let text = URL_SAFE_NO_PAD.encode([0xfb; 32]);
+        assert_eq!(digest.to_base64(), text);
+        assert_eq!(digest.to_string(), text);
+        assert_eq!(format!("{digest:?}"), format!("Digest({text})"));
+        assert_eq!(serde_json::to_string(&digest).unwrap(), format!("\"{text}\""));
+        assert_eq!(Digest::from_base64(&text).unwrap(), digest);
+    }
 }

@@ -361,6 +361,23 @@ mod tests {
     }
 
     #[test]
+    fn key_files_hold_at_most_max_keys() {
+        let lines = |n: usize| (0..n).map(|i| b64(&[i as u8; 32]) + "\n").collect::<String>();
+        assert_eq!(parse_key_lines(&lines(MAX_KEYS)).unwrap().len(), MAX_KEYS);
+        let err = parse_key_lines(&lines(MAX_KEYS + 1)).unwrap_err();
+        assert!(matches!(err, KeyError::TooMany(n) if n == MAX_KEYS + 1), "{err}");
+    }
+
+    #[test]
+    fn ids_print_as_hex() {
+        let id = KeyId([0xde, 0xad, 0x0b, 0xef]);
+        assert_eq!(id.to_string(), "dead0bef");
+        assert_eq!(format!("{id:?}"), "KeyId(dead0bef)");
+        let ring = KeyRing::new(vec![KeySecret::new([5; 32], Some("k".into())).unwrap()]).unwrap();
+        assert_eq!(format!("{ring:?}"), format!("[KeyId({})]", label_id("k")));
+    }
+
+    #[test]
     fn ephemeral_rings_differ() {
         let a: Vec<KeyId> = KeyRing::ephemeral().unwrap().ids().collect();
         let b: Vec<KeyId> = KeyRing::ephemeral().unwrap().ids().collect();

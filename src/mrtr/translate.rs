@@ -297,6 +297,12 @@ mod tests {
         let sampling = json!({"messages": [], "maxTokens": 5, "task": {}, "_meta": {}});
         let request = to_input_request(InputKind::Sampling, Some(&sampling)).unwrap();
         assert_eq!(request["params"], json!({"messages": [], "maxTokens": 5}));
+        // Only an empty roots request loses its params: other kinds keep even an empty object,
+        // and roots keep params that say something.
+        let request = to_input_request(InputKind::Sampling, Some(&json!({}))).unwrap();
+        assert_eq!(request, json!({"method": "sampling/createMessage", "params": {}}));
+        let request = to_input_request(InputKind::Roots, Some(&json!({"cursor": "c"}))).unwrap();
+        assert_eq!(request, json!({"method": "roots/list", "params": {"cursor": "c"}}));
     }
 
     #[test]

@@ -33,10 +33,13 @@ async fn roots_asked_on_the_get_stream_become_input_requests() -> TestResult {
     assert_eq!(done.text()?, format!("Roots: {ROOT}"));
     assert_eq!(h.demo.stats.answers(), 1);
     // The session that learned these roots is not handed to the next request: legacy servers
-    // cache roots per session, and the next request may declare other roots.
+    // cache roots per session, and the next request may declare other roots. The demo caches
+    // none, so only the upstream's own count of sessions can tell a new session from a reused one.
     eventually("the session that learned the roots is deleted", || h.demo.stats.deletes() >= 1).await?;
+    let opened = h.demo.stats.initializes();
     let again = call().send().await?;
     assert!(again.input_required().is_ok(), "the next request must be asked for its own roots");
+    assert_eq!(h.demo.stats.initializes(), opened + 1, "the next request must open a new session");
     h.stop().await
 }
 

@@ -2,8 +2,6 @@
 //! (HTTP 400, -32602 "Invalid or expired requestState") while the metrics name the exact reason;
 //! and a key ring that lists the old key after a new one still opens states sealed with the old.
 
-use std::time::Duration;
-
 use http::StatusCode;
 use jsonwebtoken::{encode, EncodingKey, Header};
 use serde_json::{json, Map, Value};
@@ -11,7 +9,12 @@ use serde_json::{json, Map, Value};
 use super::form_only;
 use crate::common::answers::NAME;
 use crate::common::harness::{metric, test_key};
-use crate::common::{answer_all, Client, Harness, Reply, Setup, TestResult};
+use crate::common::{answer_all, Client, Harness, HarnessError, Reply, Setup, TestResult};
+use mrtr_gateway::auth::ANONYMOUS;
+use mrtr_gateway::bridge::unix_now;
+use mrtr_gateway::defaults::{CLOCK_SKEW, STATE_TTL};
+use mrtr_gateway::mrtr::{parse_key_lines, Binding, CodecSettings, KeyRing, StateCodec};
+use mrtr_gateway::protocol::methods::MrtrMethod;
 
 const GENERIC: &str = "Invalid or expired requestState";
 const JWT_SECRET: &str = "integration-test-hs256-secret";
@@ -65,13 +68,32 @@ async fn tampered_states_are_refused_with_the_reason_in_metrics() -> TestResult 
     h.stop().await
 }
 
+/// `state` (of an anonymous `greet` call) sealed again with the test key, its claims and
+/// journal unchanged, as if issued at `issued_at`. The codec takes the time as an argument, so
+/// a genuine state of any age is minted at once instead of waited for.
+fn resealed_at(state: &str, issued_at: u64) -> TestResult<String> {
+    let unexpected = |e: &dyn std::fmt::Display| HarnessError::Unexpected(e.to_string());
+    let secrets = parse_key_lines(&test_key("k1", 0x11)).map_err(|e| unexpected(&e))?;
+    let codec = StateCodec::new(KeyRing::new(secrets).map_err(|e| unexpected(&e))?, CodecSettings::default());
+    let params = json!({"name": "greet", "arguments": {}});
+    let binding = Binding::new(ANONYMOUS, MrtrMethod::ToolsCall, "greet", Some(&params));
+    let claims = codec.open_at(state, &binding, unix_now()).map_err(|e| unexpected(&e))?;
+    codec.seal_at(&binding, claims.round, &claims.journal, issued_at).map_err(|e| unexpected(&e))
+}
+
 #[tokio::test]
 async fn an_expired_state_is_refused() -> TestResult {
-    let h = Setup::new().set("state", "ttl_secs = 1").set("state", "clock_skew_secs = 0").start().await?;
+    let h = Harness::start().await?;
     let (requests, state) = greet_round_one(&h.client).await?;
-    // Expiry has a one-second resolution: 2.2 s is past it whatever the sub-second phase.
-    tokio::time::sleep(Duration::from_millis(2200)).await;
-    assert_generic_refusal(&greet_retry(&h.client, &state, &requests).await?)?;
+    let now = unix_now();
+    let (ttl, skew) = (STATE_TTL.as_secs(), CLOCK_SKEW.as_secs());
+    // Past its expiry and the tolerated skew by a margin no scheduling delay can cross.
+    let expired = resealed_at(&state, now - ttl - skew - 300)?;
+    assert_generic_refusal(&greet_retry(&h.client, &expired, &requests).await?)?;
+    assert_eq!(rejections(&h, "expired"), 1.0);
+    // The same claims, younger than the ttl by the same margin, still open: only age refused it.
+    let aged = resealed_at(&state, now - ttl + 300)?;
+    assert_eq!(greet_retry(&h.client, &aged, &requests).await?.text()?, format!("Hello, {NAME}!"));
     assert_eq!(rejections(&h, "expired"), 1.0);
     h.stop().await
 }

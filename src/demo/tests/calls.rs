@@ -74,16 +74,24 @@ async fn cancellation_stops_a_hanging_call() {
 }
 
 #[tokio::test]
-async fn calls_are_bounded_in_time_and_number() {
-    let options = DemoOptions {
-        max_call_duration: Duration::from_millis(100),
-        max_calls_per_session: 1,
-        ..DemoOptions::default()
-    };
-    let (_server, mut client) = session(options).await;
+async fn calls_are_bounded_in_number() {
+    // The default duration bound (minutes) keeps the first call running however slowly this
+    // test is scheduled, so the second one always finds the session full.
+    let options = DemoOptions { max_calls_per_session: 1, ..DemoOptions::default() };
+    let (server, mut client) = session(options).await;
     let (_, mut events) = client.call_tool("hang", json!({})).await;
+    assert!(events.event().await.data.is_empty(), "the first call is running");
     let (_, busy) = client.call("tools/call", json!({"name": "echo", "arguments": {"message": "x"}})).await;
     assert_eq!(busy.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(server.stats.tool_calls("echo"), 0, "the refused call never ran");
+}
+
+#[tokio::test]
+async fn calls_are_bounded_in_time() {
+    // `hang` never ends by itself: whenever the bound fires, this error is the only outcome.
+    let options = DemoOptions { max_call_duration: Duration::from_millis(100), ..DemoOptions::default() };
+    let (_server, mut client) = session(options).await;
+    let (_, mut events) = client.call_tool("hang", json!({})).await;
     let reply = events.message().await;
     assert_eq!(reply["error"]["code"], -32001);
 }

@@ -102,18 +102,62 @@ fn tampering_with_any_region_is_rejected() {
     }
 }
 
+/// A genuine token whose raw length is `rest` modulo 3, so that its base64 ends on a full
+/// group (0), or on a partial one with stray low bits in its last character (1, 2).
+fn token_with_raw_len_mod3(codec: &StateCodec, rest: usize) -> String {
+    (0..3)
+        .map(|n| codec.seal_at(&binding(), 1, &journal(&["x".repeat(n).as_str()]), NOW).unwrap())
+        .find(|token| raw(token).len() % 3 == rest)
+        .unwrap()
+}
+
+/// `token` with the lowest bit of its last base64url character flipped.
+fn flip_last_char_low_bit(token: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let (head, last) = token.split_at(token.len() - 1);
+    let index = ALPHABET.iter().position(|&c| c == last.as_bytes()[0]).unwrap();
+    format!("{head}{}", ALPHABET[index ^ 1] as char)
+}
+
 #[test]
 fn appended_or_padded_text_is_rejected() {
     let codec = codec(&[(1, None)]);
-    let token = codec.seal_at(&binding(), 1, &journal(&[]), NOW).unwrap();
-    for suffix in ["A", "AA", "AAAA", "=", "-TAMPERED", " "] {
+    // A body of whole base64 groups: what a suffix does to it is known exactly.
+    let token = token_with_raw_len_mod3(&codec, 0);
+    let cases = [
+        ("A", "malformed"),         // a lone sixth of a byte is not base64
+        ("AA", "integrity"),        // one more byte: decodes, then fails the tag
+        ("AAAA", "integrity"),      // three more bytes: likewise
+        ("=", "malformed"),         // padding is refused
+        ("-TAMPERED", "malformed"), // nine characters leave a lone sixth
+        (" ", "malformed"),         // not in the alphabet
+        ("-A", "integrity"),        // `-` is in the base64url alphabet
+        ("+A", "malformed"),        // `+` is standard base64, not base64url
+    ];
+    for (suffix, reason) in cases {
         let err = codec.open_at(&format!("{token}{suffix}"), &binding(), NOW).unwrap_err();
-        assert!(matches!(err.reason(), "malformed" | "integrity"), "{suffix:?}: {err}");
+        assert_eq!(err.reason(), reason, "{suffix:?}: {err}");
     }
     let mut truncated = raw(&token);
     truncated.truncate(HEADER_LEN + TAG_LEN - 1);
     let err = codec.open_at(&token_of(&truncated), &binding(), NOW).unwrap_err();
     assert_eq!(err.reason(), "malformed");
+}
+
+#[test]
+fn base64_is_strict_about_padding_and_stray_bits() {
+    let codec = codec(&[(1, None)]);
+    for (rest, padding) in [(1, "=="), (2, "=")] {
+        let token = token_with_raw_len_mod3(&codec, rest);
+        assert!(codec.open_at(&token, &binding(), NOW).is_ok());
+        // Both decode to the very same bytes under a lenient decoder, and would then open.
+        let padded = format!("{token}{padding}");
+        let stray = flip_last_char_low_bit(&token);
+        for (what, variant) in [("padded", padded), ("stray bits", stray)] {
+            let err = codec.open_at(&variant, &binding(), NOW).unwrap_err();
+            assert!(matches!(err, StateError::Malformed("not unpadded base64url")), "{what} {rest}: {err}");
+        }
+    }
 }
 
 #[test]
@@ -210,6 +254,62 @@ fn oversize_tokens_are_refused_before_decoding() {
 }
 
 #[test]
+fn the_size_bound_is_exact_for_sealing_and_opening() {
+    let token = codec(&[(1, None)]).seal_at(&binding(), 1, &journal(&["a"]), NOW).unwrap();
+    let bounded = |max_token_bytes| {
+        let settings = CodecSettings { max_token_bytes, ..CodecSettings::default() };
+        StateCodec::new(ring(&[(1, None)]), settings)
+    };
+    let exact = bounded(token.len());
+    assert_eq!(exact.settings().max_token_bytes, token.len());
+    assert!(exact.open_at(&token, &binding(), NOW).is_ok());
+    assert_eq!(exact.seal_at(&binding(), 1, &journal(&["a"]), NOW).unwrap().len(), token.len());
+    // One byte less: sealing refuses with the token's exact length, computed before encrypting.
+    let under = bounded(token.len() - 1);
+    let err = under.seal_at(&binding(), 1, &journal(&["a"]), NOW).unwrap_err();
+    assert!(matches!(err, StateError::TooLarge { size, limit } if size == token.len() && limit == size - 1));
+    let err = under.open_at(&token, &binding(), NOW).unwrap_err();
+    assert!(matches!(err, StateError::TooLarge { size, .. } if size == token.len()), "{err}");
+}
+
+#[test]
+fn the_shortest_sealed_body_reaches_the_tag_check() {
+    let codec = codec(&[(1, None)]);
+    let token = codec.seal_at(&binding(), 1, &journal(&[]), NOW).unwrap();
+    let mut bytes = raw(&token);
+    bytes.truncate(HEADER_LEN + TAG_LEN);
+    // Key id and nonce intact, no ciphertext: long enough to try, and the tag fails.
+    assert_eq!(codec.open_at(&token_of(&bytes), &binding(), NOW).unwrap_err().reason(), "integrity");
+}
+
+/// Seals `plain` as the token body, with `domain` ‖ key id as the associated data.
+fn seal_with_domain(codec: &StateCodec, plain: &[u8], domain: &[u8]) -> String {
+    let (id, cipher) = codec.ring.sealing();
+    let nonce = [3u8; NONCE_LEN];
+    let associated = [domain, &id.0[..]].concat();
+    let mut sealed = plain.to_vec();
+    let tag = cipher.encrypt_in_place_detached(XNonce::from_slice(&nonce), &associated, &mut sealed).unwrap();
+    token_of(&[&id.0[..], &nonce, &sealed, &tag].concat())
+}
+
+#[test]
+fn associated_data_is_the_domain_then_the_key_id() {
+    let codec = codec(&[(1, None)]);
+    let genuine = codec.seal_at(&binding(), 1, &journal(&["a"]), NOW).unwrap();
+    let plain = codec.open_at(&genuine, &binding(), NOW).unwrap();
+    let plain = serde_json::to_vec(&plain).unwrap();
+    // Written out here, independently of the codec's own constant.
+    let opened = seal_with_domain(&codec, &plain, b"mrtr-gateway/requestState/v1\0");
+    assert!(codec.open_at(&opened, &binding(), NOW).is_ok());
+    for other in
+        [&b"mrtr-gateway/requestState/v2\0"[..], b"", &[0u8; AAD_DOMAIN.len()], &[1u8; AAD_DOMAIN.len()]]
+    {
+        let err = codec.open_at(&seal_with_domain(&codec, &plain, other), &binding(), NOW).unwrap_err();
+        assert_eq!(err.reason(), "integrity", "domain {other:?}");
+    }
+}
+
+#[test]
 fn other_format_versions_are_refused() {
     let codec = codec(&[(1, None)]);
     let claims = ClaimsRef {
@@ -232,26 +332,37 @@ fn other_format_versions_are_refused() {
     assert_eq!(err.reason(), "version");
 }
 
+/// The variant after `error` in declaration order, `None` after the last. The match has no
+/// wildcard: a new variant does not compile until it is given its place in this chain.
+fn next_variant(error: &StateError) -> Option<StateError> {
+    Some(match error {
+        StateError::TooLarge { .. } => StateError::Malformed(""),
+        StateError::Malformed(_) => StateError::UnknownKey(KeyId([0; 4])),
+        StateError::UnknownKey(_) => StateError::Integrity,
+        StateError::Integrity => StateError::Version(0),
+        StateError::Version(_) => StateError::Expired { expires_at: 0, now: 0 },
+        StateError::Expired { .. } => StateError::NotYetValid { issued_at: 0, now: 0 },
+        StateError::NotYetValid { .. } => StateError::Principal,
+        StateError::Principal => StateError::Method,
+        StateError::Method => StateError::Target,
+        StateError::Target => StateError::Arguments,
+        StateError::Arguments => StateError::Encode(serde_json::from_str::<u8>("x").unwrap_err()),
+        StateError::Encode(_) => StateError::Seal,
+        StateError::Seal => return None,
+    })
+}
+
 #[test]
 fn reasons_are_distinct_labels() {
-    let errors = [
-        StateError::TooLarge { size: 0, limit: 0 },
-        StateError::Malformed(""),
-        StateError::UnknownKey(KeyId([0; 4])),
-        StateError::Integrity,
-        StateError::Version(0),
-        StateError::Expired { expires_at: 0, now: 0 },
-        StateError::NotYetValid { issued_at: 0, now: 0 },
-        StateError::Principal,
-        StateError::Method,
-        StateError::Target,
-        StateError::Arguments,
-        StateError::Seal,
-    ];
+    let first = StateError::TooLarge { size: 0, limit: 0 };
+    let errors: Vec<StateError> = std::iter::successors(Some(first), next_variant).take(64).collect();
+    let kinds: std::collections::HashSet<_> = errors.iter().map(std::mem::discriminant).collect();
+    assert_eq!(kinds.len(), errors.len(), "the chain visits each variant once, then ends");
     let mut labels: Vec<&str> = errors.iter().map(StateError::reason).collect();
+    assert!(labels.iter().all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')));
     labels.sort_unstable();
     labels.dedup();
-    assert_eq!(labels.len(), errors.len());
+    assert_eq!(labels.len(), errors.len(), "{labels:?}");
 }
 
 proptest! {

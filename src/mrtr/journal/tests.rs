@@ -157,3 +157,36 @@ fn journal_serde_is_compact_and_round_trips() {
     journal.next_key = u32::MAX;
     assert_eq!(journal.mint(), None);
 }
+
+#[test]
+fn an_answer_of_exactly_the_bounds_is_accepted() {
+    let answer = json!({"action": "accept", "content": {"t": "x".repeat(40)}});
+    let size = serde_json::to_string(&answer).unwrap().len();
+    let fits = |max_answer_bytes, max_answers| {
+        let limits = AnswerLimits { max_answer_bytes, max_answers };
+        let mut journal = journal_asking(&[
+            pending("a", InputKind::Elicitation, "1"),
+            pending("b", InputKind::Elicitation, "2"),
+        ]);
+        let both = responses(json!({"a": answer, "b": answer}));
+        journal.accept_responses(Some(&both), LegacyVersion::V2025_11_25, &limits)
+    };
+    assert_eq!(fits(size, 2).unwrap().answered, 2);
+    let err = fits(size - 1, 2).unwrap_err();
+    assert!(matches!(err, InputError::TooLarge { size: s, .. } if s == size), "{err}");
+    assert!(matches!(fits(size, 1).unwrap_err(), InputError::TooManyAnswers { limit: 1 }));
+}
+
+#[test]
+fn answers_already_in_the_journal_count_against_the_bound() {
+    let limits = AnswerLimits { max_answer_bytes: 1024, max_answers: 2 };
+    let mut journal = journal_asking(&[pending("a", InputKind::Roots, "1")]);
+    journal
+        .accept_responses(Some(&responses(json!({"a": {"roots": []}}))), LegacyVersion::V2025_11_25, &limits)
+        .unwrap();
+    journal.pending = vec![pending("b", InputKind::Roots, "2"), pending("c", InputKind::Roots, "3")];
+    let two = responses(json!({"b": {"roots": []}, "c": {"roots": []}}));
+    let err = journal.accept_responses(Some(&two), LegacyVersion::V2025_11_25, &limits).unwrap_err();
+    assert!(matches!(err, InputError::TooManyAnswers { limit: 2 }), "{err}");
+    assert_eq!(journal.answered.len(), 1, "nothing changes on a refusal");
+}

@@ -188,3 +188,13 @@ fn unknown_methods_are_errors() {
     assert!(matches!(err, ReplayError::Translate(TranslateError::UnknownMethod(_))));
     assert_eq!(replay.asked(), 0);
 }
+
+#[test]
+fn an_unused_answer_without_a_new_question_is_not_divergence() {
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
+    let key = ask(&mut replay, &question("Name?"));
+    // The upstream finishes this time without asking again: nothing new was asked.
+    let outcome = next_round(replay.finish(), json!({ key: accept("Alice") })).finish();
+    assert!(!outcome.diverged);
+    assert!(outcome.input_requests.is_empty());
+}

@@ -59,33 +59,55 @@ async fn full_pool_of_leased_sessions_waits_then_gives_up() {
     drop(held);
 }
 
+/// Yields to the runtime until `ready` holds; panics after a bounded number of turns.
+async fn until(what: &str, ready: impl Fn() -> bool) {
+    for _ in 0..10_000 {
+        if ready() {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("{what} never happened");
+}
+
 #[tokio::test]
 async fn waiter_gets_the_session_released_meanwhile() {
     let server = server().await;
     let mut s = settings(&server);
     s.pool_max_sessions = 1;
+    // Not the thing under test: the waiter must not give up while the test is descheduled.
+    s.pool_acquire_timeout = Duration::from_secs(30);
     let pool = Pool::new(s).unwrap();
     let held = pool.lease(key("a", 0), &caps()).await.unwrap();
     let waiter = {
         let pool = pool.clone();
         tokio::spawn(async move { pool.lease(key("a", 0), &caps()).await.map(drop) })
     };
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until("the waiter queued behind the held lease", || pool.queued() == 1).await;
+    assert!(!waiter.is_finished(), "a full pool must make the waiter wait");
     drop(held);
     waiter.await.unwrap().unwrap();
-    assert_eq!(server.count(inits), 1);
+    assert_eq!(server.count(inits), 1, "the waiter got the released session");
+    assert_eq!(pool.queued(), 0);
 }
 
 #[tokio::test]
 async fn full_pool_evicts_the_least_recently_used_idle_session() {
     let mut server = server().await;
     let mut s = settings(&server);
-    s.pool_max_sessions = 1;
+    s.pool_max_sessions = 2;
     let pool = Pool::new(s).unwrap();
     drop(pool.lease(key("a", 0), &caps()).await.unwrap());
-    let _b = pool.lease(key("b", 0), &caps()).await.unwrap();
+    drop(pool.lease(key("b", 0), &caps()).await.unwrap());
+    // Using `a` again makes `b` the least recently used, although `a` was opened first.
+    drop(pool.lease(key("a", 0), &caps()).await.unwrap());
+    assert_eq!((server.count(inits), server.count(deletes)), (2, 0));
+    let _c = pool.lease(key("c", 0), &caps()).await.unwrap();
     server.wait_for(deletes).await;
-    assert_eq!(pool.stats(), PoolStats { idle: 0, leased: 1, starting: 0 });
+    assert_eq!(pool.stats(), PoolStats { idle: 1, leased: 1, starting: 0 });
+    // `a` survived: leasing it opens nothing new.
+    drop(pool.lease(key("a", 0), &caps()).await.unwrap());
+    assert_eq!((server.count(inits), server.count(deletes)), (3, 1), "`b` was the one evicted");
 }
 
 #[tokio::test]
