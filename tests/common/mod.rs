@@ -28,6 +28,11 @@ pub(crate) use reply::Reply;
 /// The longest any single step of a test may take before it fails as hung.
 pub(crate) const WAIT: Duration = Duration::from_secs(10);
 
+/// The longest a gateway *process* may take to start and report ready: it loads a debug binary
+/// and opens its first upstream session, which on a loaded 2-core machine took over [`WAIT`].
+/// Only a safety net against a hang; nothing is measured against it.
+pub(crate) const PROCESS_START_WAIT: Duration = Duration::from_secs(60);
+
 /// Why a harness step failed. Tests return `Result<(), HarnessError>` and use `?`.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HarnessError {
@@ -58,7 +63,16 @@ pub(crate) type TestResult<T = ()> = Result<T, HarnessError>;
 
 /// Runs `fut` with the suite's bound, naming what was awaited if it does not finish.
 pub(crate) async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -> TestResult<T> {
-    tokio::time::timeout(WAIT, fut).await.map_err(|_| HarnessError::Timeout(what.to_owned()))
+    bounded_for(WAIT, what, fut).await
+}
+
+/// [`bounded`] with a bound of its own.
+pub(crate) async fn bounded_for<T>(
+    limit: Duration,
+    what: &str,
+    fut: impl std::future::Future<Output = T>,
+) -> TestResult<T> {
+    tokio::time::timeout(limit, fut).await.map_err(|_| HarnessError::Timeout(what.to_owned()))
 }
 
 /// Polls `check` every 10 ms until it holds, for at most [`WAIT`].

@@ -10,7 +10,7 @@ use std::time::Duration;
 use http::StatusCode;
 
 use super::client::admin_get;
-use super::{bounded, Client, HarnessError, TestResult};
+use super::{bounded, bounded_for, Client, HarnessError, TestResult, PROCESS_START_WAIT};
 
 /// A running gateway process; killed on drop.
 pub(crate) struct GatewayProcess {
@@ -94,7 +94,7 @@ impl GatewayProcess {
 
     /// Polls `/readyz` until it answers 200; connection refusals mean "not listening yet".
     async fn wait_ready(&self) -> TestResult {
-        bounded("a gateway process to report ready", async {
+        bounded_for(PROCESS_START_WAIT, "a gateway process to report ready", async {
             loop {
                 if let Ok((StatusCode::OK, _)) = admin_get(&self.client, self.admin, "/readyz").await {
                     return;

@@ -11,7 +11,7 @@ use crate::common::answers::NAME;
 use crate::common::harness::{metric, test_key};
 use crate::common::{answer_all, Client, Harness, HarnessError, Reply, Setup, TestResult};
 use mrtr_gateway::auth::ANONYMOUS;
-use mrtr_gateway::bridge::unix_now;
+use mrtr_gateway::bridge::Clock;
 use mrtr_gateway::defaults::{CLOCK_SKEW, STATE_TTL};
 use mrtr_gateway::mrtr::{parse_key_lines, Binding, CodecSettings, KeyRing, StateCodec};
 use mrtr_gateway::protocol::methods::MrtrMethod;
@@ -77,7 +77,7 @@ fn resealed_at(state: &str, issued_at: u64) -> TestResult<String> {
     let codec = StateCodec::new(KeyRing::new(secrets).map_err(|e| unexpected(&e))?, CodecSettings::default());
     let params = json!({"name": "greet", "arguments": {}});
     let binding = Binding::new(ANONYMOUS, MrtrMethod::ToolsCall, "greet", Some(&params));
-    let claims = codec.open_at(state, &binding, unix_now()).map_err(|e| unexpected(&e))?;
+    let claims = codec.open_at(state, &binding, Clock::System.unix_now()).map_err(|e| unexpected(&e))?;
     codec.seal_at(&binding, claims.round, &claims.journal, issued_at).map_err(|e| unexpected(&e))
 }
 
@@ -85,7 +85,7 @@ fn resealed_at(state: &str, issued_at: u64) -> TestResult<String> {
 async fn an_expired_state_is_refused() -> TestResult {
     let h = Harness::start().await?;
     let (requests, state) = greet_round_one(&h.client).await?;
-    let now = unix_now();
+    let now = Clock::System.unix_now();
     let (ttl, skew) = (STATE_TTL.as_secs(), CLOCK_SKEW.as_secs());
     // Past its expiry and the tolerated skew by a margin no scheduling delay can cross.
     let expired = resealed_at(&state, now - ttl - skew - 300)?;
