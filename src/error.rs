@@ -51,6 +51,9 @@ pub enum FrontError {
     TooManyRounds { limit: u32 },
     #[error("too many questions in one round (the limit is {limit})")]
     TooManyQuestions { limit: usize },
+    /// The answers so far make a state over `state.max_token_bytes`: the chain cannot go on.
+    #[error("the conversation's state would exceed the gateway's limit of {limit} bytes")]
+    StateTooLarge { limit: usize },
     /// A JSON-RPC error from the upstream server, already mapped to 2026-07-28 codes.
     #[error("upstream error {}: {}", .0.code, .0.message)]
     Upstream(ErrorObject),
@@ -110,7 +113,9 @@ impl FrontError {
             | Self::NotAcceptable(_) => codes::INVALID_REQUEST,
             Self::MethodNotFound(_) => codes::METHOD_NOT_FOUND,
             Self::InvalidParams(_) | Self::InvalidState { .. } => codes::INVALID_PARAMS,
-            Self::TooManyRounds { .. } | Self::TooManyQuestions { .. } => codes::INVALID_PARAMS,
+            Self::TooManyRounds { .. } | Self::TooManyQuestions { .. } | Self::StateTooLarge { .. } => {
+                codes::INVALID_PARAMS
+            }
             Self::HeaderMismatch(_) => codes::HEADER_MISMATCH,
             Self::UnsupportedVersion { .. } => codes::UNSUPPORTED_PROTOCOL_VERSION,
             Self::MissingCapability { .. } => codes::MISSING_CLIENT_CAPABILITY,
@@ -158,6 +163,7 @@ impl FrontError {
             Self::InvalidState { .. } => L::InvalidState,
             Self::TooManyRounds { .. } => L::TooManyRounds,
             Self::TooManyQuestions { .. } => L::TooManyQuestions,
+            Self::StateTooLarge { .. } => L::StateTooLarge,
             Self::Upstream(_) => L::UpstreamError,
             Self::UpstreamUnavailable(_) => L::UpstreamUnavailable,
             Self::UpstreamTimeout(_) => L::UpstreamTimeout,
@@ -337,11 +343,12 @@ impl From<UpstreamError> for FrontError {
     }
 }
 
-/// A state that fails to open is a client error with one generic message; one that fails to
-/// seal is a bug.
+/// A state that fails to open is a client error with one generic message; one too large to seal
+/// ends the chain with its own message; one that fails to seal otherwise is a bug.
 impl From<StateError> for FrontError {
     fn from(e: StateError) -> Self {
         match e {
+            StateError::SealTooLarge { limit, .. } => Self::StateTooLarge { limit },
             StateError::Encode(_) | StateError::Seal => Self::Internal(Box::new(e)),
             other => Self::InvalidState(other),
         }

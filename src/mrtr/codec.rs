@@ -68,6 +68,10 @@ pub enum StateError {
     Encode(#[source] serde_json::Error),
     #[error("state encryption failed")]
     Seal,
+    /// The state this round would seal is over the bound: the conversation grew too large (its
+    /// answers), not a token the client sent.
+    #[error("the state to seal would be {size} bytes; at most {limit} are allowed")]
+    SealTooLarge { size: usize, limit: usize },
 }
 
 /// Codec bounds.
@@ -107,6 +111,7 @@ impl StateError {
             Self::Arguments => "arguments",
             Self::Encode(_) => "encode",
             Self::Seal => "seal",
+            Self::SealTooLarge { .. } => "seal_too_large",
         }
     }
 }
@@ -171,7 +176,10 @@ impl StateCodec {
         buf.extend_from_slice(&nonce);
         write_claims(&mut buf)?;
         // Refuse before encrypting: a token we could not open again is useless.
-        self.check_size(TOKEN_PREFIX.len() + base64_len(buf.len() + TAG_LEN))?;
+        let size = TOKEN_PREFIX.len() + base64_len(buf.len() + TAG_LEN);
+        if size > self.settings.max_token_bytes {
+            return Err(StateError::SealTooLarge { size, limit: self.settings.max_token_bytes });
+        }
         let tag = cipher
             .encrypt_in_place_detached(XNonce::from_slice(&nonce), &aad(id), &mut buf[HEADER_LEN..])
             .map_err(|_| StateError::Seal)?;

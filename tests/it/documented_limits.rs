@@ -66,6 +66,33 @@ async fn a_state_over_max_token_bytes_is_refused_as_too_large() -> TestResult {
     h.stop().await
 }
 
+/// Answers that would make the next round's state larger than `state.max_token_bytes` end the
+/// chain with their own message, and are not counted as a client's bad state.
+#[tokio::test]
+async fn answers_too_large_to_seal_end_the_chain_with_their_own_error() -> TestResult {
+    const LIMIT: usize = 2048;
+    let h = Setup::new().set("state", &format!("max_token_bytes = {LIMIT}")).start().await?;
+    let call = || h.client.call_tool("confirm_twice", json!({})).caps(form_only());
+    let (requests, state) = call().send().await?.input_required()?;
+    let key = requests.keys().next().cloned().unwrap_or_default();
+    // Well under `max_answer_bytes`, but the journal that carries it cannot fit in the state.
+    let long_name = "n".repeat(LIMIT);
+    let answers = json!({ key: {"action": "accept", "content": {"name": long_name}} });
+    let reply = call().state(&state).responses(answers).send().await?;
+    let message = reply.expect_error(StatusCode::BAD_REQUEST, -32602)?;
+    assert_eq!(
+        message,
+        format!("the conversation's state would exceed the gateway's limit of {LIMIT} bytes")
+    );
+    let series = r#"mrtr_gateway_requests_total{method="tools/call",outcome="state_too_large"}"#;
+    assert_eq!(h.metric(series), 1.0);
+    for reason in ["too_large", "seal_too_large"] {
+        let series = format!(r#"mrtr_gateway_state_rejections_total{{reason="{reason}"}}"#);
+        assert_eq!(h.metric(&series), 0.0, "{reason}");
+    }
+    h.stop().await
+}
+
 /// A total bound far below the round bound (60 s) and the front's backstop (over 2 minutes), so
 /// only `total_timeout_ms` can end these calls within the suite's wait.
 fn total_timeout() -> Setup {

@@ -249,8 +249,9 @@ fn oversize_tokens_are_refused_before_decoding() {
     // Not even valid base64: the size check must come first.
     let err = codec.open_at(&"*".repeat(257), &binding(), NOW).unwrap_err();
     assert!(matches!(err, StateError::TooLarge { size: 257, limit: 256 }), "{err}");
+    // Sealing over the bound is the conversation's size, not a client's token: its own reason.
     let err = codec.seal_at(&binding(), 1, &journal(&["x".repeat(300).as_str()]), NOW).unwrap_err();
-    assert_eq!(err.reason(), "too_large");
+    assert_eq!(err.reason(), "seal_too_large");
 }
 
 #[test]
@@ -267,7 +268,9 @@ fn the_size_bound_is_exact_for_sealing_and_opening() {
     // One byte less: sealing refuses with the token's exact length, computed before encrypting.
     let under = bounded(token.len() - 1);
     let err = under.seal_at(&binding(), 1, &journal(&["a"]), NOW).unwrap_err();
-    assert!(matches!(err, StateError::TooLarge { size, limit } if size == token.len() && limit == size - 1));
+    assert!(
+        matches!(err, StateError::SealTooLarge { size, limit } if size == token.len() && limit == size - 1)
+    );
     let err = under.open_at(&token, &binding(), NOW).unwrap_err();
     assert!(matches!(err, StateError::TooLarge { size, .. } if size == token.len()), "{err}");
 }
@@ -348,7 +351,8 @@ fn next_variant(error: &StateError) -> Option<StateError> {
         StateError::Target => StateError::Arguments,
         StateError::Arguments => StateError::Encode(serde_json::from_str::<u8>("x").unwrap_err()),
         StateError::Encode(_) => StateError::Seal,
-        StateError::Seal => return None,
+        StateError::Seal => StateError::SealTooLarge { size: 0, limit: 0 },
+        StateError::SealTooLarge { .. } => return None,
     })
 }
 
