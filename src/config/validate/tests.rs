@@ -186,3 +186,21 @@ fn an_sse_url_is_its_own_upstream_kind_and_excludes_the_others() {
     let ftp = err("[upstream]\nsse_url = \"ftp://example.test/sse\"");
     assert!(ftp.contains("upstream.sse_url"), "{ftp}");
 }
+
+#[test]
+fn the_per_key_bound_and_warm_processes_are_checked_against_the_pool() {
+    let c = Config::from_toml("[upstream]\npool_max_sessions = 8").unwrap();
+    assert_eq!((c.upstream.pool_max_per_key, c.upstream.pool_min_warm), (8, d::POOL_MIN_WARM));
+    let upstream = crate::upstream::UpstreamSettings::new(Uri::from_static("http://127.0.0.1:1/mcp"));
+    assert_eq!(upstream.pool_max_per_key, upstream.pool_max_sessions, "no bound of its own by default");
+    let c = Config::from_toml("[upstream]\ncommand = [\"srv\"]\npool_max_per_key = 2\npool_min_warm = 3")
+        .unwrap();
+    assert_eq!((c.upstream.pool_max_per_key, c.upstream.pool_min_warm), (2, 3));
+    let e = err("[upstream]\npool_max_sessions = 4\npool_max_per_key = 5");
+    assert!(e.starts_with("upstream.pool_max_per_key:"), "{e}");
+    assert!(err("[upstream]\npool_max_per_key = 0").starts_with("upstream.pool_max_per_key:"));
+    let e = err("[upstream]\ncommand = [\"srv\"]\npool_max_sessions = 2\npool_min_warm = 3");
+    assert!(e.starts_with("upstream.pool_min_warm:"), "{e}");
+    let e = err("[upstream]\nurl = \"http://127.0.0.1:1/mcp\"\npool_min_warm = 1");
+    assert!(e.contains("stdio upstream"), "{e}");
+}
