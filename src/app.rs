@@ -257,6 +257,8 @@ pub(crate) fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> Upst
     s.pool_idle_timeout = cfg.upstream.pool_idle;
     s.pool_max_queued = cfg.upstream.pool_max_queued;
     s.pool_acquire_timeout = cfg.upstream.pool_acquire_timeout;
+    s.pool_max_per_key = cfg.upstream.pool_max_per_key;
+    s.pool_min_warm = cfg.upstream.pool_min_warm;
     s.max_connections = cfg.upstream.max_connections;
     s.max_connecting = cfg.upstream.max_connecting;
     s

@@ -41,6 +41,14 @@ pub const POOL_IDLE: Duration = Duration::from_secs(300);
 pub const POOL_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Calls that may wait for a session at once; past it a call is refused at once (503).
 pub const POOL_MAX_QUEUED: usize = 1024;
+/// Warm stdio processes kept spawned ahead of demand (see `upstream.pool_min_warm`).
+pub const POOL_MIN_WARM: usize = 0;
+
+/// The default `upstream.pool_max_per_key`: no bound per (principal, capabilities) beyond the
+/// total one.
+pub const fn pool_max_per_key(pool_max_sessions: usize) -> usize {
+    pool_max_sessions
+}
 /// TCP connections to the upstream being opened at once.
 pub const MAX_CONNECTING: usize = 32;
 /// Upstream connections allowed beyond two per session, for short POSTs (answers, cancels).

@@ -271,6 +271,7 @@ fn unavailable_message(e: &UpstreamError) -> String {
         UpstreamError::Initialize(_) => "initialize failed",
         UpstreamError::Timeout(_) => "timed out",
         UpstreamError::PoolExhausted(_) | UpstreamError::QueueFull { .. } => "no session free",
+        UpstreamError::KeyExhausted(_) => "no session of this client free",
         UpstreamError::Settings(_) => "misconfigured",
         UpstreamError::Spawn(_) => "the upstream command could not be started",
         UpstreamError::StreamEnded => "its event stream ended",

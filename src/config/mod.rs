@@ -140,6 +140,10 @@ pub struct UpstreamConfig {
     pub pool_idle: Duration,
     pub pool_max_queued: usize,
     pub pool_acquire_timeout: Duration,
+    /// Most sessions of one (principal, capabilities) key; at most `pool_max_sessions`.
+    pub pool_max_per_key: usize,
+    /// Warm processes of a stdio upstream (0 for the other targets).
+    pub pool_min_warm: usize,
     pub max_connections: usize,
     pub max_connecting: usize,
     /// The answer to `roots/list` requests no client can be asked, as `file://` URIs.

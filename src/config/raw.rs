@@ -87,6 +87,13 @@ pub struct RawUpstream {
     pub pool_max_queued: Option<usize>,
     /// Longest a call waits for a session, in milliseconds, before 503. Default 10000.
     pub pool_acquire_timeout_ms: Option<u64>,
+    /// Most sessions (for stdio: processes) of one principal with one set of client
+    /// capabilities; callers past it wait like callers past `pool_max_sessions`, and a
+    /// second client is still served. Default `pool_max_sessions` (no bound of its own).
+    pub pool_max_per_key: Option<usize>,
+    /// Stdio only: processes kept spawned ahead of demand, waiting for `initialize`, so a call
+    /// does not pay the process start. At most `pool_max_sessions`. Default 0.
+    pub pool_min_warm: Option<usize>,
     /// Most TCP connections to the upstream; more than twice `pool_max_sessions`.
     /// Default `2 * pool_max_sessions + 16`.
     pub max_connections: Option<usize>,

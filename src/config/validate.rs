@@ -110,6 +110,7 @@ fn upstream(mut raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
     };
     let pool_max_sessions =
         positive("upstream.pool_max_sessions", raw.pool_max_sessions.unwrap_or(d::POOL_MAX_SESSIONS))?;
+    let pool_min_warm = pool_min_warm(raw.pool_min_warm, pool_max_sessions, &target)?;
     Ok(UpstreamConfig {
         target,
         protocol_version,
@@ -124,6 +125,8 @@ fn upstream(mut raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
             raw.pool_acquire_timeout_ms,
             d::POOL_ACQUIRE_TIMEOUT,
         )?,
+        pool_max_per_key: pool_max_per_key(raw.pool_max_per_key, pool_max_sessions)?,
+        pool_min_warm,
         max_connections: max_connections(raw.max_connections, pool_max_sessions)?,
         max_connecting: positive("upstream.max_connecting", raw.max_connecting.unwrap_or(d::MAX_CONNECTING))?,
         roots: raw.roots.map(roots).transpose()?,
@@ -183,6 +186,40 @@ fn max_connections(raw: Option<usize>, pool_max_sessions: usize) -> Result<usize
                 "must be more than twice upstream.pool_max_sessions ({pool_max_sessions}): each session \
                  holds its GET stream and its call's response stream"
             ),
+        ));
+    }
+    Ok(n)
+}
+
+/// A bound per key above the total would never apply: refuse it rather than let it mislead.
+fn pool_max_per_key(raw: Option<usize>, pool_max_sessions: usize) -> Result<usize, ConfigError> {
+    let n = positive("upstream.pool_max_per_key", raw.unwrap_or(d::pool_max_per_key(pool_max_sessions)))?;
+    if n > pool_max_sessions {
+        return Err(ConfigError::invalid(
+            "upstream.pool_max_per_key",
+            format!("must not exceed upstream.pool_max_sessions ({pool_max_sessions})"),
+        ));
+    }
+    Ok(n)
+}
+
+/// Warm processes exist only for a stdio upstream, and count against the total.
+fn pool_min_warm(
+    raw: Option<usize>,
+    pool_max_sessions: usize,
+    target: &UpstreamTarget,
+) -> Result<usize, ConfigError> {
+    let n = raw.unwrap_or(d::POOL_MIN_WARM);
+    if n > 0 && !matches!(target, UpstreamTarget::Command(_)) {
+        return Err(ConfigError::invalid(
+            "upstream.pool_min_warm",
+            "only applies to a stdio upstream (upstream.command)",
+        ));
+    }
+    if n > pool_max_sessions {
+        return Err(ConfigError::invalid(
+            "upstream.pool_min_warm",
+            format!("must not exceed upstream.pool_max_sessions ({pool_max_sessions})"),
         ));
     }
     Ok(n)

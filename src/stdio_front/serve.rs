@@ -1,5 +1,13 @@
 //! The serve loop: read lines, start one task per message, reap tasks, cancel on request; at
 //! the end of input (or on the shutdown signal) stop reading and drain within a bound.
+//!
+//! At `max_in_flight` requests the loop keeps reading: a request past the bound is answered at
+//! once with the HTTP front's overload error (`-32603`, "gateway overloaded"), written
+//! straight to the output queue without a task, while cancellations still reach the requests
+//! they name. Not reading instead would have stalled the client's `notifications/cancelled`
+//! behind the requests it wants to cancel. Only when the output queue is full too (the client
+//! is not reading what it is sent) does the loop stop reading stdin until there is room, so
+//! memory stays bounded either way.
 
 use std::convert::Infallible;
 use std::fmt::Display;
@@ -31,7 +39,7 @@ pub struct StdioOptions {
     pub path: String,
     /// The longest line read; a longer one is refused like an oversized HTTP body.
     pub max_line_bytes: usize,
-    /// Requests served at once; past it, stdin is not read until one ends (pipe backpressure).
+    /// Requests served at once; past it a request is refused at once (overloaded).
     pub max_in_flight: usize,
     /// How long in-flight requests may take to finish once input has ended.
     pub drain: Duration,
@@ -59,7 +67,8 @@ where
     tokio::pin!(shutdown);
     let (mut signalled, mut written) = (false, None);
     let ended = loop {
-        let room = inflight.len() < opts.max_in_flight;
+        // Room for a task, or for a refusal line on the output queue.
+        let room = inflight.len() < opts.max_in_flight || lines.capacity() > 0;
         tokio::select! {
             // Stop conditions first, then finished tasks (their ids leave the table before a
             // new line may reuse one), then input.
@@ -96,14 +105,29 @@ fn dispatch<S, B>(
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Display + Send,
 {
+    let full = inflight.len() >= opts.max_in_flight;
     let text = match line {
         Line::Text(text) => text,
         Line::TooLong => {
             let e = FrontError::PayloadTooLarge { limit: opts.max_line_bytes };
-            return answer(lines, error_bytes(None, &e.to_object()), inflight);
+            let bytes = error_bytes(None, &e.to_object());
+            return if full { refuse(lines, bytes) } else { answer(lines, bytes, inflight) };
         }
     };
     match incoming(text, &opts.path) {
+        Incoming::Forward { id: Some(id), .. } if full => {
+            tracing::warn!(max_in_flight = opts.max_in_flight, %id, "stdio request refused: too many in flight");
+            refuse(lines, error_bytes(Some(&id), &FrontError::Overloaded.to_object()));
+        }
+        // A notification (or a line the front would refuse unparsed) past the bound: nothing
+        // may answer a notification, so it is dropped.
+        Incoming::Forward { id: None, .. } if full => {
+            tracing::warn!(
+                max_in_flight = opts.max_in_flight,
+                "stdio message without an id dropped: too many in flight"
+            );
+        }
+        Incoming::Answer(bytes) if full => refuse(lines, bytes),
         Incoming::Forward { request, id } => {
             let (service, out) = (service.clone(), lines.clone());
             inflight.spawn(id, async move {
@@ -117,6 +141,15 @@ fn dispatch<S, B>(
         }
         Incoming::Answer(bytes) => answer(lines, bytes, inflight),
         Incoming::Ignore => {}
+    }
+}
+
+/// Queues `bytes` as a line without a task (the loop is at its bound of tasks). The loop reads
+/// only while the queue has room, so this fails only if tasks filled it meanwhile: then the
+/// client is not reading its output, and the line is dropped with a log line.
+fn refuse(lines: &mpsc::Sender<Bytes>, bytes: Vec<u8>) {
+    if lines.try_send(one_line(bytes)).is_err() {
+        tracing::warn!("stdio output queue full: an error line for the client was dropped");
     }
 }
 

@@ -37,6 +37,9 @@ pub enum UpstreamError {
     Initialize(String),
     #[error("no upstream session became free within {0:?}")]
     PoolExhausted(Duration),
+    /// The caller's pool key (principal and capabilities) held its most sessions throughout.
+    #[error("no upstream session of this client became free within {0:?}")]
+    KeyExhausted(Duration),
     #[error("upstream overloaded: {limit} calls already wait for a session")]
     QueueFull { limit: usize },
     #[error("cannot start the upstream command")]
@@ -70,6 +73,7 @@ impl UpstreamError {
             Self::Protocol(_) | Self::Sse(_) => "protocol",
             Self::Initialize(_) => "initialize",
             Self::PoolExhausted(_) => "pool_exhausted",
+            Self::KeyExhausted(_) => "key_exhausted",
             Self::QueueFull { .. } => "queue_full",
             Self::Spawn(_) => "spawn",
             Self::ProcessEnded(_) => "process_ended",
@@ -94,12 +98,15 @@ impl UpstreamError {
 
     /// True when the pool refused the call for overload (the front answers 503).
     pub fn is_overload(&self) -> bool {
-        matches!(self, Self::PoolExhausted(_) | Self::QueueFull { .. })
+        matches!(self, Self::PoolExhausted(_) | Self::KeyExhausted(_) | Self::QueueFull { .. })
     }
 
     /// True when the session that produced this error must not be reused.
     pub fn poisons_session(&self) -> bool {
-        !matches!(self, Self::PoolExhausted(_) | Self::QueueFull { .. } | Self::Settings(_))
+        !matches!(
+            self,
+            Self::PoolExhausted(_) | Self::KeyExhausted(_) | Self::QueueFull { .. } | Self::Settings(_)
+        )
     }
 
     /// A short, bounded excerpt of an HTTP error body for the message.

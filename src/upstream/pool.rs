@@ -6,11 +6,17 @@
 //! that requests the server sends on the GET stream are attributed to that call. List methods
 //! lease like any other call: they are short, and one rule is easier to trust than two.
 //!
-//! Bounds: at most `pool_max_sessions` sessions exist (idle + leased + starting). A call first
-//! takes one of `pool_max_sessions` slots ([`super::admission`]): in arrival order, behind at
-//! most `pool_max_queued` others, for at most `pool_acquire_timeout`. Holding a slot, it reuses
-//! an idle session of its key, or starts one, evicting the least recently used idle session of
-//! another key when the pool is full. Idle sessions expire after `pool_idle_timeout`.
+//! Bounds: at most `pool_max_sessions` sessions exist (idle + leased + starting + warm), and at
+//! most `pool_max_per_key` of one key. A call first takes its key's slot and one of the
+//! total's ([`super::admission`]): in arrival order, behind at most `pool_max_queued` others,
+//! for at most `pool_acquire_timeout`. Holding them, it reuses an idle session of its key, or
+//! initialises a warm process, or starts a session, evicting the least recently used idle
+//! session of another key when the pool is full. A new session of a key is only started when
+//! none of its own is idle, so the key's slots bound its sessions too. Idle sessions expire
+//! after `pool_idle_timeout`.
+//!
+//! Warm processes (stdio, `pool_min_warm`) are started and left waiting for `initialize`; see
+//! [`warm`] for why that, and not an initialised session, is what is kept ready.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
@@ -18,12 +24,14 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::admission::{Admission, PoolMetrics};
-use super::session::{Connector, Session};
+use super::admission::{Admission, Admitted, Bounds, PoolMetrics};
+use super::session::{Connector, Session, Spare};
 use super::{InitializeResult, UpstreamError, UpstreamSettings};
+
+mod warm;
 
 /// (principal, capability fingerprint).
 pub type PoolKey = (Arc<str>, u8);
@@ -37,6 +45,8 @@ pub struct PoolStats {
     pub idle: usize,
     pub leased: usize,
     pub starting: usize,
+    /// Stdio processes started ahead of demand, waiting for their first call.
+    pub warm: usize,
 }
 
 /// A shareable handle on the pool.
@@ -50,6 +60,8 @@ struct PoolInner {
     state: Mutex<State>,
     admission: Admission,
     initialize: Mutex<Option<Arc<InitializeResult>>>,
+    /// Wakes the task that keeps processes warm: one was taken or capacity freed.
+    rewarm: Arc<Notify>,
 }
 
 #[derive(Default)]
@@ -58,6 +70,12 @@ struct State {
     idle: VecDeque<Idle>,
     leased: usize,
     starting: usize,
+    /// Oldest first.
+    warm: VecDeque<Spare>,
+    /// Warm processes found dead by calls since the last refill (it backs off for them).
+    warm_died: usize,
+    /// Set at shutdown: nothing more is kept warm.
+    closed: bool,
 }
 
 struct Idle {
@@ -68,6 +86,8 @@ struct Idle {
 
 enum Step {
     Reuse(Session),
+    /// Initialise this warm process.
+    Warm(Spare),
     Start,
 }
 
@@ -79,7 +99,7 @@ pub struct Lease {
     pool: Arc<PoolInner>,
     poisoned: bool,
     /// Freed after the session is back in the pool, so the next caller finds it there.
-    _slot: OwnedSemaphorePermit,
+    _slot: Admitted,
 }
 
 /// Undoes a `starting` reservation if initialisation fails or is cancelled.
@@ -97,21 +117,26 @@ impl Pool {
     /// Builds the pool and its connector. Inside a Tokio runtime it also starts the task that
     /// closes expired idle sessions; [`Pool::evict_idle`] does the same on demand.
     pub fn with_metrics(settings: UpstreamSettings, metrics: PoolMetrics) -> Result<Self, UpstreamError> {
-        let admission = Admission::new(
-            settings.pool_max_sessions,
-            settings.pool_max_queued,
-            settings.pool_acquire_timeout,
-            metrics,
-        );
+        let bounds = Bounds {
+            total: settings.pool_max_sessions,
+            per_key: settings.pool_max_per_key,
+            max_queued: settings.pool_max_queued,
+            wait: settings.pool_acquire_timeout,
+        };
+        let admission = Admission::new(bounds, metrics);
         let transport = Connector::new(Arc::new(settings), admission.metrics().connections.clone())?;
         let inner = Arc::new(PoolInner {
             transport,
             state: Mutex::new(State::default()),
             admission,
             initialize: Mutex::new(None),
+            rewarm: Arc::new(Notify::new()),
         });
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(reap(Arc::downgrade(&inner)));
+            if inner.settings().pool_min_warm > 0 {
+                handle.spawn(warm::keep_warm(Arc::downgrade(&inner), inner.rewarm.clone()));
+            }
         }
         Ok(Self { inner })
     }
@@ -128,10 +153,11 @@ impl Pool {
         key: PoolKey,
         capabilities: impl FnOnce() -> Value,
     ) -> Result<Lease, UpstreamError> {
-        let slot = self.inner.admission.admit().await?;
+        let slot = self.inner.admission.admit(&key).await?;
         match self.inner.acquire(&key) {
             Step::Reuse(session) => Ok(self.lease_of(key, session, slot)),
-            Step::Start => self.start(key, &capabilities(), slot).await,
+            Step::Warm(spare) => self.start(key, &capabilities(), slot, Some(spare)).await,
+            Step::Start => self.start(key, &capabilities(), slot, None).await,
         }
     }
 
@@ -139,10 +165,11 @@ impl Pool {
         &self,
         key: PoolKey,
         capabilities: &Value,
-        slot: OwnedSemaphorePermit,
+        slot: Admitted,
+        spare: Option<Spare>,
     ) -> Result<Lease, UpstreamError> {
         let reservation = Starting(&self.inner);
-        let session = self.inner.transport.connect(capabilities).await?;
+        let session = self.inner.open(capabilities, spare).await?;
         // The reservation becomes a lease below; its drop would undo the count.
         std::mem::forget(reservation);
         {
@@ -154,7 +181,7 @@ impl Pool {
         Ok(self.lease_of(key, session, slot))
     }
 
-    fn lease_of(&self, key: PoolKey, session: Session, slot: OwnedSemaphorePermit) -> Lease {
+    fn lease_of(&self, key: PoolKey, session: Session, slot: Admitted) -> Lease {
         Lease { session, key, pool: self.inner.clone(), poisoned: false, _slot: slot }
     }
 
@@ -175,13 +202,18 @@ impl Pool {
     /// Current counts (poll this for metrics).
     pub fn stats(&self) -> PoolStats {
         let state = self.inner.state.lock();
-        PoolStats { idle: state.idle.len(), leased: state.leased, starting: state.starting }
+        PoolStats {
+            idle: state.idle.len(),
+            leased: state.leased,
+            starting: state.starting,
+            warm: state.warm.len(),
+        }
     }
 
     /// Sessions open or opening.
     pub fn size(&self) -> usize {
         let s = self.stats();
-        s.idle + s.leased + s.starting
+        s.idle + s.leased + s.starting + s.warm
     }
 
     /// Calls waiting for a session.
@@ -204,16 +236,26 @@ impl Pool {
         self.inner.evict_idle()
     }
 
-    /// Closes every idle session at once (at shutdown) and returns how many; leased ones close
-    /// when their lease drops.
+    /// Closes every idle session and warm process at once (at shutdown), keeps no more warm,
+    /// and returns how many sessions it closed; leased ones close when their lease drops.
     pub async fn close_idle(&self) -> usize {
-        let idle: Vec<_> = self.inner.state.lock().idle.drain(..).collect();
+        let (idle, warm): (Vec<_>, Vec<_>) = {
+            let mut state = self.inner.state.lock();
+            state.closed = true;
+            (state.idle.drain(..).collect(), state.warm.drain(..).collect())
+        };
+        self.inner.admission.metrics().warm.set(0);
         let count = idle.len();
         // Concurrently: each close is bounded, and child processes take seconds to stop.
         let closes = idle
             .into_iter()
             .map(|e| tokio::time::timeout(CLOSE_TIMEOUT, async move { e.session.close().await }));
-        futures_util::future::join_all(closes).await;
+        let stops = warm.into_iter().map(|spare| tokio::time::timeout(CLOSE_TIMEOUT, spare.close()));
+        futures_util::future::join(
+            futures_util::future::join_all(closes),
+            futures_util::future::join_all(stops),
+        )
+        .await;
         count
     }
 }
@@ -225,27 +267,60 @@ impl PoolInner {
         self.transport.settings()
     }
 
-    /// One decision under the lock, by a caller holding a slot: reuse, or reserve a new session.
-    /// Slots bound leased + starting sessions, so a full pool always has an idle one to evict.
+    /// One decision under the lock, by a caller holding a slot: reuse, take a warm process, or
+    /// reserve a new session. Slots bound leased + starting sessions, and warm processes only
+    /// fill free room, so a full pool without a warm one always has an idle one to evict.
     fn acquire(&self, key: &PoolKey) -> Step {
         let mut evicted = self.take_stale();
-        let step = {
+        let (step, dead) = {
             let mut state = self.state.lock();
             let pos = state.idle.iter().rposition(|e| &e.key == key);
-            if let Some(entry) = pos.and_then(|pos| state.idle.remove(pos)) {
+            let (step, dead) = if let Some(entry) = pos.and_then(|pos| state.idle.remove(pos)) {
                 state.leased += 1;
-                Step::Reuse(entry.session)
-            } else if state.idle.len() + state.leased + state.starting < self.settings().pool_max_sessions {
-                state.starting += 1;
-                Step::Start
+                (Step::Reuse(entry.session), Vec::new())
             } else {
-                evicted.extend(state.idle.pop_front().map(|lru| lru.session));
+                let (spare, dead) = state.take_warm();
+                let step = if let Some(spare) = spare {
+                    Step::Warm(spare)
+                } else if state.total() < self.settings().pool_max_sessions {
+                    Step::Start
+                } else {
+                    evicted.extend(state.idle.pop_front().map(|lru| lru.session));
+                    Step::Start
+                };
                 state.starting += 1;
-                Step::Start
-            }
+                (step, dead)
+            };
+            self.admission.metrics().warm.set(state.warm.len() as i64);
+            (step, dead)
         };
+        if matches!(step, Step::Warm(_)) || !dead.is_empty() || !evicted.is_empty() {
+            self.rewarm.notify_one();
+        }
+        warm::log_dead(&dead);
         close_in_background(evicted);
         step
+    }
+
+    /// Initialises `spare`, or a new session when there is none or it died meanwhile.
+    async fn open(&self, capabilities: &Value, spare: Option<Spare>) -> Result<Session, UpstreamError> {
+        let opened = &self.admission.metrics().opened;
+        if let Some(spare) = spare {
+            let pid = spare.pid();
+            match self.transport.connect_spare(spare, capabilities).await {
+                Ok(session) => {
+                    opened.with_label_values(&["warm"]).inc();
+                    return Ok(session);
+                }
+                Err(e) if e.is_dead() => {
+                    tracing::warn!(pid, error = %e, "a warm upstream process failed its initialize; starting another");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let session = self.transport.connect(capabilities).await?;
+        opened.with_label_values(&["cold"]).inc();
+        Ok(session)
     }
 
     /// Removes idle sessions past the idle timeout or no longer healthy. Runs on every lease,
@@ -266,6 +341,9 @@ impl PoolInner {
     fn evict_idle(&self) -> usize {
         let stale = self.take_stale();
         let n = stale.len();
+        if n > 0 {
+            self.rewarm.notify_one();
+        }
         close_in_background(stale);
         n
     }
@@ -281,14 +359,39 @@ impl PoolInner {
             }
         }
         if retire {
+            self.rewarm.notify_one();
             close_in_background(vec![session]);
         }
+    }
+}
+
+// === impl State ===
+
+impl State {
+    /// Sessions and processes counted against `pool_max_sessions`.
+    fn total(&self) -> usize {
+        self.idle.len() + self.leased + self.starting + self.warm.len()
+    }
+
+    /// The oldest warm process still alive, and the dead ones met on the way.
+    fn take_warm(&mut self) -> (Option<Spare>, Vec<Spare>) {
+        let mut dead = Vec::new();
+        while let Some(spare) = self.warm.pop_front() {
+            if spare.is_alive() {
+                return (Some(spare), dead);
+            }
+            self.warm_died += 1;
+            dead.push(spare);
+        }
+        (None, dead)
     }
 }
 
 impl Drop for Starting<'_> {
     fn drop(&mut self) {
         self.0.state.lock().starting -= 1;
+        // A failed start freed room a warm process may take.
+        self.0.rewarm.notify_one();
     }
 }
 

@@ -23,7 +23,7 @@ use super::handshake::InitializeResult;
 use super::http::{HttpSession, Transport};
 use super::sse_legacy::SseSession;
 use super::state::SessionState;
-use super::stdio::{Spawner, StdioSession};
+use super::stdio::{SpareProcess, Spawner, StdioSession};
 use super::{UpstreamError, UpstreamSettings};
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::{methods, RequestId};
@@ -52,6 +52,13 @@ pub(crate) enum Connector {
     Stdio(Spawner),
 }
 
+/// A session started ahead of demand and not yet initialised, which any pool key may take:
+/// only a stdio upstream has one (a process waiting for `initialize`), since starting it is
+/// what costs; a network session costs one round trip either way.
+pub(crate) struct Spare {
+    process: SpareProcess,
+}
+
 // === impl Connector ===
 
 impl Connector {
@@ -77,6 +84,28 @@ impl Connector {
         match self {
             Self::Http(t) | Self::SseLegacy(t) => t.settings(),
             Self::Stdio(s) => s.settings(),
+        }
+    }
+
+    /// Starts a session ahead of demand, when this transport has such a thing (stdio).
+    pub(crate) fn prestart(&self) -> Option<Result<Spare, UpstreamError>> {
+        match self {
+            Self::Stdio(s) => Some(s.prestart().map(|process| Spare { process })),
+            Self::Http(_) | Self::SseLegacy(_) => None,
+        }
+    }
+
+    /// Initialises a spare session declaring `capabilities`.
+    pub(crate) async fn connect_spare(
+        &self,
+        spare: Spare,
+        capabilities: &Value,
+    ) -> Result<Session, UpstreamError> {
+        match self {
+            Self::Stdio(s) => {
+                Ok(Session { link: Link::Stdio(s.initialize(spare.process, capabilities).await?) })
+            }
+            Self::Http(_) | Self::SseLegacy(_) => self.connect(capabilities).await,
         }
     }
 
@@ -201,6 +230,25 @@ impl Session {
             Link::SseLegacy(s) => s.close().await,
             Link::Stdio(s) => s.close().await,
         }
+    }
+}
+
+// === impl Spare ===
+
+impl Spare {
+    /// False once it died while waiting.
+    pub(crate) fn is_alive(&self) -> bool {
+        self.process.is_alive()
+    }
+
+    /// The process id, for the log.
+    pub(crate) fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// Stops it, bounded.
+    pub(crate) async fn close(self) {
+        self.process.stop().await;
     }
 }
 

@@ -50,6 +50,13 @@ pub struct UpstreamSettings {
     pub pool_acquire_timeout: Duration,
     /// Most calls waiting for a session; past it a call fails at once (`QueueFull`).
     pub pool_max_queued: usize,
+    /// Most sessions of one pool key (principal, capability fingerprint) at once; callers past
+    /// it wait in the same queue, within the same bounds, as callers past the total.
+    pub pool_max_per_key: usize,
+    /// Processes a stdio pool keeps spawned and waiting for `initialize`, so that a lease
+    /// that finds no idle session of its key skips the process start. Ignored by the network
+    /// transports, whose sessions cost no process.
+    pub pool_min_warm: usize,
     /// Most TCP connections open to the upstream. It must exceed twice `pool_max_sessions`:
     /// each session holds its GET stream and, while leased, its call's response stream.
     pub max_connections: usize,
@@ -138,6 +145,8 @@ impl UpstreamSettings {
             pool_idle_timeout: defaults::POOL_IDLE,
             pool_acquire_timeout: defaults::POOL_ACQUIRE_TIMEOUT,
             pool_max_queued: defaults::POOL_MAX_QUEUED,
+            pool_max_per_key: defaults::pool_max_per_key(defaults::POOL_MAX_SESSIONS),
+            pool_min_warm: defaults::POOL_MIN_WARM,
             max_connections: defaults::max_connections(defaults::POOL_MAX_SESSIONS),
             max_connecting: defaults::MAX_CONNECTING,
             max_event_bytes: defaults::MAX_EVENT_BYTES,

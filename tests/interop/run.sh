@@ -20,7 +20,9 @@
 # (mcp==1.30.0) runs straight at the HTTP servers and through the gateways
 # (HTTP and stdio), and must pass the same checks both ways; the conformance
 # control's 2025-11-25 scenarios also run through the gateway's legacy path.
-# Every process
+# Then server-everything in `sse` mode behind a gateway with --upstream-sse,
+# and the stdio front launched by the Python client's stdio transport
+# (mrtr-gateway stdio, spawning the fixture). Every process
 # it starts is stopped by its own pid on exit, success or not. Prints a
 # client x server x tool matrix, the conformance counts, and ends with
 # `N passed, M failed`; exits 1 if anything unexpected failed.
@@ -377,6 +379,44 @@ with_gateways() {
   stdio_checks
   legacy_client_stdio_checks
   conformance_stdio
+  sse_upstream_checks
+  stdio_front_checks
+}
+
+# === HTTP+SSE upstream (2024-11-05) and the stdio front ===
+
+# server-everything in its `sse` mode (the deprecated HTTP+SSE transport) and
+# a gateway in front of it with --upstream-sse; the everything checks (its
+# elicitation, sampling and roots rounds among them) through that gateway.
+sse_upstream_checks() {
+  local p_sse p_gw p_gwa
+  read -r p_sse p_gw p_gwa <<<"$(free_ports 3)"
+  start server-everything-sse "$RUN_DIR/everything-sse.log" \
+    env PORT="$p_sse" node --require "$HERE/loopback-only.cjs" "$EVERYTHING_JS" sse
+  if ! wait_http server-everything-sse "$LAST_PID" "http://127.0.0.1:$p_sse/sse" 200 "$READY_SECONDS"; then
+    record FAIL "FAIL harness server-everything-sse - not ready (logs in $RUN_DIR)"
+    return 0
+  fi
+  local extra=()
+  read -r -a extra <<<"${GATEWAY_EXTRA_ARGS:-}"
+  start gateway-sse-everything "$RUN_DIR/gateway-sse-everything.log" "$GATEWAY" \
+    --upstream-sse "http://127.0.0.1:$p_sse/sse" --listen "127.0.0.1:$p_gw" \
+    --admin-listen "127.0.0.1:$p_gwa" --state-key-file "$KEY_FILE" "${extra[@]}"
+  if ! wait_http gateway-sse-everything "$LAST_PID" "http://127.0.0.1:$p_gwa/readyz" 200 "$READY_SECONDS"; then
+    record FAIL "FAIL harness gateway-sse-everything - not ready (logs in $RUN_DIR)"
+    return 0
+  fi
+  py everything-sse everything "http://127.0.0.1:$p_gw/mcp" 2026-07-28
+  ts everything-sse everything "http://127.0.0.1:$p_gw/mcp" pin
+}
+
+# The stdio front: the Python client's stdio transport launches
+# `mrtr-gateway stdio --upstream-command <fixture --stdio>` itself, once per
+# check, and completes the fixture's MRTR rounds over the gateway's stdio.
+stdio_front_checks() {
+  run_checks "py:fixture-stdio-front" "$PROGRAM_SECONDS" "$PY_MODERN" "$HERE/py_stdio_front_check.py" \
+    --gateway "$GATEWAY" --upstream-command "'$PY_LEGACY' '$HERE/legacy_fixture_server.py' --stdio" \
+    --state-key-file "$KEY_FILE" --server fixture --target fixture-stdio-front --timeout "$CHECK_SECONDS"
 }
 
 # On failure, the end of each server and gateway log, where the cause usually is.

@@ -25,6 +25,7 @@ mod sse_legacy;
 mod state;
 mod stdio;
 mod stdio_front;
+mod stdio_pool;
 
 use serde_json::{json, Value};
 

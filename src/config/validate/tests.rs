@@ -202,3 +202,21 @@ fn gather_knobs_are_bounded_by_the_window() {
     let e = err("[mrtr]\nmax_questions_per_round = 2\n[mrtr.gather_expect]\nask_three = 3");
     assert!(e.starts_with("mrtr.gather_expect.ask_three:"), "{e}");
 }
+
+#[test]
+fn the_per_key_bound_and_warm_processes_are_checked_against_the_pool() {
+    let c = Config::from_toml("[upstream]\npool_max_sessions = 8").unwrap();
+    assert_eq!((c.upstream.pool_max_per_key, c.upstream.pool_min_warm), (8, d::POOL_MIN_WARM));
+    let upstream = crate::upstream::UpstreamSettings::new(Uri::from_static("http://127.0.0.1:1/mcp"));
+    assert_eq!(upstream.pool_max_per_key, upstream.pool_max_sessions, "no bound of its own by default");
+    let c = Config::from_toml("[upstream]\ncommand = [\"srv\"]\npool_max_per_key = 2\npool_min_warm = 3")
+        .unwrap();
+    assert_eq!((c.upstream.pool_max_per_key, c.upstream.pool_min_warm), (2, 3));
+    let e = err("[upstream]\npool_max_sessions = 4\npool_max_per_key = 5");
+    assert!(e.starts_with("upstream.pool_max_per_key:"), "{e}");
+    assert!(err("[upstream]\npool_max_per_key = 0").starts_with("upstream.pool_max_per_key:"));
+    let e = err("[upstream]\ncommand = [\"srv\"]\npool_max_sessions = 2\npool_min_warm = 3");
+    assert!(e.starts_with("upstream.pool_min_warm:"), "{e}");
+    let e = err("[upstream]\nurl = \"http://127.0.0.1:1/mcp\"\npool_min_warm = 1");
+    assert!(e.contains("stdio upstream"), "{e}");
+}

@@ -112,3 +112,30 @@ async fn a_signal_during_the_drain_ends_it_at_once() {
     let ended = tokio::time::timeout(Duration::from_secs(5), served).await;
     ended.expect("the signal ends the drain").unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn past_the_bound_a_request_is_refused_at_once_and_a_cancellation_still_gets_through() {
+    let flags = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (mut client, input) = tokio::io::duplex(4096);
+    let (output, mut read) = tokio::io::duplex(4096);
+    let one = StdioOptions { max_in_flight: 1, ..opts(Duration::from_secs(5)) };
+    let served = tokio::spawn(serve(stub(flags.clone()), input, output, one, std::future::pending()));
+    client.write_all(HANG).await.unwrap();
+    until(&flags.0, "the request to start").await;
+    client.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"x\",\"params\":{}}\n").await.unwrap();
+    let mut line = Vec::new();
+    while !line.ends_with(b"\n") {
+        let mut byte = [0u8; 1];
+        tokio::time::timeout(Duration::from_secs(5), read.read_exact(&mut byte)).await.unwrap().unwrap();
+        line.push(byte[0]);
+    }
+    let refused: serde_json::Value = serde_json::from_slice(&line).unwrap();
+    assert_eq!(refused["id"], 2);
+    assert_eq!(refused["error"]["code"], -32603);
+    assert_eq!(refused["error"]["message"], FrontError::Overloaded.to_string());
+    client.write_all(CANCEL).await.unwrap();
+    until(&flags.1, "the cancellation to reach the request at the bound").await;
+    drop(client);
+    served.await.unwrap().unwrap();
+    assert_eq!(all_output(read).await, "", "nothing more was written");
+}

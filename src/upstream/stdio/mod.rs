@@ -15,4 +15,4 @@ mod process;
 mod session;
 mod supervisor;
 
-pub(crate) use session::{Spawner, StdioSession};
+pub(crate) use session::{SpareProcess, Spawner, StdioSession};

@@ -1,6 +1,8 @@
 //! One legacy session over stdio: a child process, initialised, whose stdin carries the
 //! gateway's requests, responses and notifications in order, and whose stdout the supervisor
-//! routes. [`Spawner`] opens them, one process per session.
+//! routes. [`Spawner`] opens them, one process per session, in two steps: start the process
+//! ([`Spawner::prestart`], a [`SpareProcess`]), then initialise it with a client's
+//! capabilities ([`Spawner::initialize`]). The pool may take the first step ahead of demand.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +35,11 @@ pub(crate) struct StdioSession {
     init: Arc<InitializeResult>,
 }
 
+/// A started process that has not been sent `initialize` yet. Dropping it stops the process.
+pub(crate) struct SpareProcess {
+    link: Link,
+}
+
 /// The running process as its session sees it.
 struct Link {
     state: Arc<SessionState>,
@@ -63,7 +70,22 @@ impl Spawner {
     /// Starts a process and initialises it. On failure the process is stopped and reaped in
     /// the background.
     pub(crate) async fn spawn(&self, capabilities: &Value) -> Result<StdioSession, UpstreamError> {
-        let link = Arc::new(self.start_process()?);
+        self.initialize(self.prestart()?, capabilities).await
+    }
+
+    /// Starts a process, leaving it waiting for `initialize`.
+    pub(crate) fn prestart(&self) -> Result<SpareProcess, UpstreamError> {
+        self.start_process().map(|link| SpareProcess { link })
+    }
+
+    /// Initialises a started process declaring `capabilities`. On failure the process is
+    /// stopped and reaped in the background.
+    pub(crate) async fn initialize(
+        &self,
+        spare: SpareProcess,
+        capabilities: &Value,
+    ) -> Result<StdioSession, UpstreamError> {
+        let link = Arc::new(spare.link);
         let timeout = self.settings.request_timeout;
         let raw = tokio::time::timeout(timeout, handshake(&link, &self.settings, capabilities))
             .await
@@ -111,6 +133,24 @@ async fn handshake(
             Ok(None) => return Err(UpstreamError::Initialize("no answer to initialize".to_owned())),
             Err(e) => return Err(e),
         }
+    }
+}
+
+// === impl SpareProcess ===
+
+impl SpareProcess {
+    /// False once the process exited or broke while waiting.
+    pub(crate) fn is_alive(&self) -> bool {
+        self.link.state.is_healthy()
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.link.pid
+    }
+
+    /// Stops the process and waits until it is reaped (bounded by the supervisor's steps).
+    pub(crate) async fn stop(self) {
+        self.link.supervisor.stop().await;
     }
 }
 

@@ -34,7 +34,7 @@ async fn idle_session_of_the_same_key_is_reused() {
     drop(pool.lease(key("alice", 1), &caps()).await.unwrap());
     let lease = pool.lease(key("alice", 1), &caps()).await.unwrap();
     assert_eq!(server.count(inits), 1);
-    assert_eq!(pool.stats(), PoolStats { idle: 0, leased: 1, starting: 0 });
+    assert_eq!(pool.stats(), PoolStats { idle: 0, leased: 1, starting: 0, warm: 0 });
     let other = pool.lease(key("bob", 1), &caps()).await.unwrap();
     let third = pool.lease(key("alice", 2), &caps()).await.unwrap();
     assert_eq!(server.count(inits), 3, "principal and fingerprint both key the pool");
@@ -104,7 +104,7 @@ async fn full_pool_evicts_the_least_recently_used_idle_session() {
     assert_eq!((server.count(inits), server.count(deletes)), (2, 0));
     let _c = pool.lease(key("c", 0), &caps()).await.unwrap();
     server.wait_for(deletes).await;
-    assert_eq!(pool.stats(), PoolStats { idle: 1, leased: 1, starting: 0 });
+    assert_eq!(pool.stats(), PoolStats { idle: 1, leased: 1, starting: 0, warm: 0 });
     // `a` survived: leasing it opens nothing new.
     drop(pool.lease(key("a", 0), &caps()).await.unwrap());
     assert_eq!((server.count(inits), server.count(deletes)), (3, 1), "`b` was the one evicted");

@@ -1,0 +1,124 @@
+//! Keeping stdio processes warm: started ahead of demand, so that a call which finds no idle
+//! session of its key does not pay the process start.
+//!
+//! # What "warm" means
+//! A warm process has been spawned, and its stdin writer, stdout reader and stderr log run, but
+//! it has not been sent `initialize`. The first call that finds no idle session of its key
+//! takes it and initialises it declaring that call's own client capabilities.
+//!
+//! Why not keep sessions initialised ahead instead: the capabilities declared at `initialize`
+//! and the principal make up the pool key, and neither is known before a call comes. A
+//! session initialised ahead would serve only the one key guessed for it, and a wrong guess
+//! leaves a process nobody may use. A process waiting for `initialize` serves any key. And the
+//! start is what costs: a Node server loads its modules for hundreds of milliseconds before it
+//! reads stdin, while `initialize` and the settling `ping` are two round trips on a pipe. So a
+//! warm lease pays those two round trips and never the start, whichever client comes. A server
+//! that acts on `notifications/initialized` (the filesystem server asks `roots/list`) does so
+//! at the lease, exactly as after a cold start.
+//!
+//! # Bounds
+//! At most `pool_min_warm` processes are kept warm. They count against `pool_max_sessions` and
+//! only fill free room: a warm process never evicts an idle session or keeps a call waiting
+//! (a call that must start a session takes a warm one instead). One task per pool refills when
+//! a process was taken or room was freed, and checks periodically for warm processes that died.
+//! A process that died while warm, or a spawn that failed, backs the refill off (doubling, up
+//! to a bound), so a broken command is not restarted in a loop. Shutdown
+//! ([`super::Pool::close_idle`]) stops the warm processes and the refill; dropping the pool
+//! stops them too.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use super::PoolInner;
+use crate::upstream::session::Spare;
+
+/// How often the task looks for warm processes that died, when nothing wakes it.
+const CHECK: Duration = Duration::from_secs(1);
+/// The refill's back-off after a death or a failed spawn: first, and most.
+const BACKOFF_MIN: Duration = Duration::from_millis(200);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// How one refill went.
+#[derive(Debug, PartialEq, Eq)]
+enum Fill {
+    /// Full, or no room.
+    Done,
+    /// A warm process had died, or a spawn failed: wait before the next attempt.
+    Troubled,
+    /// The pool shut down, or its transport has no warm sessions: the task ends.
+    Over,
+}
+
+/// Keeps `pool` at its minimum of warm processes until it shuts down or is dropped.
+pub(super) async fn keep_warm(pool: Weak<PoolInner>, rewarm: Arc<Notify>) {
+    let mut backoff = BACKOFF_MIN;
+    loop {
+        let fill = match pool.upgrade() {
+            Some(inner) => inner.fill(),
+            None => return,
+        };
+        match fill {
+            Fill::Over => return,
+            Fill::Done => {
+                backoff = BACKOFF_MIN;
+                tokio::select! {
+                    biased;
+                    () = rewarm.notified() => {}
+                    () = tokio::time::sleep(CHECK) => {}
+                }
+            }
+            Fill::Troubled => {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+            }
+        }
+    }
+}
+
+/// Logs warm processes found dead when a call came for one.
+pub(super) fn log_dead(dead: &[Spare]) {
+    for spare in dead {
+        tracing::warn!(pid = spare.pid(), "a warm upstream process ended before its first call");
+    }
+}
+
+// === impl PoolInner ===
+
+impl PoolInner {
+    /// Drops dead warm processes and starts new ones up to the minimum, within free room.
+    ///
+    /// Each start happens under the pool's lock, so no call can take the room meanwhile and
+    /// the total bound holds exactly; starting a process (fork and exec) returns in about a
+    /// millisecond, and the child's own start-up runs afterwards, unlocked.
+    fn fill(&self) -> Fill {
+        let min = self.settings().pool_min_warm;
+        let max = self.settings().pool_max_sessions;
+        let mut state = self.state.lock();
+        if state.closed {
+            return Fill::Over;
+        }
+        let (alive, dead): (Vec<_>, Vec<_>) = state.warm.drain(..).partition(Spare::is_alive);
+        state.warm.extend(alive);
+        let died = std::mem::take(&mut state.warm_died) + dead.len();
+        log_dead(&dead);
+        let mut fill = if died > 0 { Fill::Troubled } else { Fill::Done };
+        while state.warm.len() < min && state.total() < max {
+            match self.transport.prestart() {
+                None => {
+                    fill = Fill::Over;
+                    break;
+                }
+                Some(Ok(spare)) => state.warm.push_back(spare),
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "could not start a warm upstream process");
+                    fill = Fill::Troubled;
+                    break;
+                }
+            }
+        }
+        self.admission.metrics().warm.set(state.warm.len() as i64);
+        fill
+    }
+}
