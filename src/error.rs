@@ -24,6 +24,19 @@ use crate::protocol::jsonrpc::{EnvelopeError, ErrorObject};
 use crate::protocol::FRONT_SUPPORTED_VERSIONS;
 use crate::upstream::UpstreamError;
 
+/// An error and every source behind it, joined by `": "`: the text of a log line's `error`
+/// field. May hold upstream-supplied text; never send it to a client.
+pub fn chain(error: &(dyn StdError + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        out.push_str(": ");
+        out.push_str(&e.to_string());
+        source = e.source();
+    }
+    out
+}
+
 /// Any error kept only as the source of an internal one.
 pub type BoxError = Box<dyn StdError + Send + Sync>;
 
@@ -198,14 +211,7 @@ impl FrontError {
     /// The whole story for the log line: the message and every source, joined by `": "`.
     /// Holds upstream-supplied text (an error body); never send it to the client.
     pub fn detail(&self) -> String {
-        let mut out = self.to_string();
-        let mut source = self.source();
-        while let Some(e) = source {
-            out.push_str(": ");
-            out.push_str(&e.to_string());
-            source = e.source();
-        }
-        out
+        chain(self)
     }
 
     /// An internal error caused by `e` (logged in full, never shown).

@@ -8,7 +8,6 @@
 //! upstream's text and every source stay in [`LegacyError::detail`], for the log line, and
 //! [`LegacyError::label`], for the metric.
 
-use std::error::Error as _;
 use std::time::Duration;
 
 use http::header::CONTENT_TYPE;
@@ -119,14 +118,7 @@ impl LegacyError {
 
     /// The whole story for the log line; may hold upstream text, never send it to the client.
     pub fn detail(&self) -> String {
-        let mut out = self.to_string();
-        let mut source = self.source();
-        while let Some(e) = source {
-            out.push_str(": ");
-            out.push_str(&e.to_string());
-            source = e.source();
-        }
-        out
+        crate::error::chain(self)
     }
 
     /// The JSON-RPC error as the response a legacy client gets.

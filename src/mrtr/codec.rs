@@ -19,23 +19,21 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use chacha20poly1305::aead::AeadInPlace;
-use chacha20poly1305::{Tag, XNonce};
-use rand::RngCore;
 
 use crate::defaults;
 use crate::mrtr::claims::{Binding, ClaimsRef, StateClaims, FORMAT_VERSION};
+use crate::mrtr::envelope::{self, EnvelopeError};
+#[cfg(test)]
+use crate::mrtr::envelope::{HEADER_LEN, NONCE_LEN, TAG_LEN};
 use crate::mrtr::journal::Journal;
-use crate::mrtr::keyring::{KeyId, KeyRing, KEY_ID_LEN};
+#[cfg(test)]
+use crate::mrtr::keyring::KEY_ID_LEN;
+use crate::mrtr::keyring::{KeyId, KeyRing};
 
 /// Token prefix: format version 1.
 pub const TOKEN_PREFIX: &str = "v1.";
 
-const NONCE_LEN: usize = 24;
-const TAG_LEN: usize = 16;
-const HEADER_LEN: usize = KEY_ID_LEN + NONCE_LEN;
 const AAD_DOMAIN: &[u8] = b"mrtr-gateway/requestState/v1\0";
-const AAD_LEN: usize = AAD_DOMAIN.len() + KEY_ID_LEN;
 /// First guess of a claims size, so that small states seal with one allocation.
 const TYPICAL_CLAIMS_LEN: usize = 512;
 
@@ -169,21 +167,14 @@ impl StateCodec {
         write_claims: impl FnOnce(&mut Vec<u8>) -> Result<(), StateError>,
     ) -> Result<String, StateError> {
         let (id, cipher) = self.ring.sealing();
-        let mut nonce = [0u8; NONCE_LEN];
-        rand::thread_rng().fill_bytes(&mut nonce);
-        let mut buf = Vec::with_capacity(HEADER_LEN + TYPICAL_CLAIMS_LEN + TAG_LEN);
-        buf.extend_from_slice(&id.0);
-        buf.extend_from_slice(&nonce);
+        let mut buf = envelope::start(id, TYPICAL_CLAIMS_LEN);
         write_claims(&mut buf)?;
         // Refuse before encrypting: a token we could not open again is useless.
-        let size = TOKEN_PREFIX.len() + base64_len(buf.len() + TAG_LEN);
+        let size = TOKEN_PREFIX.len() + base64_len(envelope::sealed_len(&buf));
         if size > self.settings.max_token_bytes {
             return Err(StateError::SealTooLarge { size, limit: self.settings.max_token_bytes });
         }
-        let tag = cipher
-            .encrypt_in_place_detached(XNonce::from_slice(&nonce), &aad(id), &mut buf[HEADER_LEN..])
-            .map_err(|_| StateError::Seal)?;
-        buf.extend_from_slice(&tag);
+        envelope::seal(&mut buf, cipher, AAD_DOMAIN).map_err(|_| StateError::Seal)?;
         let mut token = String::with_capacity(TOKEN_PREFIX.len() + base64_len(buf.len()));
         token.push_str(TOKEN_PREFIX);
         URL_SAFE_NO_PAD.encode_string(&buf, &mut token);
@@ -210,22 +201,14 @@ impl StateCodec {
     }
 
     fn decrypt(&self, buf: &mut [u8]) -> Result<StateClaims, StateError> {
-        if buf.len() < HEADER_LEN + TAG_LEN {
-            return Err(StateError::Malformed("too short"));
-        }
-        let (header, rest) = buf.split_at_mut(HEADER_LEN);
-        let (sealed, tag) = rest.split_at_mut(rest.len() - TAG_LEN);
-        let mut id = [0u8; KEY_ID_LEN];
-        id.copy_from_slice(&header[..KEY_ID_LEN]);
-        let id = KeyId(id);
-        let cipher = self.ring.opening(id).ok_or(StateError::UnknownKey(id))?;
-        let nonce = XNonce::from_slice(&header[KEY_ID_LEN..]);
-        cipher
-            .decrypt_in_place_detached(nonce, &aad(id), sealed, Tag::from_slice(tag))
-            .map_err(|_| StateError::Integrity)?;
+        let plain = envelope::open(buf, AAD_DOMAIN, |id| self.ring.opening(id)).map_err(|e| match e {
+            EnvelopeError::TooShort => StateError::Malformed("too short"),
+            EnvelopeError::UnknownKey(id) => StateError::UnknownKey(id),
+            EnvelopeError::Integrity | EnvelopeError::Seal => StateError::Integrity,
+        })?;
         // `from_slice` refuses anything after the claims object.
         let claims: StateClaims =
-            serde_json::from_slice(sealed).map_err(|_| StateError::Malformed("claims do not decode"))?;
+            serde_json::from_slice(plain).map_err(|_| StateError::Malformed("claims do not decode"))?;
         if claims.version != FORMAT_VERSION {
             return Err(StateError::Version(claims.version));
         }
@@ -260,11 +243,9 @@ fn check_binding(claims: &StateClaims, binding: &Binding) -> Result<(), StateErr
     Ok(())
 }
 
-fn aad(id: KeyId) -> [u8; AAD_LEN] {
-    let mut aad = [0u8; AAD_LEN];
-    aad[..AAD_DOMAIN.len()].copy_from_slice(AAD_DOMAIN);
-    aad[AAD_DOMAIN.len()..].copy_from_slice(&id.0);
-    aad
+#[cfg(test)]
+fn aad(id: KeyId) -> envelope::Aad {
+    envelope::aad(AAD_DOMAIN, id)
 }
 
 /// Length of unpadded base64 for `n` bytes.

@@ -17,6 +17,7 @@ pub mod answers;
 pub mod canonical;
 pub mod claims;
 pub mod codec;
+mod envelope;
 pub mod journal;
 pub mod keyring;
 pub mod replay;

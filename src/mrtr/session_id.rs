@@ -19,24 +19,21 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use chacha20poly1305::aead::AeadInPlace;
-use chacha20poly1305::{Tag, XNonce};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
 use crate::defaults;
-use crate::mrtr::keyring::{KeyId, KeyRing, KEY_ID_LEN};
+use crate::mrtr::envelope::{self, EnvelopeError};
+use crate::mrtr::keyring::{KeyId, KeyRing};
 
 /// Token prefix: session id format 1.
 pub const SESSION_ID_PREFIX: &str = "s1.";
 
 const FORMAT_VERSION: u8 = 1;
-const NONCE_LEN: usize = 24;
-const TAG_LEN: usize = 16;
-const HEADER_LEN: usize = KEY_ID_LEN + NONCE_LEN;
 const HANDLE_LEN: usize = 16;
 const AAD_DOMAIN: &[u8] = b"mrtr-gateway/sessionId/v1\0";
-const AAD_LEN: usize = AAD_DOMAIN.len() + KEY_ID_LEN;
+/// Room for the claims JSON of a typical session id.
+const TYPICAL_CLAIMS_LEN: usize = 160;
 
 /// Why a session id was refused. The client is told only that the session is unknown.
 #[derive(Debug, thiserror::Error)]
@@ -145,17 +142,10 @@ impl SessionSealer {
     /// Seals `claims` with the ring's first key.
     pub fn seal(&self, claims: &SessionClaims) -> Result<String, SessionIdError> {
         let (id, cipher) = self.ring.session_sealing();
-        let mut nonce = [0u8; NONCE_LEN];
-        rand::thread_rng().fill_bytes(&mut nonce);
-        let mut buf = Vec::with_capacity(HEADER_LEN + 160);
-        buf.extend_from_slice(&id.0);
-        buf.extend_from_slice(&nonce);
+        let mut buf = envelope::start(id, TYPICAL_CLAIMS_LEN);
         serde_json::to_writer(&mut buf, claims).map_err(SessionIdError::Encode)?;
-        check_size(SESSION_ID_PREFIX.len() + (buf.len() + TAG_LEN).div_ceil(3) * 4)?;
-        let tag = cipher
-            .encrypt_in_place_detached(XNonce::from_slice(&nonce), &aad(id), &mut buf[HEADER_LEN..])
-            .map_err(|_| SessionIdError::Seal)?;
-        buf.extend_from_slice(&tag);
+        check_size(SESSION_ID_PREFIX.len() + envelope::sealed_len(&buf).div_ceil(3) * 4)?;
+        envelope::seal(&mut buf, cipher, AAD_DOMAIN).map_err(|_| SessionIdError::Seal)?;
         Ok(format!("{SESSION_ID_PREFIX}{}", URL_SAFE_NO_PAD.encode(&buf)))
     }
 
@@ -174,23 +164,12 @@ impl SessionSealer {
     }
 
     fn decrypt(&self, buf: &mut [u8]) -> Result<SessionClaims, SessionIdError> {
-        if buf.len() < HEADER_LEN + TAG_LEN {
-            return Err(SessionIdError::Malformed("too short"));
-        }
-        let (header, rest) = buf.split_at_mut(HEADER_LEN);
-        let (sealed, tag) = rest.split_at_mut(rest.len() - TAG_LEN);
-        let mut id = [0u8; KEY_ID_LEN];
-        id.copy_from_slice(&header[..KEY_ID_LEN]);
-        let id = KeyId(id);
-        let cipher = self.ring.session_opening(id).ok_or(SessionIdError::UnknownKey(id))?;
-        cipher
-            .decrypt_in_place_detached(
-                XNonce::from_slice(&header[KEY_ID_LEN..]),
-                &aad(id),
-                sealed,
-                Tag::from_slice(tag),
-            )
-            .map_err(|_| SessionIdError::Integrity)?;
+        let sealed =
+            envelope::open(buf, AAD_DOMAIN, |id| self.ring.session_opening(id)).map_err(|e| match e {
+                EnvelopeError::TooShort => SessionIdError::Malformed("too short"),
+                EnvelopeError::UnknownKey(id) => SessionIdError::UnknownKey(id),
+                EnvelopeError::Integrity | EnvelopeError::Seal => SessionIdError::Integrity,
+            })?;
         let claims: SessionClaims =
             serde_json::from_slice(sealed).map_err(|_| SessionIdError::Malformed("claims do not decode"))?;
         if claims.version != FORMAT_VERSION {
@@ -206,13 +185,6 @@ fn check_size(size: usize) -> Result<(), SessionIdError> {
         return Err(SessionIdError::TooLarge { size, limit });
     }
     Ok(())
-}
-
-fn aad(id: KeyId) -> [u8; AAD_LEN] {
-    let mut aad = [0u8; AAD_LEN];
-    aad[..AAD_DOMAIN.len()].copy_from_slice(AAD_DOMAIN);
-    aad[AAD_DOMAIN.len()..].copy_from_slice(&id.0);
-    aad
 }
 
 #[cfg(test)]

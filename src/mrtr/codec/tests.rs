@@ -1,3 +1,5 @@
+use chacha20poly1305::aead::AeadInPlace;
+use chacha20poly1305::{Tag, XNonce};
 use proptest::prelude::*;
 use serde_json::json;
 
