@@ -18,12 +18,13 @@ not contain (`absent`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Awaitable, Callable, NamedTuple
 
 from mcp import types
 
@@ -301,3 +302,18 @@ def refusal_problem(error: BaseException, wanted: str, error_type: type[BaseExce
     if isinstance(inner, error_type) and wanted in message:
         return None
     return f"refused, but not with {error_type.__name__} {wanted!r}: {describe_failure(error)}"
+
+
+async def run_and_report(
+    client: str, target: str, check: Check, timeout: float, run: Callable[[], Awaitable[tuple[bool, str]]]
+) -> bool:
+    """Run one check under a deadline of `timeout` seconds and print its CHECK line; every
+    failure (a timeout, any exception) becomes a FAIL line naming it."""
+    try:
+        ok, detail = await asyncio.wait_for(run(), timeout)
+    except TimeoutError:
+        ok, detail = False, f"no answer within {timeout:.0f}s"
+    except Exception as error:  # noqa: BLE001 - every failure becomes a FAIL line
+        ok, detail = False, describe_failure(error)
+    print(f"CHECK {'PASS' if ok else 'FAIL'} {client} {target} {check.label} {detail}", flush=True)
+    return ok

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from client_checks import CHECKS, REFUSALS, Recorder, clip, describe_failure, refusal_problem, select
+from client_checks import CHECKS, REFUSALS, Recorder, clip, describe_failure, refusal_problem, run_and_report, select
 
 CLIENT = "py"
 LEGACY_MODES = ("auto", "legacy")
@@ -99,16 +99,8 @@ async def run_refusal(args: argparse.Namespace, check) -> tuple[bool, str]:
 
 async def run_one(args: argparse.Namespace, check) -> bool:
     """Run a check under a deadline and print its line."""
-    runner = run_refusal if args.expect_refusal else run_check
-    try:
-        ok, detail = await asyncio.wait_for(runner(args, check), args.timeout)
-    except TimeoutError:
-        ok, detail = False, f"no answer within {args.timeout:.0f}s"
-    except Exception as error:  # noqa: BLE001 - every failure becomes a FAIL line
-        ok, detail = False, describe_failure(error)
-    verdict = "PASS" if ok else "FAIL"
-    print(f"CHECK {verdict} {CLIENT} {args.target} {check.label} {detail}", flush=True)
-    return ok
+    run = run_refusal if args.expect_refusal else run_check
+    return await run_and_report(CLIENT, args.target, check, args.timeout, lambda: run(args, check))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

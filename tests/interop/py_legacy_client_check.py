@@ -24,7 +24,7 @@ from mcp import ClientSession, types
 from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from client_checks import Recorder, describe_failure, select
+from client_checks import Recorder, run_and_report, select
 
 CLIENT = "py-legacy"
 
@@ -110,15 +110,9 @@ async def run_check(args: argparse.Namespace, check) -> tuple[bool, str]:
 
 
 async def run_one(args: argparse.Namespace, check) -> bool:
-    try:
-        ok, detail = await asyncio.wait_for(run_check(args, check), args.timeout)
-    except TimeoutError:
-        ok, detail = False, f"no answer within {args.timeout:.0f}s"
-    except Exception as error:  # noqa: BLE001 - every failure becomes a FAIL line
-        ok, detail = False, describe_failure(error)
-    verdict = "PASS" if ok else "FAIL"
-    print(f"CHECK {verdict} {CLIENT} {args.target} {check.label} {detail}", flush=True)
-    return ok
+    """Run a check under a deadline and print its line."""
+    run = run_check
+    return await run_and_report(CLIENT, args.target, check, args.timeout, lambda: run(args, check))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

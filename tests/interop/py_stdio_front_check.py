@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from client_checks import Recorder, describe_failure, select
+from client_checks import Recorder, run_and_report, select
 
 CLIENT = "py"
 
@@ -81,14 +81,9 @@ async def run_check(args: argparse.Namespace, check) -> tuple[bool, str]:
 
 
 async def run_one(args: argparse.Namespace, check) -> bool:
-    try:
-        ok, detail = await asyncio.wait_for(run_check(args, check), args.timeout)
-    except TimeoutError:
-        ok, detail = False, f"no answer within {args.timeout:.0f}s"
-    except Exception as error:  # noqa: BLE001 - every failure becomes a FAIL line
-        ok, detail = False, describe_failure(error)
-    print(f"CHECK {'PASS' if ok else 'FAIL'} {CLIENT} {args.target} {check.label} {detail}", flush=True)
-    return ok
+    """Run a check under a deadline and print its line."""
+    run = run_check
+    return await run_and_report(CLIENT, args.target, check, args.timeout, lambda: run(args, check))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
