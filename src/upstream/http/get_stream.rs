@@ -5,9 +5,16 @@
 //! its own timeout. The task reconnects with `Last-Event-ID` when the stream drops, with a
 //! bounded exponential backoff; it holds the session only weakly, so dropping the last handle
 //! ends it. A server without a GET stream (405) is tolerated.
+//!
+//! A new session is handed out only once its first GET has been answered (or has failed, or a
+//! bound has passed): a server such as the Python SDK's drops a request meant for this stream
+//! while no stream is connected, so a call POSTed before the GET was answered could wait for
+//! ever on a question that was never delivered.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
+
+use tokio::sync::oneshot;
 
 use super::inner::Inner;
 use super::messages::{Cursor, MessageStream};
@@ -29,17 +36,22 @@ enum End {
     SessionGone,
 }
 
-/// Starts the GET-stream task of a freshly initialised session.
-pub(crate) fn spawn(inner: &Arc<Inner>) {
-    let task = tokio::spawn(run(Arc::downgrade(inner)));
+/// Starts the GET-stream task of a freshly initialised session, and waits (at most `bound`)
+/// until its first GET has been answered or has failed.
+pub(crate) async fn spawn(inner: &Arc<Inner>, bound: Duration) {
+    let (opened, answered) = oneshot::channel();
+    let task = tokio::spawn(run(Arc::downgrade(inner), opened));
     inner.set_get_task(task.abort_handle());
+    // Either outcome (a signal, or the sender dropped on failure) means "go on"; so does the bound.
+    let _ = tokio::time::timeout(bound, answered).await;
 }
 
-async fn run(session: Weak<Inner>) {
+async fn run(session: Weak<Inner>, opened: oneshot::Sender<()>) {
     let mut cursor = Cursor::default();
     let mut failures = 0u32;
+    let mut opened = Some(opened);
     loop {
-        match connect_and_read(&session, &mut cursor).await {
+        match connect_and_read(&session, &mut cursor, &mut opened).await {
             Ok(End::Unsupported | End::SessionGone) => return,
             Ok(End::Dropped(true)) => failures = 0,
             Ok(End::Dropped(false)) => failures += 1,
@@ -66,12 +78,20 @@ fn backoff(failures: u32, retry: Option<Duration>) -> Duration {
     retry.unwrap_or(BASE_DELAY).max(exp).min(MAX_DELAY)
 }
 
-async fn connect_and_read(session: &Weak<Inner>, cursor: &mut Cursor) -> Result<End, UpstreamError> {
+async fn connect_and_read(
+    session: &Weak<Inner>,
+    cursor: &mut Cursor,
+    opened: &mut Option<oneshot::Sender<()>>,
+) -> Result<End, UpstreamError> {
     let (transport, headers) = match session.upgrade() {
         Some(inner) => (inner.transport.clone(), inner.headers()),
         None => return Ok(End::SessionGone),
     };
-    let Some(resp) = transport.get(&headers, cursor.last_event_id.as_deref()).await? else {
+    let answer = transport.get(&headers, cursor.last_event_id.as_deref()).await;
+    if let Some(opened) = opened.take() {
+        let _ = opened.send(());
+    }
+    let Some(resp) = answer? else {
         return Ok(End::Unsupported);
     };
     let max = transport.settings().max_event_bytes;

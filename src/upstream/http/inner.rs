@@ -98,7 +98,7 @@ impl Inner {
         }
         tracing::info!("the upstream forgot its session (HTTP 404); opened a new one for the call");
         self.stop_get_stream();
-        super::get_stream::spawn(self);
+        super::get_stream::spawn(self, self.transport.settings().connect_timeout).await;
         Ok(())
     }
 

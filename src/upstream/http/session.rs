@@ -30,14 +30,16 @@ pub(crate) struct HttpSession {
 // === impl HttpSession ===
 
 impl HttpSession {
-    /// `initialize`, `notifications/initialized`, then the standalone GET stream.
+    /// `initialize`, `notifications/initialized`, then the standalone GET stream, answered
+    /// before the session is handed out (bounded by the connect timeout).
     pub(crate) async fn initialize(
         transport: Transport,
         capabilities: &Value,
     ) -> Result<Self, UpstreamError> {
         let opened = open::open(&transport, capabilities).await?;
         let session = Self { inner: Arc::new(Inner::new(transport, opened, capabilities.clone())) };
-        get_stream::spawn(&session.inner);
+        let bound = session.inner.transport.settings().connect_timeout;
+        get_stream::spawn(&session.inner, bound).await;
         Ok(session)
     }
 
