@@ -22,8 +22,8 @@
 //! (`/proc/PID/smaps_rollup`), and the latency of requests and of whole calls.
 //!
 //! Run: `cargo bench --bench soak` (env: SOAK_SECS, default 60; SOAK_CLIENTS, default 1000;
-//! SOAK_UPSTREAM; SOAK_TOOLS, `demo` or `everything`; anything `MRTR_GATEWAY__*` reaches the
-//! gateway, `MALLOC_*` too).
+//! SOAK_UPSTREAM; SOAK_TOOLS, `demo` or `everything`; SOAK_GATEWAY, the gateway binary to run
+//! instead of this build's; anything `MRTR_GATEWAY__*` reaches the gateway, `MALLOC_*` too).
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener};
 use std::process::{Child, Command, Stdio};
@@ -155,7 +155,12 @@ struct GatewayProcess {
 impl GatewayProcess {
     fn spawn(upstream: Option<&str>) -> Self {
         let addr = free_port();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mrtr-gateway"));
+        // The bench's own build of the gateway, unless SOAK_GATEWAY names another binary (an
+        // optimised build or the container's, say), so the load generator's profile does not
+        // decide the gateway's.
+        let binary =
+            std::env::var("SOAK_GATEWAY").unwrap_or_else(|_| env!("CARGO_BIN_EXE_mrtr-gateway").to_owned());
+        let mut command = Command::new(binary);
         if let Some(url) = upstream {
             command.env("MRTR_GATEWAY__UPSTREAM__URL", url);
         }

@@ -84,13 +84,16 @@ impl Run<'_> {
             // An event already queued when the deadline passes is taken first (a response that
             // has arrived is not thrown away for a timeout), but a deadline that has passed
             // ends the loop before the next one, so a chatty upstream cannot starve it.
+            // The round-ending paths (`on_wake`, `abort`) are boxed: they run once per round,
+            // and inline they would make this future, which lives as long as the call, several
+            // times larger.
             if now >= deadline {
-                return self.on_wake(guard, replay, open, gather, wake).await;
+                return Box::pin(self.on_wake(guard, replay, open, gather, wake)).await;
             }
             let event = tokio::select! {
                 biased;
                 ev = guard.next_event() => ev,
-                _ = clock.sleep_until(deadline) => return self.on_wake(guard, replay, open, gather, wake).await,
+                _ = clock.sleep_until(deadline) => return Box::pin(self.on_wake(guard, replay, open, gather, wake)).await,
             };
             let event = match event {
                 Ok(Some(ev)) => ev,
@@ -117,7 +120,7 @@ impl Run<'_> {
                 }
                 Step::Abort { refuse, error } => {
                     open.push(refuse);
-                    return Err(self.abort(guard, &open, error).await);
+                    return Err(Box::pin(self.abort(guard, &open, error)).await);
                 }
             }
             if question {
@@ -331,8 +334,10 @@ fn next_wake(gather: Option<Instant>, silent: Instant, total: Instant) -> (Insta
     best
 }
 
+/// Answers an upstream request. The answer's send is boxed: it is an HTTP exchange (or a pipe
+/// write) whose future would otherwise sit inline in every call's future.
 async fn respond(session: &Session, id: &RequestId, outcome: Result<Value, ErrorObject>) {
-    if let Err(e) = session.respond(id, outcome).await {
+    if let Err(e) = Box::pin(session.respond(id, outcome)).await {
         tracing::debug!(error = %e, "could not answer an upstream request");
     }
 }

@@ -87,13 +87,15 @@ impl FrontState {
         let started = Instant::now();
         let (parts, body) = req.into_parts();
         if let Some(legacy) = self.legacy.as_ref().filter(|_| parts.uri.path() == self.cfg.path) {
+            // The legacy relay's futures are boxed so that they do not size the future of
+            // every modern request, which is held for as long as the request runs.
             if crate::legacy::speaks_legacy(&parts.headers) {
-                return self.legacy_request(legacy, &parts, body).await;
+                return Box::pin(self.legacy_request(legacy, &parts, body)).await;
             }
         }
         let (method, outcome) = match self.prepare(&parts, body).await {
             Ok((Envelope::Request(r), principal, bytes)) => match self.legacy_opener(&parts, &r) {
-                Some(legacy) => return legacy.handle(&parts, &principal, bytes).await,
+                Some(legacy) => return Box::pin(legacy.handle(&parts, &principal, bytes)).await,
                 None => self.request(&parts, r, principal).await,
             },
             Ok((Envelope::Notification(_), _, _)) => {

@@ -154,10 +154,12 @@ impl Pool {
         capabilities: impl FnOnce() -> Value,
     ) -> Result<Lease, UpstreamError> {
         let slot = self.inner.admission.admit(&key).await?;
+        // Opening a session is the rare path and its future is large: boxed, so every call's
+        // future (held for as long as the call runs) stays small.
         match self.inner.acquire(&key) {
             Step::Reuse(session) => Ok(self.lease_of(key, session, slot)),
-            Step::Warm(spare) => self.start(key, &capabilities(), slot, Some(spare)).await,
-            Step::Start => self.start(key, &capabilities(), slot, None).await,
+            Step::Warm(spare) => Box::pin(self.start(key, &capabilities(), slot, Some(spare))).await,
+            Step::Start => Box::pin(self.start(key, &capabilities(), slot, None)).await,
         }
     }
 
