@@ -15,8 +15,10 @@ mod clock;
 mod gather;
 mod guard;
 mod memory;
+mod notes;
 mod params;
 mod round;
+mod url;
 
 use std::sync::{Arc, OnceLock};
 
@@ -24,8 +26,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use clock::{Clock, ManualClock};
+pub use notes::Notes;
 pub use params::upstream_params;
-pub use round::Progress;
 
 use crate::capabilities::ClientCaps;
 use crate::config::MrtrConfig;
@@ -101,8 +103,8 @@ impl Bridge {
         self
     }
 
-    /// Runs one round of `req`; progress notifications go to `progress` when given.
-    pub async fn run(&self, req: MrtrRequest, progress: Option<Progress>) -> Result<Reply, FrontError> {
+    /// Runs one round of `req`; progress and log notifications go to `notes` when given.
+    pub async fn run(&self, req: MrtrRequest, notes: Option<Notes>) -> Result<Reply, FrontError> {
         let binding = OnceLock::new();
         let (round, journal) = match req.state.as_deref() {
             None => (0, Journal::new()),
@@ -114,7 +116,7 @@ impl Bridge {
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::internal("upstream negotiated an unknown version"))?;
         let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
-        let run = round::Run { bridge: self, req: &req, binding, round, progress, tainted: false };
+        let run = round::Run { bridge: self, req: &req, binding, round, notes, tainted: false };
         run.execute(lease, journal).await
     }
 
