@@ -10,6 +10,11 @@
 //! cancelled and the questions go back to the client with a freshly sealed state. Nothing the
 //! next round needs survives the request in this process, so any replica can serve it; the only
 //! thing a replica keeps is a bounded hint of how many questions each tool asks at once.
+//!
+//! Progress and log messages the upstream sends during a run go to the request's stream when
+//! it asked for them (`notes.rs`, which also sets the session's upstream log level); a legacy
+//! `-32042` (URL elicitation required) ends the call with URL-mode questions instead of an
+//! error (`url.rs`).
 
 mod clock;
 mod gather;
