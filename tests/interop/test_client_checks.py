@@ -199,7 +199,7 @@ class RefusalTest(unittest.TestCase):
 
 class TableTest(unittest.TestCase):
     def test_the_shared_table_loads_every_server_and_the_http_ones_refusals(self) -> None:
-        self.assertEqual(set(CHECKS), {"everything", "fixture", "filesystem", "memory", "git"})
+        self.assertEqual(set(CHECKS), {"everything", "everything-one-stream", "fixture", "filesystem", "memory", "git"})
         self.assertEqual(set(REFUSALS), {"everything", "fixture"})
         self.assertIn("trigger-url-elicitation#decline", [c.label for c in CHECKS["everything"]])
 
