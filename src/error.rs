@@ -21,6 +21,7 @@ use crate::front::OutcomeLabel;
 use crate::mrtr::{ClaimsError, InputError, StateError};
 use crate::protocol::codes;
 use crate::protocol::jsonrpc::{EnvelopeError, ErrorObject};
+use crate::protocol::log_level::LogLevelError;
 use crate::protocol::FRONT_SUPPORTED_VERSIONS;
 use crate::upstream::UpstreamError;
 
@@ -398,6 +399,13 @@ impl From<EnvelopeError> for FrontError {
 impl From<CapsError> for FrontError {
     fn from(e: CapsError) -> Self {
         Self::InvalidParams(format!("_meta clientCapabilities: {e}"))
+    }
+}
+
+/// The message names the client's own `_meta` log level field.
+impl From<LogLevelError> for FrontError {
+    fn from(e: LogLevelError) -> Self {
+        Self::InvalidParams(e.to_string())
     }
 }
 

@@ -28,6 +28,11 @@ impl CallGuard {
         }
     }
 
+    /// Issues the call again on the same session, after the last one ended upstream.
+    pub(super) fn restart(&mut self, call: Call) {
+        self.call = Some(call);
+    }
+
     /// The call finished upstream: release the session for reuse.
     pub(super) fn finished(mut self) {
         self.call = None;

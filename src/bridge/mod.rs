@@ -10,13 +10,20 @@
 //! cancelled and the questions go back to the client with a freshly sealed state. Nothing the
 //! next round needs survives the request in this process, so any replica can serve it; the only
 //! thing a replica keeps is a bounded hint of how many questions each tool asks at once.
+//!
+//! Progress and log messages the upstream sends during a run go to the request's stream when
+//! it asked for them (`notes.rs`, which also sets the session's upstream log level); a legacy
+//! `-32042` (URL elicitation required) ends the call with URL-mode questions instead of an
+//! error (`url.rs`).
 
 mod clock;
 mod gather;
 mod guard;
 mod memory;
+mod notes;
 mod params;
 mod round;
+mod url;
 
 use std::sync::{Arc, OnceLock};
 
@@ -24,8 +31,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use clock::{Clock, ManualClock};
+pub use notes::Notes;
 pub use params::upstream_params;
-pub use round::Progress;
 
 use crate::capabilities::ClientCaps;
 use crate::config::MrtrConfig;
@@ -101,8 +108,8 @@ impl Bridge {
         self
     }
 
-    /// Runs one round of `req`; progress notifications go to `progress` when given.
-    pub async fn run(&self, req: MrtrRequest, progress: Option<Progress>) -> Result<Reply, FrontError> {
+    /// Runs one round of `req`; progress and log notifications go to `notes` when given.
+    pub async fn run(&self, req: MrtrRequest, notes: Option<Notes>) -> Result<Reply, FrontError> {
         let binding = OnceLock::new();
         let (round, journal) = match req.state.as_deref() {
             None => (0, Journal::new()),
@@ -114,7 +121,7 @@ impl Bridge {
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::internal("upstream negotiated an unknown version"))?;
         let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
-        let run = round::Run { bridge: self, req: &req, binding, round, progress, tainted: false };
+        let run = round::Run { bridge: self, req: &req, binding, round, notes, tainted: false };
         run.execute(lease, journal).await
     }
 

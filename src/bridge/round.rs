@@ -4,30 +4,23 @@
 use std::sync::OnceLock;
 
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use serde_json::Value;
 use tokio::time::Instant;
 
 use super::gather::Gathering;
 use super::guard::CallGuard;
-use super::memory;
+use super::notes::{align_level, Notes};
+use super::{memory, url};
 use super::{Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
 use crate::error::{map_upstream_error, FrontError};
-use crate::mrtr::{next_round, Binding, Decision, Journal, Replay, ReplayError};
+use crate::mrtr::{next_round, Binding, Decision, Journal, Replay, ReplayError, UrlVerdict};
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::{codes, methods, RequestId};
 use crate::upstream::{Lease, Session, UpstreamError, UpstreamEvent};
 
 const ASKED_REASON: &str =
     "mrtr-gateway returned this request to its client as input_required; the call will be replayed";
-
-/// Where progress notifications of the current round go, and the token the client chose.
-#[derive(Debug)]
-pub struct Progress {
-    pub token: Value,
-    pub tx: mpsc::Sender<Value>,
-}
 
 /// The state of one run.
 pub(super) struct Run<'a> {
@@ -37,7 +30,8 @@ pub(super) struct Run<'a> {
     pub binding: OnceLock<Binding>,
     /// Round of the incoming state (0 on a first call).
     pub round: u32,
-    pub progress: Option<Progress>,
+    /// The request's stream for progress and log messages, when it has one.
+    pub notes: Option<Notes>,
     /// The session was told the client's roots. Legacy servers cache roots per session (they
     /// expect `notifications/roots/list_changed`, which a 2026-07-28 client never sends), so such
     /// a session must not serve another request: it is evicted when the run ends.
@@ -71,12 +65,14 @@ impl Run<'_> {
         let clock = &self.bridge.clock;
         let total_deadline = clock.now() + limits.total_timeout;
         let session = lease.session().clone();
+        align_level(&session, self.notes.as_ref().and_then(|n| n.log_level)).await;
         let started = clock.now();
         let call = session.call_with(self.req.method.name(), Some(&self.req.upstream_params));
         let mut guard = CallGuard::new(lease, call);
         let mut replay = Replay::new(journal, limits.max_questions_per_round);
         let mut open: Vec<RequestId> = Vec::new();
         let mut gather: Option<Gathering> = None;
+        let mut reissued = false;
         loop {
             let now = clock.now();
             let gathered = gather.map(|g| g.deadline(open.len(), limits.gather_idle));
@@ -111,12 +107,22 @@ impl Run<'_> {
                         self.req.method.name(),
                         clock.now().saturating_duration_since(started),
                     );
-                    if self.tainted {
-                        guard.poison();
-                    } else {
-                        guard.finished();
+                    match self.url_verdict(&outcome, &mut replay, reissued) {
+                        None => return self.settle(guard, complete(outcome)),
+                        Some(Ok(UrlVerdict::Reissue)) => {
+                            // The client did what the error asked: the call goes again, once.
+                            replay.restart();
+                            reissued = true;
+                            guard.restart(
+                                session.call_with(self.req.method.name(), Some(&self.req.upstream_params)),
+                            );
+                        }
+                        Some(Ok(UrlVerdict::Ask)) => {
+                            return self.settle(guard, Ok(())).and_then(|()| self.seal(replay))
+                        }
+                        Some(Ok(UrlVerdict::Refused)) => return self.settle(guard, Err(url::refused())),
+                        Some(Err(e)) => return self.settle(guard, Err(e)),
                     }
-                    return complete(outcome);
                 }
                 Step::Abort { refuse, error } => {
                     open.push(refuse);
@@ -243,17 +249,38 @@ impl Run<'_> {
     }
 
     async fn on_notification(&mut self, method: &str, params: Option<Value>) {
-        if method != methods::PROGRESS {
-            return;
+        let Some(notes) = &self.notes else { return };
+        let Some(note) = notes.relay(method, params) else { return };
+        if notes.tx.send(note).await.is_err() {
+            self.notes = None;
         }
-        let (Some(progress), Some(Value::Object(mut p))) = (&self.progress, params) else { return };
-        // Every round is a new upstream call given the current front request's token, but the
-        // client is only ever shown its own token.
-        p.insert("progressToken".into(), progress.token.clone());
-        let note = json!({ "jsonrpc": "2.0", "method": methods::PROGRESS, "params": p });
-        if progress.tx.send(note).await.is_err() {
-            self.progress = None;
+    }
+
+    /// What a call that ended with `outcome` means when it is a `-32042` (URL elicitation
+    /// required); `None` for any other outcome. See `url.rs` and [`UrlVerdict`].
+    fn url_verdict(
+        &self,
+        outcome: &Outcome,
+        replay: &mut Replay,
+        reissued: bool,
+    ) -> Option<Result<UrlVerdict, FrontError>> {
+        let Outcome::Error(e) = outcome else { return None };
+        let elicitations = match url::required(e, &self.req.caps)? {
+            Ok(list) => list,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(replay.url_required(&elicitations, reissued).map_err(url::unusable))
+    }
+
+    /// Releases the session of a call that ended upstream (evicted if it learned the roots),
+    /// then passes `reply` on.
+    fn settle<T>(&self, guard: CallGuard, reply: Result<T, FrontError>) -> Result<T, FrontError> {
+        if self.tainted {
+            guard.poison();
+        } else {
+            guard.finished();
         }
+        reply
     }
 
     async fn end_round(
@@ -266,6 +293,11 @@ impl Run<'_> {
             refuse_all(&lease, &open, ASKED_REASON).await;
             self.release(lease);
         }
+        self.seal(replay)
+    }
+
+    /// Ends the round: the questions asked, and a freshly sealed state.
+    fn seal(&self, replay: Replay) -> Result<Reply, FrontError> {
         let outcome = replay.finish();
         if outcome.diverged {
             self.bridge.metrics.record_divergence(&self.req.target);

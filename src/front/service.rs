@@ -29,6 +29,7 @@ use crate::legacy::LegacyFront;
 use crate::metrics::Metrics;
 use crate::mrtr::{input_responses, request_state, LegacyVersion};
 use crate::protocol::jsonrpc::{Envelope, Request as RpcRequest};
+use crate::protocol::log_level::LogLevel;
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
 use crate::upstream::Pool;
@@ -56,6 +57,8 @@ pub(super) struct Call {
     pub caps: ClientCaps,
     pub principal: Arc<str>,
     pub accepts: Accepts,
+    /// The `_meta` log level: the request's opt-in to log messages.
+    pub log_level: Option<LogLevel>,
 }
 
 // === impl FrontState ===
@@ -198,7 +201,8 @@ impl FrontState {
         validate::check_version(&meta)?;
         let caps = ClientCaps::from_modern(&meta.capabilities)?;
         let accepts = guard::accepts(&parts.headers)?;
-        Ok(Call { id: r.id, kind, params: r.params, meta, caps, principal, accepts })
+        let log_level = LogLevel::from_params(r.params.as_ref())?;
+        Ok(Call { id: r.id, kind, params: r.params, meta, caps, principal, accepts, log_level })
     }
 
     async fn dispatch(self: &Arc<Self>, call: Call) -> Outcome {
@@ -245,9 +249,13 @@ impl FrontState {
         } else {
             String::new()
         };
-        match (&call.meta.progress_token, call.accepts.sse) {
-            (Some(token), true) => stream::run_streaming(self.clone(), id, req, token.clone(), cache).await,
-            _ => reply_outcome(&id, self.bridge.run(req, None).await, &cache),
+        // Notifications need an SSE response: without one, nothing is streamed (and no log
+        // level is set upstream).
+        let (token, level) = (call.meta.progress_token.clone(), call.log_level);
+        if call.accepts.sse && (token.is_some() || level.is_some()) {
+            stream::run_streaming(self.clone(), id, req, token, level, cache).await
+        } else {
+            reply_outcome(&id, self.bridge.run(req, None).await, &cache)
         }
     }
 

@@ -1,7 +1,8 @@
-//! Streaming an MRTR request's progress. The response stays plain JSON until the upstream
-//! actually reports progress, so errors that must carry an HTTP status (-32021 is 400) keep it
-//! whenever they come first; after the first progress notification the response is committed as
-//! SSE (200), progress events follow, and the final response ends the stream. Dropping the
+//! Streaming an MRTR request's progress and log messages. The response stays plain JSON until
+//! the upstream actually sends a notification the request may see, so errors that must carry an
+//! HTTP status (-32021 is 400) keep it whenever they come first; after the first notification
+//! the response is committed as SSE (200), the notifications follow in the order the upstream
+//! sent them, and the final response ends the stream. Dropping the
 //! stream (the client closed it, which 2026-07-28 defines as cancellation) aborts the run, and
 //! the run's guard cancels the upstream call.
 
@@ -19,8 +20,9 @@ use tracing::Instrument;
 use super::body::{sse_event, FrontBody};
 use super::outcome::{self, Outcome, OutcomeLabel};
 use super::service::{reply_outcome, FrontState};
-use crate::bridge::{MrtrRequest, Progress, Reply};
+use crate::bridge::{MrtrRequest, Notes, Reply};
 use crate::error::FrontError;
+use crate::protocol::log_level::LogLevel;
 use crate::protocol::RequestId;
 
 const PROGRESS_QUEUE: usize = 32;
@@ -42,19 +44,21 @@ enum RunState {
     Ended(Joined),
 }
 
-/// Runs `req`, answering in JSON unless progress arrives first.
+/// Runs `req`, answering in JSON unless a notification for the client arrives first.
 pub(super) async fn run_streaming(
     state: Arc<FrontState>,
     id: RequestId,
     req: MrtrRequest,
-    token: Value,
+    progress_token: Option<Value>,
+    log_level: Option<LogLevel>,
     cache: String,
 ) -> Outcome {
     let started = Instant::now();
     let method = req.method.name();
     let (tx, mut rx) = mpsc::channel(PROGRESS_QUEUE);
     let worker = state.clone();
-    let run = async move { worker.bridge.run(req, Some(Progress { token, tx })).await };
+    let notes = Notes { progress_token, log_level, tx };
+    let run = async move { worker.bridge.run(req, Some(notes)).await };
     // The run and the pump log inside the request's span, so their lines carry its id.
     let mut run = AbortOnDrop(tokio::spawn(run.in_current_span()));
     let finish = Finish { state, id, cache, method, started };

@@ -60,6 +60,9 @@ pub struct Replay {
     asked: Vec<Pending>,
     requests: Map<String, Value>,
     new_question: bool,
+    /// Answers to drop when the run ends: accepted URL elicitations the server still requires,
+    /// asked again this round (see [`Replay::url_required`]).
+    stale: Vec<usize>,
 }
 
 // === impl Replay ===
@@ -75,18 +78,37 @@ impl Replay {
             asked: Vec::new(),
             requests: Map::new(),
             new_question: false,
+            stale: Vec::new(),
         }
     }
 
     /// Decides on one pushed request, in the order the upstream sent them.
     pub fn decide(&mut self, method: &str, params: Option<&Value>) -> Result<Decision, ReplayError> {
         let digest = question_digest(method, params);
-        let counter = self.occurrences.entry(digest).or_insert(0);
-        let occurrence = *counter;
-        *counter = counter.saturating_add(1);
+        let occurrence = self.next_occurrence(digest);
         if let Some(result) = self.recorded(digest, occurrence) {
             return Ok(Decision::Answer(result));
         }
+        let key = self.ask(method, params, digest, occurrence)?;
+        Ok(Decision::Ask { key })
+    }
+
+    /// Counts one more sighting of `digest` in this run; returns its occurrence number.
+    fn next_occurrence(&mut self, digest: Digest) -> u32 {
+        let counter = self.occurrences.entry(digest).or_insert(0);
+        let occurrence = *counter;
+        *counter = counter.saturating_add(1);
+        occurrence
+    }
+
+    /// Puts a question to the client in this round; returns its key.
+    fn ask(
+        &mut self,
+        method: &str,
+        params: Option<&Value>,
+        digest: Digest,
+        occurrence: u32,
+    ) -> Result<String, ReplayError> {
         if self.asked.len() >= self.max_questions {
             return Err(ReplayError::TooManyQuestions { limit: self.max_questions });
         }
@@ -94,7 +116,7 @@ impl Replay {
         let key = self.key_for(kind, digest, occurrence, params)?;
         self.requests.insert(key.clone(), request);
         self.asked.push(Pending { key: key.clone(), digest, occurrence, kind });
-        Ok(Decision::Ask { key })
+        Ok(key)
     }
 
     /// Number of questions asked so far in this round.
@@ -105,17 +127,30 @@ impl Replay {
     /// Ends the run.
     pub fn finish(mut self) -> RoundOutcome {
         let diverged = self.new_question && self.used.iter().any(|used| !used);
+        if !self.stale.is_empty() {
+            let answered = std::mem::take(&mut self.journal.answered);
+            let kept = answered.into_iter().enumerate().filter(|(i, _)| !self.stale.contains(i));
+            self.journal.answered = kept.map(|(_, a)| a).collect();
+        }
         self.journal.pending = self.asked;
         RoundOutcome { input_requests: self.requests, journal: self.journal, diverged }
     }
 
     fn recorded(&mut self, digest: Digest, occurrence: u32) -> Option<Box<RawValue>> {
-        let index =
-            self.journal.answered.iter().position(|a| a.digest == digest && a.occurrence == occurrence)?;
+        let index = self.recorded_index(digest, occurrence)?;
+        self.mark_used(index);
+        Some(self.journal.answered[index].result.clone())
+    }
+
+    /// Where the answer to this occurrence of `digest` sits in the journal, if it has one.
+    fn recorded_index(&self, digest: Digest, occurrence: u32) -> Option<usize> {
+        self.journal.answered.iter().position(|a| a.digest == digest && a.occurrence == occurrence)
+    }
+
+    fn mark_used(&mut self, index: usize) {
         if let Some(used) = self.used.get_mut(index) {
             *used = true;
         }
-        Some(self.journal.answered[index].result.clone())
     }
 
     fn key_for(
@@ -159,6 +194,10 @@ fn key_hint(params: Option<&Value>) -> Option<String> {
     let hint = params?.get("_meta")?.get(INPUT_KEY_HINT)?.as_str()?;
     valid_label(hint).then(|| hint.to_owned())
 }
+
+mod url;
+
+pub use url::UrlVerdict;
 
 #[cfg(test)]
 mod tests;

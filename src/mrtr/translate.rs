@@ -32,6 +32,8 @@ pub enum TranslateError {
     ContentBlocks { version: &'static str, count: usize },
     #[error("protocol {version} has no sampling content block of type `{block}`")]
     BlockType { version: &'static str, block: String },
+    #[error("a URL-elicitation-required error must list URL-mode elicitations in `data.elicitations`: {0}")]
+    UrlRequired(&'static str),
 }
 
 /// The legacy revision an upstream session negotiated.
@@ -147,6 +149,26 @@ pub fn to_input_request(kind: InputKind, params: Option<&Value>) -> Result<Value
         request.insert("params".to_owned(), Value::Object(params));
     }
     Ok(Value::Object(request))
+}
+
+/// The URL elicitations a legacy `-32042` error lists in `data.elicitations`, each as the
+/// params of the `elicitation/create` it stands for (2025-11-25 elicitation page: every one
+/// "MUST" be URL mode). An empty or missing list, or an entry of another mode, is an error:
+/// there is nothing the client could be asked. Each entry is checked as a question when it is
+/// asked ([`to_input_request`] wants its `message` and `url`).
+pub fn url_elicitations(data: Option<&Value>) -> Result<Vec<Value>, TranslateError> {
+    let list = match data.and_then(|d| d.get("elicitations")) {
+        Some(Value::Array(list)) if !list.is_empty() => list,
+        Some(Value::Array(_)) => return Err(TranslateError::UrlRequired("the list is empty")),
+        _ => return Err(TranslateError::UrlRequired("there is no list")),
+    };
+    list.iter()
+        .map(|entry| match entry {
+            Value::Object(e) if e.get("mode").and_then(Value::as_str) == Some("url") => Ok(entry.clone()),
+            Value::Object(_) => Err(TranslateError::UrlRequired("an entry is not in URL mode")),
+            _ => Err(TranslateError::UrlRequired("an entry is not an object")),
+        })
+        .collect()
 }
 
 fn stable_fields(map: &Map<String, Value>) -> Map<String, Value> {
@@ -270,6 +292,25 @@ mod tests {
             to_input_request(InputKind::Elicitation, Some(&missing)),
             Err(TranslateError::MissingField { field: "url", .. })
         ));
+    }
+
+    #[test]
+    fn url_required_data_lists_url_elicitations_only() {
+        let entry =
+            json!({"mode": "url", "elicitationId": "e", "url": "https://a.example/x", "message": "m"});
+        let data = json!({"elicitations": [entry]});
+        assert_eq!(url_elicitations(Some(&data)).unwrap(), vec![data["elicitations"][0].clone()]);
+        for bad in [
+            json!({}),
+            json!({"elicitations": []}),
+            json!({"elicitations": {"mode": "url"}}),
+            json!({"elicitations": [{"mode": "form", "message": "m"}]}),
+            json!({"elicitations": [{"message": "no mode", "url": "https://a.example"}]}),
+            json!({"elicitations": ["https://a.example"]}),
+        ] {
+            assert!(matches!(url_elicitations(Some(&bad)), Err(TranslateError::UrlRequired(_))), "{bad}");
+        }
+        assert!(url_elicitations(None).is_err());
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub const PING: &str = "ping";
 pub const CANCELLED: &str = "notifications/cancelled";
 pub const PROGRESS: &str = "notifications/progress";
 pub const MESSAGE: &str = "notifications/message";
+/// Legacy (2025-11-25) completion of a URL elicitation; removed in 2026-07-28.
+pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 
 /// How the front treats a client method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

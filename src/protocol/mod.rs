@@ -5,6 +5,7 @@
 //! is spelled twice. It performs no I/O.
 
 pub mod jsonrpc;
+pub mod log_level;
 pub mod methods;
 
 pub use jsonrpc::{Envelope, EnvelopeError, RequestId};

@@ -26,6 +26,7 @@ use super::state::SessionState;
 use super::stdio::{SpareProcess, Spawner, StdioSession};
 use super::{UpstreamError, UpstreamSettings};
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
+use crate::protocol::log_level::{self, LogLevel};
 use crate::protocol::{methods, RequestId};
 
 /// A handle on one legacy session; clones share it.
@@ -211,6 +212,31 @@ impl Session {
                 Some(_) => continue,
                 None => return Err(UpstreamError::Closed("request ended without a response".to_owned())),
             }
+        }
+    }
+
+    /// True when the server declared the `logging` capability at `initialize`: only then may
+    /// it be sent `logging/setLevel`.
+    pub fn declares_logging(&self) -> bool {
+        self.initialize_result().capabilities.get("logging").is_some_and(Value::is_object)
+    }
+
+    /// The `logging/setLevel` threshold the server accepted last on this session; `None` until
+    /// one was set.
+    pub fn log_level(&self) -> Option<LogLevel> {
+        self.state().log_level()
+    }
+
+    /// Sends `logging/setLevel` and remembers `level` once the server accepts it. The inner
+    /// `Err` is the server's JSON-RPC refusal (the remembered level is then unchanged).
+    pub async fn set_log_level(&self, level: LogLevel) -> Result<Result<(), ErrorObject>, UpstreamError> {
+        let params = json!({ "level": level.as_str() });
+        match self.request(log_level::SET_LEVEL, Some(params)).await? {
+            Outcome::Result(_) => {
+                self.state().set_log_level(level);
+                Ok(Ok(()))
+            }
+            Outcome::Error(e) => Ok(Err(e)),
         }
     }
 

@@ -4,7 +4,7 @@
 //!
 //! A session allocates its own request ids: front ids from many clients would collide.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -15,6 +15,7 @@ use super::handshake::INITIALIZE_ID;
 use super::router::{Action, Router};
 use super::UpstreamError;
 use crate::protocol::jsonrpc::{error_bytes, result_bytes, ErrorObject};
+use crate::protocol::log_level::LogLevel;
 use crate::protocol::{Envelope, RequestId};
 
 /// The transport-neutral state of one session.
@@ -22,6 +23,9 @@ pub(crate) struct SessionState {
     pub(crate) router: Mutex<Router>,
     next_id: AtomicI64,
     healthy: AtomicBool,
+    /// The `logging/setLevel` threshold the server accepted last, as [`LogLevel::rank`]; 0 until
+    /// one was set (the server's own default applies).
+    log_level: AtomicU8,
 }
 
 // === impl SessionState ===
@@ -33,7 +37,18 @@ impl SessionState {
             router: Mutex::new(Router::with_roots(roots)),
             next_id: AtomicI64::new(INITIALIZE_ID + 1),
             healthy: AtomicBool::new(true),
+            log_level: AtomicU8::new(0),
         }
+    }
+
+    /// The threshold the server accepted last; `None` until one was set.
+    pub(crate) fn log_level(&self) -> Option<LogLevel> {
+        LogLevel::from_rank(self.log_level.load(Ordering::Relaxed))
+    }
+
+    /// Records the threshold the server has just accepted.
+    pub(crate) fn set_log_level(&self, level: LogLevel) {
+        self.log_level.store(level.rank(), Ordering::Relaxed);
     }
 
     pub(crate) fn next_id(&self) -> i64 {

@@ -5,7 +5,10 @@
 // (`declare`), files and repositories to create first under the server's
 // scratch folder `{dir}` (`setup`), tool calls to make first with the same
 // client (`before`: each must succeed and ask nothing), and fragments the
-// result must not contain (`absent`).
+// result must not contain (`absent`). A check may name the log level the
+// client asks for on the checked call (`log`); it must then get exactly the log
+// messages `logs` names, and without `log` none at all. `modern` checks need a
+// 2026-07-28 client.
 
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -46,6 +49,9 @@ export function bind(entry, token, scratch = '') {
     declare: entry.declare ?? [],
     setup: sub(entry.setup ?? []),
     before: sub(entry.before ?? []),
+    modern: entry.modern ?? false,
+    log: entry.log ?? '',
+    logs: sub(entry.logs ?? []),
   };
 }
 
@@ -78,7 +84,7 @@ export function clip(text) {
 // whether any POST carried the answer token (the TS SDK drops an answer's
 // _meta when it fills inputResponses, so a pinned TS client never sends it).
 export function newRecorder(token) {
-  const rec = { token, questions: [], callPosts: 0, progress: 0, answerSent: false };
+  const rec = { token, questions: [], callPosts: 0, progress: 0, answerSent: false, logs: [] };
   rec.note = (kind, method, params) =>
     rec.questions.push({ kind, round: rec.callPosts, text: JSON.stringify({ method, params: params ?? null }) });
   rec.noteRequest = (body) => {
@@ -119,6 +125,20 @@ export function matchQuestions(wanted, asked, where) {
   return null;
 }
 
+// Without a log level, no log message at all; with one, exactly as many as
+// fragments, each fragment in its own message.
+export function matchLogs(fragments, logs, asked) {
+  if (!asked) return logs.length ? `${logs.length} log message(s) without a log level, first: ${clip(logs[0])}` : null;
+  if (logs.length !== fragments.length) return `${logs.length} log message(s), wanted ${fragments.length}: ${clip(logs.join(' | '))}`;
+  const left = [...logs];
+  for (const fragment of fragments) {
+    const at = left.findIndex((text) => text.includes(fragment));
+    if (at < 0) return `no log message containing '${fragment}': ${clip(logs.join(' | '))}`;
+    left.splice(at, 1);
+  }
+  return null;
+}
+
 // The first broken expectation, or null. roundsObservable: the client speaks
 // 2026-07-28, so each round is a retry POST; otherwise (a legacy session) the
 // server asks inside the one call and only the questions per kind are compared.
@@ -134,6 +154,8 @@ export function verify(check, rec, { text, isError }, roundsObservable) {
     }
     const stray = rec.questions.filter((q) => q.round < 1 || q.round > check.rounds.length);
     if (stray.length) return `${stray.length} question(s) outside any round, first: ${clip(stray[0].text)}`;
+    const logProblem = matchLogs(check.logs ?? [], rec.logs ?? [], Boolean(check.log));
+    if (logProblem) return logProblem;
   } else {
     if (rec.callPosts !== 1) return `the call was sent ${rec.callPosts}x, wanted once`;
     const merged = {};
@@ -153,7 +175,7 @@ export function verify(check, rec, { text, isError }, roundsObservable) {
 }
 
 export function successDetail(rec) {
-  const used = Object.entries({ ...counts(rec), progress: rec.progress })
+  const used = Object.entries({ ...counts(rec), progress: rec.progress, logs: rec.logs.length })
     .filter(([, n]) => n > 0)
     .map(([k, n]) => `,${k}=${n}`);
   return `ok (rounds=${Math.max(rec.callPosts - 1, 0)}${used.join('')}${rec.answerSent ? ',answer-token' : ''})`;

@@ -13,7 +13,12 @@ produce. A check may also name capabilities to declare without being asked
 (`declare`), files and repositories to create first under the server's scratch
 folder `{dir}` (`setup`), tool calls to make first with the same client
 (`before`: each must succeed and ask nothing), and fragments the result must
-not contain (`absent`).
+not contain (`absent`). A 2026-07-28 client sets no log level unless the check
+names one (`log`), and must then receive exactly the log messages `logs` names
+(each matched by a fragment of its own); without `log` it must receive none.
+`modern` checks need the gateway's 2026-07-28 translation (a legacy client has
+no per-request log level, and gets the upstream's -32042 as an error), so only
+a 2026-07-28 client runs them.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ class Recorder:
     questions: list[Question] = field(default_factory=list)
     call_posts: int = 0
     progress: int = 0
+    logs: list[str] = field(default_factory=list)  # each log message's params, as JSON
     answer_sent: bool = False  # some POST carried answer_token (the client sent the answer's _meta)
 
     @property
@@ -109,6 +115,9 @@ class Recorder:
     async def on_progress(self, _progress: float, _total: float | None, _message: str | None) -> None:
         self.progress += 1
 
+    async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(json.dumps(params.model_dump(mode="json", by_alias=True, exclude_none=True)))
+
     def form_answer(self, schema: dict[str, Any]) -> dict[str, Any]:
         """Fill the required fields (all fields if none is required) from the token."""
         properties: dict[str, Any] = schema.get("properties", {})
@@ -144,6 +153,22 @@ def match_questions(wanted: dict[str, list[str]], asked: list[Question], where: 
     return None
 
 
+def match_logs(fragments: list[str], logs: list[str], asked: bool) -> str | None:
+    """Without a log level, no log message at all; with one, exactly as many as fragments,
+    each fragment in its own message."""
+    if not asked:
+        return f"{len(logs)} log message(s) without a log level, first: {clip(logs[0])}" if logs else None
+    if len(logs) != len(fragments):
+        return f"{len(logs)} log message(s), wanted {len(fragments)}: {clip(' | '.join(logs))}"
+    left = list(logs)
+    for fragment in fragments:
+        hit = next((text for text in left if fragment in text), None)
+        if hit is None:
+            return f"no log message containing {fragment!r}: {clip(' | '.join(logs))}"
+        left.remove(hit)
+    return None
+
+
 @dataclass(frozen=True)
 class Check:
     """One call, how the callbacks answer it, and the facts that must hold after it."""
@@ -160,6 +185,9 @@ class Check:
     declare: tuple[str, ...] | list[str] = ()
     setup: tuple[dict[str, str], ...] | list[dict[str, str]] = ()
     before: tuple[dict[str, Any], ...] | list[dict[str, Any]] = ()
+    modern: bool = False
+    log: str = ""
+    logs: tuple[str, ...] | list[str] = ()
 
     @property
     def label(self) -> str:
@@ -190,6 +218,7 @@ class Check:
             absent=tuple(sub(list(self.absent))),
             setup=tuple(sub(list(self.setup))),
             before=tuple(sub(list(self.before))),
+            logs=tuple(sub(list(self.logs))),
         )
 
     def prepare(self) -> None:
@@ -225,6 +254,9 @@ class Check:
             stray = [q for q in recorder.questions if not 1 <= q.round <= len(self.rounds)]
             if stray:
                 return f"{len(stray)} question(s) outside any round, first: {clip(stray[0].text)}"
+            problem = match_logs(list(self.logs), recorder.logs, bool(self.log))
+            if problem:
+                return problem
         else:
             if recorder.call_posts != 1:
                 return f"the call was sent {recorder.call_posts}x, wanted once"
@@ -250,7 +282,8 @@ class Check:
 
     def success_detail(self, recorder: Recorder) -> str:
         rounds = max(recorder.call_posts - 1, 0)
-        used = ",".join(f"{k}={v}" for k, v in {**recorder.counts, "progress": recorder.progress}.items() if v)
+        counts = {**recorder.counts, "progress": recorder.progress, "logs": len(recorder.logs)}
+        used = ",".join(f"{k}={v}" for k, v in counts.items() if v)
         token = ",answer-token" if recorder.answer_sent else ""
         return f"ok (rounds={rounds}{',' + used if used else ''}{token})"
 
@@ -270,10 +303,13 @@ def load_table(path: Path = CHECKS_FILE) -> tuple[dict[str, tuple[Check, ...]], 
 CHECKS, REFUSALS = load_table()
 
 
-def select(server: str, only: str) -> list[Check]:
-    """The server's checks, filtered by a comma-separated list of labels or tool names."""
+def select(server: str, only: str, modern: bool = True) -> list[Check]:
+    """The server's checks, filtered by a comma-separated list of labels or tool names;
+    without `modern` (a legacy session), the checks only a 2026-07-28 client can run are left
+    out."""
     names = {n.strip() for n in only.split(",") if n.strip()}
-    return [c for c in CHECKS[server] if not names or c.label in names or c.name in names]
+    picked = [c for c in CHECKS[server] if not names or c.label in names or c.name in names]
+    return [c for c in picked if modern or not c.modern]
 
 
 def clip(text: str) -> str:

@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bind, loadTable, matchQuestions, needs, newRecorder, refusalProblem, verify } from './client_checks.mjs';
+import { bind, loadTable, matchLogs, matchQuestions, needs, newRecorder, refusalProblem, verify } from './client_checks.mjs';
 
 const ENTRY = {
   name: 'tool',
@@ -115,4 +115,20 @@ test('a check needs exactly the kinds its rounds name', () => {
   assert.deepEqual([...needs(bind(ENTRY, 'k'))], ['elicit']);
   assert.deepEqual([...needs(bind({ name: 'echo' }, 'k'))], []);
   assert.deepEqual([...needs(bind({ name: 't', rounds: [{ sample: ['a'], roots: ['roots/list'] }] }, 'k'))].sort(), ['roots', 'sample']);
+});
+
+test('logs: none without a level, exactly the named ones with one', () => {
+  assert.equal(matchLogs([], [], false), null);
+  assert.match(matchLogs([], ['{"level":"info"}'], false), /1 log message\(s\) without a log level/);
+  const logs = ['{"data":"started"}', '{"data":"done"}'];
+  assert.equal(matchLogs(['done', 'started'], logs, true), null);
+  assert.match(matchLogs(['started'], logs, true), /2 log message\(s\), wanted 1/);
+  assert.match(matchLogs(['done', 'started'], [logs[1], logs[1]], true), /no log message containing 'started'/);
+  const check = bind({ name: 'tool', log: 'info', logs: ['ran {token}'] }, 'k');
+  const rec = recorder(1, []);
+  assert.match(verify(check, rec, ok, true), /0 log message\(s\), wanted 1/);
+  rec.logs.push('{"level":"info","data":"ran k"}');
+  assert.equal(verify(check, rec, ok, true), null);
+  assert.equal(verify(bind({ name: 'tool' }, 'k'), rec, ok, false), null);
+  assert.match(verify(bind({ name: 'tool' }, 'k'), rec, ok, true), /without a log level/);
 });

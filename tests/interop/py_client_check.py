@@ -32,15 +32,19 @@ CLIENT = "py"
 LEGACY_MODES = ("auto", "legacy")
 
 
-def build_client(args: argparse.Namespace, recorder: Recorder, http: object, needs: set[str]) -> Client:
-    """A client, over `http`, whose callbacks for the kinds in `needs` answer through
-    the recorder; it declares those capabilities only (a callback is a declaration)."""
+def build_client(args: argparse.Namespace, recorder: Recorder, http: object, check) -> Client:
+    """A client, over `http`, whose callbacks for the kinds the check needs answer through
+    the recorder; it declares those capabilities only (a callback is a declaration). It asks
+    for log messages at the check's level, if it names one, and records every one it gets."""
+    needs = check.needs
     return Client(
         streamable_http_client(args.url, http_client=http),
         mode=args.mode,
         elicitation_callback=recorder.on_elicit if "elicit" in needs else None,
         sampling_callback=recorder.on_sample if "sample" in needs else None,
         list_roots_callback=recorder.on_roots if "roots" in needs else None,
+        logging_callback=recorder.on_log,
+        log_level=check.log or None,
         read_timeout_seconds=args.timeout,
     )
 
@@ -66,6 +70,7 @@ async def run_before(client: Client, check, recorder: Recorder) -> str | None:
         if recorder.questions or recorder.progress:
             return f"before-call {call['name']} asked {len(recorder.questions)} question(s)"
     recorder.call_posts = 0
+    recorder.logs.clear()
     return None
 
 
@@ -77,7 +82,7 @@ async def run_check(args: argparse.Namespace, check) -> tuple[bool, str]:
     http = create_mcp_http_client()
     http.event_hooks = {"request": [recorder.on_http_request], "response": []}
     async with http:
-        async with build_client(args, recorder, http, check.needs) as client:
+        async with build_client(args, recorder, http, check) as client:
             problem = await run_before(client, check, recorder)
             if problem:
                 return (False, problem)
@@ -120,7 +125,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 async def main(argv: list[str]) -> int:
     args = parse_args(argv)
-    checks = select(args.server, args.only)
+    checks = select(args.server, args.only, modern=args.mode not in LEGACY_MODES)
     if not checks:
         print(f"no check named in --only={args.only!r}", file=sys.stderr)
         return 2

@@ -71,6 +71,8 @@ async def run_check(args: argparse.Namespace, check) -> tuple[bool, str]:
         elicitation_callback=recorder.on_elicit if "elicit" in check.needs else None,
         sampling_callback=recorder.on_sample if "sample" in check.needs else None,
         list_roots_callback=recorder.on_roots if "roots" in check.needs else None,
+        logging_callback=recorder.on_log,
+        log_level=check.log or None,
         read_timeout_seconds=args.timeout,
     )
     async with client:

@@ -256,6 +256,8 @@ stdio_checks() {
   url="http://127.0.0.1:$P_S1/mcp"
   py everything-stdio everything "$url" 2026-07-28
   ts everything-stdio everything "$url" pin
+  py everything-stdio everything-one-stream "$url" 2026-07-28
+  ts everything-stdio everything-one-stream "$url" pin
   url="http://127.0.0.1:$P_S2/mcp"
   py filesystem-stdio filesystem "$url" 2026-07-28 --dir "$SCRATCH/fs"
   ts filesystem-stdio filesystem "$url" pin --dir "$SCRATCH/fs"
@@ -414,6 +416,8 @@ sse_upstream_checks() {
   fi
   py everything-sse everything "http://127.0.0.1:$p_gw/mcp" 2026-07-28
   ts everything-sse everything "http://127.0.0.1:$p_gw/mcp" pin
+  py everything-sse everything-one-stream "http://127.0.0.1:$p_gw/mcp" 2026-07-28
+  ts everything-sse everything-one-stream "http://127.0.0.1:$p_gw/mcp" pin
 }
 
 # The stdio front: the Python client's stdio transport launches

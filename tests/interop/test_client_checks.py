@@ -15,6 +15,7 @@ from client_checks import (
     Question,
     Recorder,
     describe_failure,
+    match_logs,
     match_questions,
     refusal_problem,
     select,
@@ -153,6 +154,38 @@ class CheckTest(unittest.TestCase):
             check.bind("k")
 
 
+class LogTest(unittest.TestCase):
+    def test_without_a_level_no_log_may_arrive(self) -> None:
+        self.assertIsNone(match_logs([], [], False))
+        self.assertIn("1 log message(s) without a log level", match_logs([], ['{"level": "info"}'], False))
+
+    def test_with_a_level_exactly_the_named_logs_arrive(self) -> None:
+        logs = ['{"level": "info", "data": "started"}', '{"level": "info", "data": "done"}']
+        self.assertIsNone(match_logs(["done", "started"], logs, True))
+        self.assertIn("2 log message(s), wanted 1", match_logs(["started"], logs, True))
+        self.assertIn("no log message containing 'started'", match_logs(["done", "started"], [logs[1], logs[1]], True))
+        self.assertIsNone(match_logs([], [], True))
+        self.assertIn("1 log message(s), wanted 0", match_logs([], logs[:1], True))
+
+    def test_verify_judges_logs_for_a_2026_client_only(self) -> None:
+        check = Check("tool", log="info", logs=["ran {token}"]).bind("k")
+        recorder = Recorder(token="k", call_posts=1)
+        self.assertIn("0 log message(s), wanted 1", check.verify(recorder, "", False, True))
+        recorder.logs.append('{"level": "info", "data": "ran k"}')
+        self.assertIsNone(check.verify(recorder, "", False, True))
+        # A legacy session's logs are the session's, not the call's: not judged.
+        self.assertIsNone(Check("tool").verify(recorder, "", False, False))
+        self.assertIn("without a log level", Check("tool").verify(recorder, "", False, True))
+
+    def test_the_recorder_keeps_each_log_message(self) -> None:
+        recorder = Recorder(token="t")
+        params = types.LoggingMessageNotificationParams(level="warning", logger="l", data="disk low")
+        asyncio.run(recorder.on_log(params))
+        self.assertEqual(len(recorder.logs), 1)
+        self.assertIn('"disk low"', recorder.logs[0])
+        self.assertIn('"warning"', recorder.logs[0])
+
+
 class RefusalTest(unittest.TestCase):
     def test_only_the_named_refusal_counts(self) -> None:
         wanted = "Bad Request: Server not initialized"
@@ -166,7 +199,7 @@ class RefusalTest(unittest.TestCase):
 
 class TableTest(unittest.TestCase):
     def test_the_shared_table_loads_every_server_and_the_http_ones_refusals(self) -> None:
-        self.assertEqual(set(CHECKS), {"everything", "fixture", "filesystem", "memory", "git"})
+        self.assertEqual(set(CHECKS), {"everything", "everything-one-stream", "fixture", "filesystem", "memory", "git"})
         self.assertEqual(set(REFUSALS), {"everything", "fixture"})
         self.assertIn("trigger-url-elicitation#decline", [c.label for c in CHECKS["everything"]])
 
@@ -177,9 +210,16 @@ class TableTest(unittest.TestCase):
 
     def test_select_filters_by_label_or_tool_name(self) -> None:
         self.assertEqual([c.name for c in select("everything", "echo")], ["echo"])
-        self.assertEqual(len(select("everything", "trigger-url-elicitation")), 3)
+        self.assertEqual(len(select("everything", "trigger-url-elicitation")), 4)
         self.assertEqual([c.label for c in select("everything", "trigger-url-elicitation#cancel")], ["trigger-url-elicitation#cancel"])
         self.assertEqual(select("everything", "nope"), [])
+
+    def test_a_legacy_session_runs_no_modern_check(self) -> None:
+        modern = [c.label for c in select("everything", "trigger-url-elicitation")]
+        legacy = [c.label for c in select("everything", "trigger-url-elicitation", modern=False)]
+        self.assertIn("trigger-url-elicitation#error-path", modern)
+        self.assertEqual(legacy, [label for label in modern if label != "trigger-url-elicitation#error-path"])
+        self.assertTrue(all(not c.modern for c in select("fixture", "", modern=False)))
 
     def test_describe_failure_unwraps_task_groups(self) -> None:
         error = ExceptionGroup("outer", [ValueError("inner cause")])

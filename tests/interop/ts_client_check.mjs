@@ -36,6 +36,7 @@ import {
 } from './client_checks.mjs';
 
 const PINNED_VERSION = '2026-07-28';
+const LOG_LEVEL = 'io.modelcontextprotocol/logLevel';
 // Per kind of question, the capability a client declares to be asked it.
 const CAPABILITIES = {
   elicit: ['elicitation', { form: {}, url: {} }],
@@ -102,11 +103,13 @@ async function invoke(client, check, rec, timeoutMs) {
     if (!ROUND_NOTE.test(note?.message ?? '')) rec.progress += 1;
   };
   const options = { timeout: timeoutMs, onprogress };
+  // The SDK merges a request's own `_meta` over its envelope: the per-request log level.
+  const meta = check.log ? { _meta: { [LOG_LEVEL]: check.log } } : {};
   if (check.kind === 'prompt') {
-    const prompt = await client.getPrompt({ name: check.name, arguments: check.args }, options);
+    const prompt = await client.getPrompt({ name: check.name, arguments: check.args, ...meta }, options);
     return { text: prompt.messages.map((m) => m.content?.text ?? '').join('\n'), isError: false };
   }
-  const result = await client.callTool({ name: check.name, arguments: check.args }, options);
+  const result = await client.callTool({ name: check.name, arguments: check.args, ...meta }, options);
   return { text: (result.content ?? []).map((block) => block.text ?? '').join('\n'), isError: result.isError === true };
 }
 
@@ -120,6 +123,7 @@ async function runBefore(client, check, rec, timeoutMs) {
     if (rec.questions.length || rec.progress) return `before-call ${call.name} asked ${rec.questions.length} question(s)`;
   }
   rec.callPosts = 0;
+  rec.logs.length = 0;
   return null;
 }
 
@@ -134,6 +138,9 @@ async function runCheck(opts, entry) {
     { capabilities, versionNegotiation: negotiation(opts.mode) },
   );
   installHandlers(client, rec, check.answer, kinds);
+  client.setNotificationHandler('notifications/message', (note) => {
+    rec.logs.push(JSON.stringify(note.params ?? null));
+  });
   try {
     await client.connect(new StreamableHTTPClientTransport(new URL(opts.url), { fetch: countingFetch(rec) }));
     const before = await runBefore(client, check, rec, opts.timeoutMs);
@@ -214,7 +221,9 @@ async function main() {
   if (!Array.isArray(table[opts.server])) throw new Error(`checks.json has no server '${opts.server}'`);
   opts.refusals = table._refusals;
   const picked = (c) => opts.only.size === 0 || opts.only.has(label(c)) || opts.only.has(c.name);
-  const checks = table[opts.server].filter(picked);
+  // `modern` checks need a 2026-07-28 client.
+  const runnable = (c) => opts.mode === 'pin' || !c.modern;
+  const checks = table[opts.server].filter(picked).filter(runnable);
   if (checks.length === 0) throw new Error(`no check named in --only`);
   const results = [];
   for (const entry of checks) results.push(await runOne(opts, entry));

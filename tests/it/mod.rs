@@ -5,6 +5,7 @@ mod boundary;
 mod bounded;
 mod capabilities;
 mod catalog;
+mod chatty_upstream;
 mod client_faults;
 mod documented_auth;
 mod documented_front;
@@ -18,6 +19,7 @@ mod https;
 mod inputs;
 mod legacy_clients;
 mod legacy_seam;
+mod logs;
 mod progress;
 mod replicas;
 mod restart;
@@ -26,6 +28,7 @@ mod state;
 mod stdio;
 mod stdio_front;
 mod stdio_pool;
+mod url_elicitation;
 
 use serde_json::{json, Value};
 

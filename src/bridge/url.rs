@@ -1,0 +1,110 @@
+//! A legacy `-32042` (URL elicitation required) answer, as the bridge turns it into a
+//! URL-mode `input_required`.
+//!
+//! 2026-07-28 has no such error code (the schema keeps `-32042` reserved, "2025-11-25 only"):
+//! a server that needs the user to visit a URL asks for it as an `inputRequests` entry instead.
+//! So for a client that declared `elicitation.url`, the elicitations the error lists become
+//! this round's questions (see [`crate::mrtr::UrlVerdict`] for how the retry goes on). Any
+//! other client, an error that lists nothing usable, or a client that declined, gets a fixed
+//! `-32603` message naming the cause; what the upstream said goes only to the log line.
+
+use serde_json::{json, Value};
+
+use crate::capabilities::ClientCaps;
+use crate::error::FrontError;
+use crate::mrtr::{url_elicitations, ReplayError};
+use crate::protocol::codes;
+use crate::protocol::jsonrpc::ErrorObject;
+use crate::protocol::methods::ELICITATION_CREATE;
+
+/// The URL elicitations a `-32042` answer lists (`None` for any other answer), or the error
+/// the client gets instead.
+pub(super) fn required(error: &ErrorObject, caps: &ClientCaps) -> Option<Result<Vec<Value>, FrontError>> {
+    if error.code != codes::LEGACY_URL_ELICITATION_REQUIRED {
+        return None;
+    }
+    let needs = ClientCaps::required_for(ELICITATION_CREATE, Some(&json!({"mode": "url"})));
+    if needs.map_or(true, |required| caps.missing(&required).is_some()) {
+        log(error, "the request did not declare elicitation.url");
+        return Some(Err(fixed(
+            "the upstream requires a URL elicitation, which this request did not declare",
+        )));
+    }
+    Some(url_elicitations(error.data.as_ref()).map_err(|e| {
+        log(error, &e.to_string());
+        fixed("the upstream requires a URL elicitation it did not describe")
+    }))
+}
+
+/// The client declined or cancelled a URL elicitation the upstream still requires.
+pub(super) fn refused() -> FrontError {
+    fixed("the upstream requires a URL elicitation that the client declined")
+}
+
+/// A listed elicitation could not be asked.
+pub(super) fn unusable(e: ReplayError) -> FrontError {
+    match e {
+        ReplayError::TooManyQuestions { limit } => FrontError::TooManyQuestions { limit },
+        other => {
+            tracing::warn!(error = %other, "upstream URL elicitation cannot be embedded");
+            fixed("the upstream requires a URL elicitation it did not describe")
+        }
+    }
+}
+
+fn fixed(message: &str) -> FrontError {
+    FrontError::Upstream(ErrorObject { code: codes::INTERNAL_ERROR, message: message.to_owned(), data: None })
+}
+
+fn log(error: &ErrorObject, why: &str) {
+    tracing::warn!(upstream_message = %error.message, why, "upstream URL elicitation required error not translated");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url_error(data: Value) -> ErrorObject {
+        ErrorObject { code: -32042, message: "secret upstream words".into(), data: Some(data) }
+    }
+
+    fn listed() -> Value {
+        json!({"elicitations": [{"mode": "url", "elicitationId": "e", "url": "https://a.example/x", "message": "m"}]})
+    }
+
+    fn caps(value: Value) -> ClientCaps {
+        ClientCaps::from_modern(&value).unwrap()
+    }
+
+    #[test]
+    fn only_minus_32042_is_a_url_requirement() {
+        let other = ErrorObject { code: -32602, message: "m".into(), data: None };
+        assert!(required(&other, &caps(json!({"elicitation": {"url": {}}}))).is_none());
+    }
+
+    #[test]
+    fn a_client_with_url_elicitation_gets_the_listed_elicitations() {
+        let list =
+            required(&url_error(listed()), &caps(json!({"elicitation": {"url": {}}}))).unwrap().unwrap();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0]["url"], "https://a.example/x");
+    }
+
+    #[test]
+    fn other_clients_and_bad_lists_get_a_fixed_message() {
+        for (client, data) in [
+            (json!({}), listed()),
+            (json!({"elicitation": {}}), listed()),
+            (json!({"elicitation": {"form": {}}}), listed()),
+            (json!({"elicitation": {"url": {}}}), json!({"elicitations": []})),
+        ] {
+            let Some(Err(e)) = required(&url_error(data), &caps(client.clone())) else {
+                panic!("expected an error for {client}")
+            };
+            let object = e.to_object();
+            assert_eq!(object.code, -32603, "{client}");
+            assert!(!object.message.contains("secret"), "{}", object.message);
+            assert_eq!(object.data, None);
+        }
+    }
+}
