@@ -18,6 +18,7 @@ mod https;
 mod inputs;
 mod legacy_clients;
 mod legacy_seam;
+mod param_headers;
 mod progress;
 mod replicas;
 mod restart;
