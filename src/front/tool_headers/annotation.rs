@@ -143,12 +143,9 @@ fn param(
     if !name.bytes().all(is_tchar) {
         return Err(AnnotationError::NotAToken { name: name.clone(), at });
     }
-    match schema.get("type") {
-        Some(Value::String(t)) if matches!(t.as_str(), "string" | "integer" | "boolean") => {}
-        other => {
-            let ty = other.map_or_else(|| "none".to_owned(), Value::to_string);
-            return Err(AnnotationError::NotPrimitive { name: name.clone(), at, ty });
-        }
+    if !is_primitive(schema) {
+        let ty = describe_type(schema);
+        return Err(AnnotationError::NotPrimitive { name: name.clone(), at, ty });
     }
     let header = format!("{}{}", headers::PARAM_PREFIX, name.to_ascii_lowercase());
     let header = HeaderName::from_bytes(header.as_bytes())
@@ -157,6 +154,38 @@ fn param(
         return Err(AnnotationError::Duplicate { name: name.clone(), at });
     }
     Ok(HeaderParam { header, name: name.as_str().into(), path: path.into() })
+}
+
+/// True when the property holds one primitive type, or that type or `null` (the optional
+/// argument a generated schema writes as `"type": ["integer", "null"]` or as an `anyOf` of the
+/// two; a `null` value is an absent one, whose header is omitted).
+fn is_primitive(schema: &Map<String, Value>) -> bool {
+    let mut types = Vec::new();
+    match schema.get("type") {
+        Some(Value::String(t)) => types.push(t.as_str()),
+        Some(Value::Array(list)) => types.extend(list.iter().map(|t| t.as_str().unwrap_or("?"))),
+        Some(_) => return false,
+        None => {
+            let branches = schema.get("anyOf").or_else(|| schema.get("oneOf"));
+            let Some(Value::Array(branches)) = branches else { return false };
+            types.extend(branches.iter().map(|b| b.get("type").and_then(Value::as_str).unwrap_or("?")));
+        }
+    }
+    types.retain(|t| *t != "null");
+    match types.split_first() {
+        Some((first, rest)) => {
+            matches!(*first, "string" | "integer" | "boolean") && rest.iter().all(|t| t == first)
+        }
+        None => false,
+    }
+}
+
+fn describe_type(schema: &Map<String, Value>) -> String {
+    match schema.get("type") {
+        Some(t) => t.to_string(),
+        None if schema.contains_key("anyOf") || schema.contains_key("oneOf") => "a union".to_owned(),
+        None => "none".to_owned(),
+    }
 }
 
 /// RFC 9110 `tchar`: the characters of an HTTP field-name token.

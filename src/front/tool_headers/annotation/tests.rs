@@ -71,12 +71,30 @@ fn names_repeated_case_insensitively_are_invalid() {
 
 #[test]
 fn only_string_integer_and_boolean_can_be_mirrored() {
-    for ty in [json!("number"), json!("object"), json!("array"), json!(["string", "null"])] {
+    for ty in [
+        json!("number"),
+        json!("object"),
+        json!("array"),
+        json!("null"),
+        json!(["string", "integer"]),
+        json!(7),
+    ] {
         let e = error(json!({"type": "object", "properties": {"a": {"type": ty, "x-mcp-header": "A"}}}));
         assert!(matches!(e, AnnotationError::NotPrimitive { .. }), "{e}");
     }
+    let union = json!({"type": "object", "properties": {"a": {"anyOf": [{"type": "number"}, {"type": "null"}], "x-mcp-header": "A"}}});
+    assert!(matches!(error(union), AnnotationError::NotPrimitive { .. }));
     let e = error(json!({"type": "object", "properties": {"a": {"x-mcp-header": "A"}}}));
     assert_eq!(e.to_string(), "x-mcp-header \"A\" at /properties/a is on a property of type none; only string, integer and boolean can be mirrored");
+}
+
+#[test]
+fn an_optional_primitive_can_be_mirrored() {
+    let schema = json!({"type": "object", "properties": {
+        "a": {"type": ["integer", "null"], "x-mcp-header": "A"},
+        "b": {"anyOf": [{"type": "string"}, {"type": "null"}], "x-mcp-header": "B", "default": null},
+        "c": {"oneOf": [{"type": "boolean"}], "x-mcp-header": "C"}}});
+    assert_eq!(names(schema).len(), 3);
 }
 
 #[test]
