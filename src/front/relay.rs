@@ -173,6 +173,6 @@ mod tests {
     }
 
     fn catalogue() -> ToolHeaders {
-        ToolHeaders::new(crate::front::tool_headers::Limits::default())
+        ToolHeaders::new(crate::front::tool_headers::Limits::default(), Default::default())
     }
 }

@@ -76,7 +76,7 @@ impl FrontState {
         upstream_version: LegacyVersion,
     ) -> Self {
         let cache_fields = respond::cache_fields(cfg.cache_ttl_ms, cfg.cache_scope.as_str());
-        let tool_headers = ToolHeaders::new(Limits::default());
+        let tool_headers = ToolHeaders::new(Limits::default(), pool.tools_changed().clone());
         Self {
             cfg,
             auth,

@@ -7,14 +7,15 @@
 //! for it ([`ToolHeaders::fetch_once`]: single-flight, bounded in time, and not repeated for a
 //! while after a complete listing, so calls naming unknown tools cannot make the gateway list
 //! the upstream's tools once each). A `notifications/tools/list_changed` that reaches the
-//! gateway empties it ([`ToolHeaders::forget`]). A tool without annotations costs one hash
-//! lookup under a read lock on the call's path. The catalogue is bounded: past
+//! gateway on any upstream session empties it ([`ToolsChanged`]). A tool without annotations
+//! costs an atomic load and one hash lookup under a read lock on the call's path. The catalogue is bounded: past
 //! [`defaults::TOOL_HEADERS_MAX_TOOLS`] an arbitrary entry makes room.
 
 mod annotation;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use http::HeaderMap;
@@ -30,7 +31,7 @@ pub use annotation::{header_params, AnnotationError, HeaderParam};
 use super::validate;
 use crate::defaults;
 use crate::error::FrontError;
-use crate::upstream::UpstreamError;
+use crate::upstream::{ToolsChanged, UpstreamError};
 
 /// What the catalogue knows about one tool.
 #[derive(Debug)]
@@ -65,9 +66,20 @@ impl Default for Limits {
 /// The catalogue; one per front.
 pub struct ToolHeaders {
     tools: RwLock<HashMap<Box<str>, Entry>>,
-    /// Held while one caller lists the upstream's tools; holds when the last listing completed.
-    listing: Mutex<Option<Instant>>,
+    /// Held while one caller lists the upstream's tools; holds the last complete listing.
+    listing: Mutex<Option<Listed>>,
     limits: Limits,
+    changed: ToolsChanged,
+    /// The count of `changed` the entries are from.
+    seen: AtomicU64,
+}
+
+/// A complete listing of the upstream's tools.
+#[derive(Debug, Clone, Copy)]
+struct Listed {
+    at: Instant,
+    /// The count of list changes when it began.
+    changes: u64,
 }
 
 /// The few fields of a `tools/list` result the catalogue reads; schemas are parsed only when
@@ -88,8 +100,18 @@ struct ToolView<'a> {
 // === impl ToolHeaders ===
 
 impl ToolHeaders {
-    pub fn new(limits: Limits) -> Self {
-        Self { tools: RwLock::new(HashMap::new()), listing: Mutex::new(None), limits }
+    /// An empty catalogue, emptied again whenever `changed` counts a change.
+    pub fn new(limits: Limits, changed: ToolsChanged) -> Self {
+        let seen = AtomicU64::new(changed.count());
+        Self { tools: RwLock::new(HashMap::new()), listing: Mutex::new(None), limits, changed, seen }
+    }
+
+    /// Forgets every tool once the upstream said its tools changed.
+    fn follow_changes(&self) {
+        let now = self.changed.count();
+        if self.seen.swap(now, Ordering::AcqRel) != now {
+            self.forget();
+        }
     }
 
     /// Checks a `tools/call` of `name`'s headers against its `arguments`; `None` when the
@@ -100,6 +122,7 @@ impl ToolHeaders {
         map: &HeaderMap,
         arguments: Option<&Value>,
     ) -> Option<Result<(), FrontError>> {
+        self.follow_changes();
         let tools = self.tools.read();
         Some(match tools.get(name)? {
             Entry::Plain => Ok(()),
@@ -113,6 +136,7 @@ impl ToolHeaders {
     /// Records the annotations of every tool of one `tools/list` page; returns the names of the
     /// tools whose annotations are invalid (to leave out), logging each one once.
     pub fn learn(&self, page: &RawValue) -> HashSet<String> {
+        self.follow_changes();
         let Ok(page) = serde_json::from_str::<Page<'_>>(page.get()) else { return HashSet::new() };
         let mut hidden = HashSet::new();
         let mut tools = self.tools.write();
@@ -147,7 +171,7 @@ impl ToolHeaders {
     }
 
     /// Runs `list` (an upstream listing that feeds [`Self::learn`]) unless `name` became known
-    /// meanwhile or a listing completed less than `refetch_after` ago. One listing at a time;
+    /// meanwhile or a listing completed less than `refetch_after` ago with no list change since. One listing at a time;
     /// the others wait for it, all within `fetch_timeout`. A JSON-RPC error from the upstream
     /// (no `tools/list` there) counts as a complete listing of no tools.
     pub async fn fetch_once<F, Fut>(&self, name: &str, list: F) -> Result<(), FrontError>
@@ -160,12 +184,14 @@ impl ToolHeaders {
             if self.tools.read().contains_key(name) {
                 return Ok(());
             }
-            if last.is_some_and(|at| at.elapsed() < self.limits.refetch_after) {
+            let changes = self.changed.count();
+            let recent = |l: &Listed| l.at.elapsed() < self.limits.refetch_after && l.changes == changes;
+            if last.as_ref().is_some_and(recent) {
                 return Ok(());
             }
             match list().await {
                 Ok(()) | Err(FrontError::Upstream(_)) => {
-                    *last = Some(Instant::now());
+                    *last = Some(Listed { at: Instant::now(), changes });
                     Ok(())
                 }
                 Err(e) => Err(e),
@@ -177,12 +203,9 @@ impl ToolHeaders {
             .unwrap_or_else(|_| Err(FrontError::UpstreamTimeout(UpstreamError::Timeout(bound))))
     }
 
-    /// Forgets every tool (the upstream said its list changed): calls list it again.
+    /// Forgets every tool: calls of them list the upstream's tools again.
     pub fn forget(&self) {
         self.tools.write().clear();
-        if let Ok(mut last) = self.listing.try_lock() {
-            *last = None;
-        }
     }
 
     /// How many tools the catalogue holds.

@@ -24,6 +24,7 @@ pub const PING: &str = "ping";
 pub const CANCELLED: &str = "notifications/cancelled";
 pub const PROGRESS: &str = "notifications/progress";
 pub const MESSAGE: &str = "notifications/message";
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// How the front treats a client method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

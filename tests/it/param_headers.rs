@@ -1,10 +1,12 @@
 //! Header-carried parameters: a `tools/call` of a tool whose `inputSchema` annotates arguments
 //! with `x-mcp-header` must mirror them in `Mcp-Param-*` headers (plain or `=?base64?…?=`), and
 //! a tool whose annotations are invalid is left out of `tools/list`. The upstream here is a
-//! scripted legacy server that lists its tools over two pages and counts its listings.
+//! scripted legacy server that lists its tools over two pages and counts its listings; its
+//! `rename` tool renames the `sql` tool's header and says so with
+//! `notifications/tools/list_changed` on the call's stream.
 
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -30,6 +32,8 @@ struct Seen {
     /// Every `tools/list` request, pages included.
     pages: AtomicUsize,
     calls: AtomicUsize,
+    /// `rename` was called: `sql` mirrors `region` as `Zone` from then on.
+    renamed: AtomicBool,
 }
 
 /// A legacy server with an annotated tool, a plain one and one whose annotations are invalid.
@@ -99,8 +103,12 @@ fn answer(r: &RpcRequest, seen: &Seen) -> Response<Full<Bytes>> {
                     seen.listings.fetch_add(1, Ordering::SeqCst);
                     json!({"tools": [plain_tool(), invalid_tool()], "nextCursor": "page-2"})
                 }
-                Some(_) => json!({"tools": [sql_tool()]}),
+                Some(_) => json!({"tools": [sql_tool(seen.renamed.load(Ordering::SeqCst))]}),
             }
+        }
+        "tools/call" if params["name"] == "rename" => {
+            seen.renamed.store(true, Ordering::SeqCst);
+            return renamed(r);
         }
         "tools/call" => {
             seen.calls.fetch_add(1, Ordering::SeqCst);
@@ -117,15 +125,29 @@ fn answer(r: &RpcRequest, seen: &Seen) -> Response<Full<Bytes>> {
     response
 }
 
+/// The `rename` call's answer: an SSE stream with the list change, then the result.
+fn renamed(r: &RpcRequest) -> Response<Full<Bytes>> {
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    let done =
+        json!({"jsonrpc": "2.0", "id": r.id, "result": {"content": [{"type": "text", "text": "renamed"}]}});
+    let body = format!("event: message\ndata: {note}\n\nevent: message\ndata: {done}\n\n");
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/event-stream"));
+    response
+}
+
 fn status(code: StatusCode) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::new()));
     *response.status_mut() = code;
     response
 }
 
-fn sql_tool() -> Value {
+fn sql_tool(renamed: bool) -> Value {
+    let region = if renamed { "Zone" } else { "Region" };
     json!({"name": "sql", "inputSchema": {"type": "object", "properties": {
-        "region": {"type": "string", "x-mcp-header": "Region"},
+        "region": {"type": "string", "x-mcp-header": region},
         "target": {"type": "object", "properties": {"shard": {"type": "integer", "x-mcp-header": "Shard"}}},
         "query": {"type": "string"}}, "required": ["region", "query"]}})
 }
@@ -242,7 +264,7 @@ async fn a_tool_with_invalid_annotations_is_left_out_of_tools_list() -> TestResu
     assert_eq!(first.result()?["nextCursor"], "page-2");
     let second = client.request("tools/list").param("cursor", json!("page-2")).send().await?;
     assert_eq!(tool_names(&second)?, ["sql"]);
-    assert_eq!(second.result()?["tools"][0], sql_tool(), "a valid annotated tool is relayed as it is");
+    assert_eq!(second.result()?["tools"][0], sql_tool(false), "a valid annotated tool is relayed as it is");
     let refused = client.call_tool("twice", json!({"a": "x"})).send().await?;
     refused.expect_error(StatusCode::BAD_REQUEST, -32602)?;
     gateway.shutdown().await;
@@ -268,6 +290,24 @@ async fn an_unseen_tool_is_looked_up_once_for_concurrent_calls() -> TestResult {
     client.call_tool("ghost", json!({})).send().await?.text()?;
     assert_eq!(upstream.listings(), 1);
     assert_eq!(upstream.calls(), 2);
+    gateway.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_tools_list_change_makes_the_gateway_list_again() -> TestResult {
+    let (upstream, gateway, client) = start().await?;
+    let call = |region: &'static str| {
+        client.call_tool("sql", sql_args()).header(region, "us-west1").header("mcp-param-shard", "42").send()
+    };
+    call("mcp-param-region").await?.text()?;
+    assert_eq!(upstream.listings(), 1);
+    assert_eq!(client.call_tool("rename", json!({})).send().await?.text()?, "renamed");
+    // The old header name is no longer the one the tool mirrors.
+    call("mcp-param-region").await?.expect_error(StatusCode::BAD_REQUEST, -32020)?;
+    assert_eq!(upstream.listings(), 2);
+    call("mcp-param-zone").await?.text()?;
+    assert_eq!(upstream.listings(), 2);
     gateway.shutdown().await;
     Ok(())
 }

@@ -22,7 +22,7 @@ fn with_region(value: &str) -> HeaderMap {
 }
 
 fn catalogue() -> ToolHeaders {
-    ToolHeaders::new(Limits::default())
+    ToolHeaders::new(Limits::default(), ToolsChanged::default())
 }
 
 #[test]
@@ -55,7 +55,7 @@ fn invalid_tools_are_hidden_and_refused() {
 
 #[test]
 fn the_catalogue_is_bounded() {
-    let c = ToolHeaders::new(Limits { max_tools: 3, ..Limits::default() });
+    let c = ToolHeaders::new(Limits { max_tools: 3, ..Limits::default() }, ToolsChanged::default());
     let tools: Vec<Value> = (0..10).map(|i| json!({"name": format!("t{i}")})).collect();
     c.learn(&page(Value::Array(tools)));
     assert_eq!(c.len(), 3);
@@ -127,4 +127,24 @@ async fn a_listing_that_hangs_ends_at_the_bound() {
     let c = catalogue();
     let e = c.fetch_once("x", std::future::pending).await.unwrap_err();
     assert!(matches!(e, FrontError::UpstreamTimeout(_)), "{e:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_list_change_forgets_every_tool_and_allows_a_new_listing() {
+    let changed = ToolsChanged::default();
+    let c = ToolHeaders::new(Limits::default(), changed.clone());
+    let lists = AtomicUsize::new(0);
+    let list = || async {
+        lists.fetch_add(1, Ordering::SeqCst);
+        c.learn(&page(json!([region_tool("sql")])));
+        Ok(())
+    };
+    c.fetch_once("sql", list).await.unwrap();
+    assert!(c.check("sql", &HeaderMap::new(), None).is_some());
+    changed.note();
+    assert!(c.check("sql", &HeaderMap::new(), None).is_none(), "still known after a list change");
+    // Within the pause, but the list changed since the last listing: it lists again.
+    c.fetch_once("sql", list).await.unwrap();
+    assert_eq!(lists.load(Ordering::SeqCst), 2);
+    assert!(c.check("sql", &HeaderMap::new(), None).is_some());
 }
