@@ -109,7 +109,8 @@ impl ToolHeaders {
     /// Forgets every tool once the upstream said its tools changed.
     fn follow_changes(&self) {
         let now = self.changed.count();
-        if self.seen.swap(now, Ordering::AcqRel) != now {
+        // A load first: the call path only reads, and the shared line stays unwritten.
+        if self.seen.load(Ordering::Acquire) != now && self.seen.swap(now, Ordering::AcqRel) != now {
             self.forget();
         }
     }
