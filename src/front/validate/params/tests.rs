@@ -111,3 +111,12 @@ fn integers_compare_numerically_and_booleans_as_words() {
     assert_eq!(code(dry("True", json!(true))), (-32020, 400));
     assert_eq!(code(dry("true", json!({"a": 1}))), (-32020, 400));
 }
+
+#[test]
+fn a_header_with_characters_outside_visible_ascii_is_a_mismatch() {
+    let mut map = HeaderMap::new();
+    map.insert("mcp-param-region", HeaderValue::from_bytes(b"caf\xe9").unwrap());
+    let e =
+        check_params(&map, &[param("Region", &["region"])], Some(&json!({"region": "café"}))).unwrap_err();
+    assert_eq!((e.code(), e.status().as_u16()), (-32020, 400));
+}
