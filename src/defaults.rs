@@ -101,3 +101,14 @@ pub const LEGACY_MAX_SESSIONS: usize = 256;
 pub const LEGACY_IDLE: Duration = Duration::from_secs(600);
 /// Longest `Mcp-Session-Id` accepted from a client or sealed for one (not configurable).
 pub const LEGACY_MAX_SESSION_ID_BYTES: usize = 1024;
+
+// [front] header-carried parameters (not configurable)
+/// Most tools whose `x-mcp-header` annotations one replica remembers.
+pub const TOOL_HEADERS_MAX_TOOLS: usize = 4096;
+/// Bound on listing the upstream's tools for a call naming a tool the replica has not seen.
+pub const TOOL_LIST_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// After a complete listing, a call naming an unknown tool lists the tools again only this
+/// much later.
+pub const TOOL_LIST_REFETCH_AFTER: Duration = Duration::from_secs(10);
+/// Most `tools/list` pages one such listing reads.
+pub const TOOL_LIST_FETCH_PAGES: usize = 16;

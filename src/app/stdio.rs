@@ -23,7 +23,7 @@ pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Resul
     }
     let settings = upstream_settings(&cfg, demo.as_ref());
     let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
-    let state = Arc::new(front_state(&cfg, &metrics, &pool)?);
+    let state = Arc::new(front_state(&cfg, &metrics, &pool)?.without_param_headers());
     let service = front::stack(state, front_timeout(&cfg));
     let opts = StdioOptions {
         path: cfg.front.path.clone(),

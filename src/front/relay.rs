@@ -1,11 +1,17 @@
 //! Relayed methods (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`,
 //! `completion/complete`): one upstream request on a pooled session, whose server requests are
 //! refused upstream (these methods may never answer `input_required`), and a result stamped
-//! with `resultType` and cache hints.
+//! with `resultType` and cache hints. A `tools/list` result goes through [`modern_tools`] on its
+//! way, which also teaches the tool header catalogue; [`list_tools`] reads the whole list for
+//! that catalogue alone.
+
+use std::collections::HashSet;
 
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use super::tool_headers::ToolHeaders;
+use crate::defaults;
 use crate::error::{map_upstream_error, FrontError};
 use crate::metrics::Metrics;
 use crate::protocol::jsonrpc::Outcome;
@@ -21,6 +27,7 @@ pub(super) async fn relay(
     init_caps: impl FnOnce() -> Value,
     method: RelayMethod,
     params: Value,
+    tools: &ToolHeaders,
 ) -> Result<Box<RawValue>, FrontError> {
     let lease = pool.lease_with(key, init_caps).await?;
     let started = std::time::Instant::now();
@@ -37,27 +44,69 @@ pub(super) async fn relay(
         }
     };
     match outcome {
-        Outcome::Result(raw) if method == RelayMethod::ToolsList => Ok(modern_tools(raw)),
+        Outcome::Result(raw) if method == RelayMethod::ToolsList => Ok(modern_tools(raw, tools)),
         Outcome::Result(raw) => Ok(raw),
         Outcome::Error(e) => Err(FrontError::Upstream(map_upstream_error(e))),
     }
 }
 
-/// Removes what the 2026-07-28 `Tool` no longer has (`execution`, the legacy tasks hint), and
-/// hides tools that can only be called as legacy tasks. Most lists carry neither, and are
-/// relayed untouched.
-fn modern_tools(raw: Box<RawValue>) -> Box<RawValue> {
-    if !raw.get().contains("\"execution\"") {
+/// Lists every page of the upstream's tools (at most [`defaults::TOOL_LIST_FETCH_PAGES`]), for
+/// what [`modern_tools`] teaches `tools` on the way; the lists themselves are dropped.
+pub(super) async fn list_tools(
+    pool: &Pool,
+    metrics: &Metrics,
+    key: PoolKey,
+    init_caps: impl Fn() -> Value,
+    tools: &ToolHeaders,
+) -> Result<(), FrontError> {
+    let mut params = json!({});
+    for _ in 0..defaults::TOOL_LIST_FETCH_PAGES {
+        let page =
+            relay(pool, metrics, key.clone(), &init_caps, RelayMethod::ToolsList, params, tools).await?;
+        match next_cursor(&page) {
+            Some(cursor) => params = json!({ "cursor": cursor }),
+            None => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
+fn next_cursor(page: &RawValue) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Cursor {
+        #[serde(rename = "nextCursor")]
+        next_cursor: Option<String>,
+    }
+    serde_json::from_str::<Cursor>(page.get()).ok()?.next_cursor
+}
+
+/// A relayed `tools/list` page as a 2026-07-28 client may see it. Each step may leave tools out
+/// or strip fields; a page none of them changes is relayed untouched:
+/// - tools whose `x-mcp-header` annotations are invalid are left out (learnt by `tools`);
+/// - tools that can only be called as legacy tasks are left out, and `execution` (the legacy
+///   tasks hint the 2026-07-28 `Tool` no longer has) is removed from the others.
+fn modern_tools(raw: Box<RawValue>, tools: &ToolHeaders) -> Box<RawValue> {
+    let invalid = tools.learn(&raw);
+    let legacy_tasks = raw.get().contains("\"execution\"");
+    if invalid.is_empty() && !legacy_tasks {
         return raw;
     }
     let Ok(mut result) = serde_json::from_str::<Value>(raw.get()) else { return raw };
-    if let Some(Value::Array(tools)) = result.get_mut("tools") {
-        tools.retain(|t| t.pointer("/execution/taskSupport").and_then(Value::as_str) != Some("required"));
-        for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
-            tool.remove("execution");
-        }
+    if let Some(Value::Array(list)) = result.get_mut("tools") {
+        list.retain(|t| !invalid_annotations(t, &invalid) && !task_only(t));
+        list.iter_mut().filter_map(Value::as_object_mut).for_each(|t| {
+            t.remove("execution");
+        });
     }
     RawValue::from_string(result.to_string()).unwrap_or(raw)
+}
+
+fn invalid_annotations(tool: &Value, invalid: &HashSet<String>) -> bool {
+    tool.get("name").and_then(Value::as_str).is_some_and(|n| invalid.contains(n))
+}
+
+fn task_only(tool: &Value) -> bool {
+    tool.pointer("/execution/taskSupport").and_then(Value::as_str) == Some("required")
 }
 
 #[cfg(test)]
@@ -76,13 +125,54 @@ mod tests {
             .to_string(),
         )
         .unwrap();
-        let v: Value = serde_json::from_str(modern_tools(raw).get()).unwrap();
+        let v: Value = serde_json::from_str(modern_tools(raw, &catalogue()).get()).unwrap();
         assert_eq!(v, json!({"tools": [{"name": "a", "inputSchema": {}}, {"name": "c", "inputSchema": {}}]}));
     }
 
     #[test]
     fn plain_lists_are_untouched() {
         let text = r#"{"tools": [{"name": "a"}]}"#;
-        assert_eq!(modern_tools(RawValue::from_string(text.into()).unwrap()).get(), text);
+        assert_eq!(modern_tools(RawValue::from_string(text.into()).unwrap(), &catalogue()).get(), text);
+    }
+
+    #[test]
+    fn tools_with_invalid_annotations_are_hidden_and_valid_ones_kept() {
+        let region =
+            json!({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Region"}}});
+        let twice = json!({"type": "object", "properties": {
+            "a": {"type": "string", "x-mcp-header": "X"}, "b": {"type": "string", "x-mcp-header": "x"}}});
+        let text =
+            json!({"tools": [{"name": "ok", "inputSchema": region}, {"name": "dup", "inputSchema": twice},
+            {"name": "plain", "inputSchema": {}}], "nextCursor": "2"})
+            .to_string();
+        let tools = catalogue();
+        let v: Value =
+            serde_json::from_str(modern_tools(RawValue::from_string(text).unwrap(), &tools).get()).unwrap();
+        assert_eq!(
+            v,
+            json!({"tools": [{"name": "ok", "inputSchema": region}, {"name": "plain", "inputSchema": {}}],
+            "nextCursor": "2"})
+        );
+        assert_eq!(tools.len(), 3);
+    }
+
+    #[test]
+    fn a_valid_annotated_list_is_untouched() {
+        let text = r#"{"tools": [{"name": "a", "inputSchema": {"type": "object", "properties": {"r": {"type": "boolean", "x-mcp-header": "R"}}}}]}"#;
+        assert_eq!(modern_tools(RawValue::from_string(text.into()).unwrap(), &catalogue()).get(), text);
+    }
+
+    #[test]
+    fn the_next_cursor_is_read() {
+        assert_eq!(
+            next_cursor(&RawValue::from_string(r#"{"tools": [], "nextCursor": "p2"}"#.into()).unwrap())
+                .as_deref(),
+            Some("p2")
+        );
+        assert_eq!(next_cursor(&RawValue::from_string(r#"{"tools": []}"#.into()).unwrap()), None);
+    }
+
+    fn catalogue() -> ToolHeaders {
+        ToolHeaders::new(crate::front::tool_headers::Limits::default(), Default::default())
     }
 }

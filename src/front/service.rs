@@ -18,6 +18,7 @@ use tower::{BoxError, Service};
 use super::body::FrontBody;
 use super::guard::{self, Accepts};
 use super::outcome::{Outcome, OutcomeLabel};
+use super::tool_headers::{Limits, ToolHeaders};
 use super::validate::{self, RequestMeta};
 use super::{discover, relay, respond, stream};
 use crate::auth::Auth;
@@ -46,6 +47,11 @@ pub struct FrontState {
     cache_fields: String,
     /// The relay of legacy (2025-era) clients; `None` when they are refused.
     legacy: Option<Arc<LegacyFront>>,
+    /// The upstream's `x-mcp-header` annotations, learnt from its tool lists.
+    tool_headers: ToolHeaders,
+    /// Whether `tools/call` headers are checked against them (not on the stdio front, whose
+    /// headers are made from the body).
+    param_headers: bool,
 }
 
 /// A validated request on its way to dispatch.
@@ -73,7 +79,26 @@ impl FrontState {
         upstream_version: LegacyVersion,
     ) -> Self {
         let cache_fields = respond::cache_fields(cfg.cache_ttl_ms, cfg.cache_scope.as_str());
-        Self { cfg, auth, metrics, pool, bridge, upstream_version, cache_fields, legacy: None }
+        let tool_headers = ToolHeaders::new(Limits::default(), pool.tools_changed().clone());
+        Self {
+            cfg,
+            auth,
+            metrics,
+            pool,
+            bridge,
+            upstream_version,
+            cache_fields,
+            legacy: None,
+            tool_headers,
+            param_headers: true,
+        }
+    }
+
+    /// Skips the `Mcp-Param-*` checks: for a front whose headers are made from the body, which
+    /// the spec lets ignore `x-mcp-header` (tools with invalid annotations stay hidden).
+    pub fn without_param_headers(mut self) -> Self {
+        self.param_headers = false;
+        self
     }
 
     /// Relays legacy clients with `legacy` instead of refusing them.
@@ -183,7 +208,10 @@ impl FrontState {
             return ("unknown", Outcome::error(Some(&id), &unknown_method(&r.method)));
         };
         let outcome = match Self::validate(parts, kind, r, principal) {
-            Ok(call) => self.dispatch(call).await,
+            Ok(call) => match self.check_param_headers(parts, &call).await {
+                Ok(()) => self.dispatch(call).await,
+                Err(e) => Outcome::error(Some(&id), &e),
+            },
             Err(e) => Outcome::error(Some(&id), &e),
         };
         (kind.label(), outcome)
@@ -203,6 +231,29 @@ impl FrontState {
         let accepts = guard::accepts(&parts.headers)?;
         let log_level = LogLevel::from_params(r.params.as_ref())?;
         Ok(Call { id: r.id, kind, params: r.params, meta, caps, principal, accepts, log_level })
+    }
+
+    /// Checks a `tools/call`'s `Mcp-Param-*` headers against the annotations of its tool,
+    /// listing the upstream's tools first (once, shared) when the tool has not been seen.
+    async fn check_param_headers(&self, parts: &Parts, call: &Call) -> Result<(), FrontError> {
+        if !self.param_headers || call.kind != FrontMethod::Mrtr(MrtrMethod::ToolsCall) {
+            return Ok(());
+        }
+        let params = call.params.as_ref();
+        let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else { return Ok(()) };
+        let arguments = params.and_then(|p| p.get("arguments"));
+        if let Some(checked) = self.tool_headers.check(name, &parts.headers, arguments) {
+            return checked;
+        }
+        let (caps, version) = (call.caps, self.upstream_version);
+        let key = (call.principal.clone(), call.caps.fingerprint());
+        let list = || {
+            let init = move || caps.legacy_initialize(version);
+            relay::list_tools(&self.pool, &self.metrics, key, init, &self.tool_headers)
+        };
+        self.tool_headers.fetch_once(name, list).await?;
+        // A tool the upstream does not list has no annotations to check: its answer is the upstream's.
+        self.tool_headers.check(name, &parts.headers, arguments).unwrap_or(Ok(()))
     }
 
     async fn dispatch(self: &Arc<Self>, call: Call) -> Outcome {
@@ -231,9 +282,16 @@ impl FrontState {
         let (caps, version) = (call.caps, self.upstream_version);
         let key = (call.principal.clone(), call.caps.fingerprint());
         let params = upstream_params(call.params.as_ref());
-        let raw =
-            relay::relay(&self.pool, &self.metrics, key, || caps.legacy_initialize(version), method, params)
-                .await?;
+        let raw = relay::relay(
+            &self.pool,
+            &self.metrics,
+            key,
+            || caps.legacy_initialize(version),
+            method,
+            params,
+            &self.tool_headers,
+        )
+        .await?;
         let extra = if method.cacheable() { self.cache_fields.as_str() } else { "" };
         Ok(respond::complete_bytes(&call.id, &raw, extra))
     }

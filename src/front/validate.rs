@@ -1,7 +1,8 @@
 //! Validation of a 2026-07-28 request before it is dispatched: the per-request `_meta`
 //! envelope (basic/index.mdx), the protocol version, and the HTTP headers that mirror the body
-//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; transports/streamable-http.mdx). The body
-//! is the source of truth; a header that is missing or disagrees is `-32020`.
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; transports/streamable-http.mdx), and in
+//! [`params`] the `Mcp-Param-*` headers of a `tools/call`. The body is the source of truth; a
+//! header that is missing or disagrees is `-32020`.
 
 use base64::Engine;
 use http::HeaderMap;
@@ -10,6 +11,10 @@ use serde_json::{Map, Value};
 use crate::error::FrontError;
 use crate::protocol::methods::FrontMethod;
 use crate::protocol::{headers, meta, FRONT_SUPPORTED_VERSIONS};
+
+mod params;
+
+pub use params::check_params;
 
 /// What the front needs from a request's `_meta`.
 #[derive(Debug, Clone)]

@@ -26,6 +26,7 @@ pub const PROGRESS: &str = "notifications/progress";
 pub const MESSAGE: &str = "notifications/message";
 /// Legacy (2025-11-25) completion of a URL elicitation; removed in 2026-07-28.
 pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// How the front treats a client method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -47,5 +47,5 @@ pub use handshake::InitializeResult;
 pub use pool::{Lease, Pool, PoolKey, PoolStats};
 pub(crate) use session::Connector;
 pub use session::Session;
-pub use settings::{StdioSettings, UpstreamSettings};
+pub use settings::{StdioSettings, ToolsChanged, UpstreamSettings};
 pub use sse_legacy::EndpointError;

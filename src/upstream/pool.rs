@@ -213,6 +213,11 @@ impl Pool {
     }
 
     /// Sessions open or opening.
+    /// The count of the upstream's `notifications/tools/list_changed`, shared by its sessions.
+    pub fn tools_changed(&self) -> &crate::upstream::ToolsChanged {
+        &self.inner.settings().tools_changed
+    }
+
     pub fn size(&self) -> usize {
         let s = self.stats();
         s.idle + s.leased + s.starting + s.warm

@@ -8,6 +8,7 @@
 //! return `input_required`) gets a JSON-RPC error, never invented data: an empty `roots/list`
 //! answer would be cached by the server as the truth. The one exception is `roots/list` when
 //! the operator configured the roots (`upstream.roots`): those are the truth, so they answer.
+//! A `notifications/tools/list_changed` is also counted ([`ToolsChanged`]), whoever it goes to.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::event::{EventTx, Origin, UpstreamEvent};
+use super::settings::ToolsChanged;
 use crate::protocol::jsonrpc::{ErrorObject, Request, Response};
 use crate::protocol::{codes, methods, Envelope, RequestId};
 
@@ -38,6 +40,7 @@ pub(crate) struct Router {
     attached: Option<i64>,
     /// The configured `roots/list` result, answered when no call can be asked.
     roots: Option<Arc<Value>>,
+    tools_changed: ToolsChanged,
 }
 
 // === impl Router ===
@@ -46,6 +49,11 @@ impl Router {
     /// A router that answers unattributed `roots/list` requests with `roots` (a JSON array).
     pub(crate) fn with_roots(roots: Option<Arc<Value>>) -> Self {
         Self { roots, ..Self::default() }
+    }
+
+    /// Counts the session's `notifications/tools/list_changed` in `counter`.
+    pub(crate) fn counting(self, counter: ToolsChanged) -> Self {
+        Self { tools_changed: counter, ..self }
     }
 
     /// Registers a call; the first surfacing call becomes the GET-stream target.
@@ -77,6 +85,9 @@ impl Router {
     /// Decides where a message goes; the flag is true when it is the response that ends the
     /// call whose POST stream carried it.
     pub(crate) fn route(&mut self, env: Envelope, origin: Origin) -> (Action, bool) {
+        if matches!(&env, Envelope::Notification(n) if n.method == methods::TOOLS_LIST_CHANGED) {
+            self.tools_changed.note();
+        }
         match env {
             Envelope::Request(req) if req.method == methods::PING => {
                 (Action::Answer(req.id, Ok(Value::Object(Default::default()))), false)
@@ -212,6 +223,20 @@ mod tests {
         assert!(matches!(router.route(env, Origin::Post(3)).0, Action::Answer(_, Err(_))));
         let env = parse(r#"{"jsonrpc":"2.0","id":10,"method":"roots/list"}"#);
         assert!(matches!(router.route(env, Origin::Unattributed).0, Action::Answer(_, Err(_))));
+    }
+
+    #[test]
+    fn a_tools_list_change_is_counted_wherever_it_goes() {
+        let counter = ToolsChanged::default();
+        let (router, _rx) = router_with(7, true);
+        let mut router = router.counting(counter.clone());
+        let note = || parse(r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#);
+        assert!(matches!(router.route(note(), Origin::Post(7)).0, Action::Deliver(..)));
+        let mut idle = Router::default().counting(counter.clone());
+        assert!(matches!(idle.route(note(), Origin::Unattributed).0, Action::Ignore(_)));
+        let other = parse(r#"{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}"#);
+        idle.route(other, Origin::Unattributed);
+        assert_eq!(counter.count(), 2);
     }
 
     #[test]

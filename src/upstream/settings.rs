@@ -4,6 +4,7 @@
 //! validation messages, while this module only states what the client needs and its defaults.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,6 +65,25 @@ pub struct UpstreamSettings {
     pub max_connecting: usize,
     /// Largest SSE event or JSON body accepted from the upstream, in bytes.
     pub max_event_bytes: usize,
+    /// Counts the `notifications/tools/list_changed` any session made with these settings (or
+    /// a clone of them) received.
+    pub tools_changed: ToolsChanged,
+}
+
+/// A count of the upstream's `notifications/tools/list_changed`, shared by every session: who
+/// keeps what a tool list said compares the count with the one it last saw.
+#[derive(Clone, Debug, Default)]
+pub struct ToolsChanged(Arc<AtomicU64>);
+
+impl ToolsChanged {
+    /// How many times the upstream said its tools changed.
+    pub fn count(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn note(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// A legacy server started as a child process, one process per session.
@@ -150,6 +170,7 @@ impl UpstreamSettings {
             max_connections: defaults::max_connections(defaults::POOL_MAX_SESSIONS),
             max_connecting: defaults::MAX_CONNECTING,
             max_event_bytes: defaults::MAX_EVENT_BYTES,
+            tools_changed: ToolsChanged::default(),
         }
     }
 

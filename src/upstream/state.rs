@@ -5,7 +5,6 @@
 //! A session allocates its own request ids: front ids from many clients would collide.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
-use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -13,6 +12,7 @@ use serde_json::Value;
 use super::event::Origin;
 use super::handshake::INITIALIZE_ID;
 use super::router::{Action, Router};
+use super::settings::UpstreamSettings;
 use super::UpstreamError;
 use crate::protocol::jsonrpc::{error_bytes, result_bytes, ErrorObject};
 use crate::protocol::log_level::LogLevel;
@@ -31,10 +31,13 @@ pub(crate) struct SessionState {
 // === impl SessionState ===
 
 impl SessionState {
-    /// A fresh session; unattributed `roots/list` requests get `roots` when configured.
-    pub(crate) fn new(roots: Option<Arc<Value>>) -> Self {
+    /// A fresh session; unattributed `roots/list` requests get the configured roots, and a
+    /// `notifications/tools/list_changed` is counted in the settings' [`ToolsChanged`].
+    pub(crate) fn new(settings: &UpstreamSettings) -> Self {
         Self {
-            router: Mutex::new(Router::with_roots(roots)),
+            router: Mutex::new(
+                Router::with_roots(settings.roots.clone()).counting(settings.tools_changed.clone()),
+            ),
             next_id: AtomicI64::new(INITIALIZE_ID + 1),
             healthy: AtomicBool::new(true),
             log_level: AtomicU8::new(0),

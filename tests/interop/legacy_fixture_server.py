@@ -5,6 +5,11 @@ requests (`elicitation/create`, `sampling/createMessage`, `roots/list`) sent in
 the middle of a call. It contains no 2026-07-28 code path, so every
 `input_required` round a 2026 client sees is the gateway's translation.
 
+Two tools carry what a 2025-11-25 server may put in an inputSchema for newer
+clients: `test_header_params` annotates arguments with `x-mcp-header` (the
+gateway checks a call's `Mcp-Param-*` headers against them), and
+`json_schema_2020_12_tool` lists a JSON Schema 2020-12 schema.
+
 One opt-in hint is used: a pushed request may carry
 `_meta["dev.mrtr-gateway/inputKey"]`, which the gateway honours as the
 `inputRequests` key. Conformance hard-codes the key `user_name` for the basic
@@ -23,12 +28,13 @@ import json
 import os
 import sys
 import weakref
-from typing import Any
+from typing import Annotated, Any
 
 from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.prompts.base import Message, UserMessage
 from mcp.shared.message import ServerMessageMetadata
+from pydantic import Field
 
 import fixture_media
 
@@ -295,6 +301,64 @@ async def test_elicitation(message: str, ctx: Context) -> str:
     answer = await ask_form(ctx, message, fields)
     content = json.dumps(answer.content or {})
     return f"User response: action={answer.action}, content={content}"
+
+
+def mirrored(header: str, description: str) -> Any:
+    """A tool argument the client mirrors into the `Mcp-Param-{header}` HTTP header."""
+    return Field(description=description, json_schema_extra={"x-mcp-header": header})
+
+
+@mcp.tool()
+async def test_header_params(
+    region: Annotated[str, mirrored("Region", "Where the query runs")],
+    query: str,
+    priority: Annotated[int | None, mirrored("Priority", "Queue priority")] = None,
+) -> str:
+    """Runs a query in a region; the region and priority travel in headers too."""
+    return f"region={region}; query={query}; priority={priority}"
+
+
+# The JSON Schema 2020-12 features a 2025-11-25 server may use in an inputSchema. A tool's
+# arguments are still checked against its signature; the schema it lists is this one.
+JSON_SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+@mcp.tool()
+async def json_schema_2020_12_tool(
+    name: str | None = None,
+    address: dict[str, str] | None = None,
+    contactMethod: str | None = None,  # noqa: N803 - the schema names it so
+    phone: str | None = None,
+    email: str | None = None,
+) -> str:
+    """Tool with JSON Schema 2020-12 features."""
+    given = {"name": name, "address": address, "contactMethod": contactMethod, "phone": phone, "email": email}
+    return f"called with {json.dumps({k: v for k, v in given.items() if v is not None})}"
+
+
+mcp._tool_manager.get_tool("json_schema_2020_12_tool").parameters = JSON_SCHEMA_2020_12
 
 
 @mcp.resource("test://static-text", mime_type="text/plain")

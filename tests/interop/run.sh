@@ -53,7 +53,8 @@ LEGACY_CONTROL_SCENARIOS="server-initialize,ping,logging-set-level,completion-co
 tools-call-simple-text,tools-call-image,tools-call-audio,tools-call-embedded-resource,tools-call-mixed-content,\
 tools-call-error,tools-call-with-progress,tools-call-with-logging,tools-call-sampling,tools-call-elicitation,\
 resources-list,resources-read-text,resources-read-binary,resources-templates-read,prompts-list,\
-prompts-get-simple,prompts-get-with-args,prompts-get-embedded-resource,prompts-get-with-image"
+prompts-get-simple,prompts-get-with-args,prompts-get-embedded-resource,prompts-get-with-image,\
+json-schema-2020-12"
 # Every gateway knows up front that the fixture's multiple-inputs tool asks three questions at
 # once (mrtr.gather_expect), so the conformance check that they come back in one round does not
 # hang on the machine's scheduling: a fresh replica would otherwise rely on the idle gap between

@@ -20,6 +20,7 @@ mod inputs;
 mod legacy_clients;
 mod legacy_seam;
 mod logs;
+mod param_headers;
 mod progress;
 mod replicas;
 mod restart;

@@ -51,10 +51,9 @@ pub(super) struct Current {
 
 impl Inner {
     pub(super) fn new(transport: Transport, opened: Opened, capabilities: Value) -> Self {
-        let roots = transport.settings().roots.clone();
         let headers = opened.headers();
         Self {
-            state: Arc::new(SessionState::new(roots)),
+            state: Arc::new(SessionState::new(transport.settings())),
             transport,
             current: RwLock::new(Current { headers, generation: 0 }),
             renewal: tokio::sync::Mutex::new(()),

@@ -22,7 +22,7 @@ pub(super) struct Link {
 
 impl Link {
     pub(super) fn new(transport: Transport, endpoint: Uri) -> Self {
-        let state = Arc::new(SessionState::new(transport.settings().roots.clone()));
+        let state = Arc::new(SessionState::new(transport.settings()));
         Self { state, transport, endpoint }
     }
 

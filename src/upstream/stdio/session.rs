@@ -102,7 +102,7 @@ impl Spawner {
         let spawned = process::spawn(cmd)?;
         let pid = spawned.pid;
         tracing::info!(pid, program = %cmd.program, "upstream process started");
-        let state = Arc::new(SessionState::new(self.settings.roots.clone()));
+        let state = Arc::new(SessionState::new(&self.settings));
         let timeout = self.settings.request_timeout;
         let input = process::spawn_writer(spawned.stdin, state.clone(), pid, timeout);
         process::spawn_stderr_log(spawned.stderr, pid);

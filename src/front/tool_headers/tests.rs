@@ -1,0 +1,184 @@
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use http::HeaderValue;
+use serde_json::json;
+
+use super::*;
+
+fn page(tools: Value) -> Box<RawValue> {
+    RawValue::from_string(json!({ "tools": tools }).to_string()).unwrap()
+}
+
+fn region_tool(name: &str) -> Value {
+    json!({"name": name, "inputSchema": {"type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}})
+}
+
+fn with_region(value: &str) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    map.insert("mcp-param-region", HeaderValue::from_str(value).unwrap());
+    map
+}
+
+fn catalogue() -> ToolHeaders {
+    ToolHeaders::new(Limits::default(), ToolsChanged::default())
+}
+
+#[test]
+fn unseen_tools_are_unknown_and_seen_ones_checked() {
+    let c = catalogue();
+    let args = json!({"region": "us"});
+    assert!(c.check("sql", &HeaderMap::new(), Some(&args)).is_none());
+    let hidden =
+        c.learn(&page(json!([region_tool("sql"), {"name": "plain", "inputSchema": {"type": "object"}}])));
+    assert!(hidden.is_empty());
+    assert!(c.check("plain", &HeaderMap::new(), Some(&args)).unwrap().is_ok());
+    assert!(c.check("sql", &with_region("us"), Some(&args)).unwrap().is_ok());
+    let e = c.check("sql", &HeaderMap::new(), Some(&args)).unwrap().unwrap_err();
+    assert_eq!(e.code(), -32020);
+}
+
+#[test]
+fn invalid_tools_are_hidden_and_refused() {
+    let c = catalogue();
+    let bad = json!({"name": "bad", "inputSchema": {"type": "object",
+        "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}});
+    let hidden = c.learn(&page(json!([bad, region_tool("good")])));
+    assert_eq!(hidden, HashSet::from(["bad".to_owned()]));
+    let e = c.check("bad", &HeaderMap::new(), None).unwrap().unwrap_err();
+    assert_eq!(e.code(), -32602);
+    // A later listing where it became valid makes it callable.
+    assert!(c.learn(&page(json!([region_tool("bad")]))).is_empty());
+    assert!(c.check("bad", &with_region("us"), Some(&json!({"region": "us"}))).unwrap().is_ok());
+}
+
+#[test]
+fn the_catalogue_is_bounded() {
+    let c = ToolHeaders::new(Limits { max_tools: 3, ..Limits::default() }, ToolsChanged::default());
+    let tools: Vec<Value> = (0..10).map(|i| json!({"name": format!("t{i}")})).collect();
+    c.learn(&page(Value::Array(tools)));
+    assert_eq!(c.len(), 3);
+    c.forget();
+    assert!(c.is_empty());
+}
+
+#[test]
+fn pages_that_are_not_tool_lists_teach_nothing() {
+    let c = catalogue();
+    assert!(c.learn(&RawValue::from_string("[1, 2]".into()).unwrap()).is_empty());
+    assert!(c.is_empty());
+}
+
+#[tokio::test]
+async fn concurrent_misses_list_once() {
+    let c = Arc::new(catalogue());
+    let lists = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (c, lists) = (c.clone(), lists.clone());
+        tasks.push(tokio::spawn(async move {
+            let c2 = c.clone();
+            c.fetch_once("sql", || async move {
+                lists.fetch_add(1, Ordering::SeqCst);
+                tokio::task::yield_now().await;
+                c2.learn(&page(json!([region_tool("sql")])));
+                Ok(())
+            })
+            .await
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    assert_eq!(lists.load(Ordering::SeqCst), 1);
+    assert!(c.check("sql", &with_region("us"), Some(&json!({"region": "us"}))).is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unknown_tool_lists_again_only_after_the_pause() {
+    let c = catalogue();
+    let lists = AtomicUsize::new(0);
+    let list = || async {
+        lists.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    };
+    c.fetch_once("nope", list).await.unwrap();
+    c.fetch_once("nope", list).await.unwrap();
+    assert_eq!(lists.load(Ordering::SeqCst), 1);
+    tokio::time::advance(defaults::TOOL_LIST_REFETCH_AFTER).await;
+    c.fetch_once("nope", list).await.unwrap();
+    assert_eq!(lists.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_listing_is_retried_and_an_upstream_error_is_not() {
+    let c = catalogue();
+    let e = c.fetch_once("x", || async { Err(FrontError::Overloaded) }).await.unwrap_err();
+    assert!(matches!(e, FrontError::Overloaded));
+    let upstream = crate::protocol::jsonrpc::ErrorObject { code: -32601, message: "no".into(), data: None };
+    c.fetch_once("x", || async { Err(FrontError::Upstream(upstream)) }).await.unwrap();
+    // The upstream answered: no new listing for a while.
+    c.fetch_once("x", || async { Err(FrontError::Overloaded) }).await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_listing_that_hangs_ends_at_the_bound() {
+    let c = catalogue();
+    let e = c.fetch_once("x", std::future::pending).await.unwrap_err();
+    assert!(matches!(e, FrontError::UpstreamTimeout(_)), "{e:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_list_change_forgets_every_tool_and_allows_a_new_listing() {
+    let changed = ToolsChanged::default();
+    let c = ToolHeaders::new(Limits::default(), changed.clone());
+    let lists = AtomicUsize::new(0);
+    let list = || async {
+        lists.fetch_add(1, Ordering::SeqCst);
+        c.learn(&page(json!([region_tool("sql")])));
+        Ok(())
+    };
+    c.fetch_once("sql", list).await.unwrap();
+    assert!(c.check("sql", &HeaderMap::new(), None).is_some());
+    changed.note();
+    assert!(c.check("sql", &HeaderMap::new(), None).is_none(), "still known after a list change");
+    // Within the pause, but the list changed since the last listing: it lists again.
+    c.fetch_once("sql", list).await.unwrap();
+    assert_eq!(lists.load(Ordering::SeqCst), 2);
+    assert!(c.check("sql", &HeaderMap::new(), None).is_some());
+}
+
+/// Collects what a test's log lines say.
+#[derive(Clone, Default)]
+struct Lines(Arc<parking_lot::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn an_invalid_tool_is_logged_once_with_its_name_and_reason() {
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    let bad = json!({"name": "bad_tool", "inputSchema": {"type": "object",
+        "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}});
+    tracing::subscriber::with_default(subscriber, || {
+        let c = catalogue();
+        c.learn(&page(json!([bad.clone(), region_tool("good")])));
+        c.learn(&page(json!([bad])));
+    });
+    let text = String::from_utf8(lines.0.lock().clone()).unwrap();
+    let logged: Vec<&str> = text.lines().collect();
+    assert_eq!(logged.len(), 1, "{text}");
+    assert!(logged[0].contains("WARN") && logged[0].contains("bad_tool"), "{text}");
+    assert!(logged[0].contains("is on a property of type \"number\""), "{text}");
+}
