@@ -235,3 +235,6 @@ fn public_key(path: &str) -> Result<StaticKey, ConfigError> {
     }
     Err(ConfigError::invalid(field, format!("{path} is not an RSA, EC or Ed25519 public key in PEM")))
 }
+
+#[cfg(test)]
+mod tests;
