@@ -132,7 +132,7 @@ impl Auth {
 
     /// Builds the authenticator; with remote keys, fetches them once (bounded by the fetch
     /// timeout) and starts their background refresh. A failed first fetch does not stop the
-    /// start: it is logged, retried, and [`Auth::keys_loaded`] stays false until it succeeds.
+    /// start: it is logged, retried, and [`Auth::readiness_check`] fails until it succeeds.
     pub async fn start(
         cfg: &AuthConfig,
         front_path: &str,
@@ -180,14 +180,6 @@ impl Auth {
         matches!(self.mode, Mode::Jwt(..))
     }
 
-    /// False while remote keys are configured but none usable are held (for `/readyz`).
-    pub fn keys_loaded(&self) -> bool {
-        match &self.mode {
-            Mode::Jwt(jwt) => jwt.remote.as_ref().is_none_or(|r| r.is_loaded()),
-            Mode::None => true,
-        }
-    }
-
     /// A readiness check over the remote keys, if there are any.
     pub fn readiness_check(&self) -> Option<Arc<dyn Fn() -> bool + Send + Sync>> {
         let Mode::Jwt(jwt) = &self.mode else { return None };
@@ -195,12 +187,7 @@ impl Auth {
         Some(Arc::new(move || remote.is_loaded()))
     }
 
-    /// The principal of a request: `anonymous`, or `iss|sub` of a valid JWT.
-    pub async fn principal(&self, headers: &HeaderMap) -> Result<Arc<str>, AuthError> {
-        self.authenticate(headers).await.map(|i| i.principal)
-    }
-
-    /// The principal of a request and its grants.
+    /// The principal of a request (`anonymous`, or `iss|sub` of a valid JWT) and its grants.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Identity, AuthError> {
         let Mode::Jwt(jwt) = &self.mode else {
             return Ok(Identity { principal: self.anonymous.clone(), grants: Grants::unrestricted() });

@@ -151,6 +151,11 @@ impl Grants {
         Self::default()
     }
 
+    /// Whether rules are in force (so results may differ between principals).
+    pub fn is_restricted(&self) -> bool {
+        self.policy.is_some()
+    }
+
     /// Checks one request of `method` with `params`. `server/discover` is always allowed: it
     /// names no tool, prompt or resource, and a client needs it to begin.
     pub fn check(&self, method: &str, params: Option<&Value>) -> Result<(), Denied> {

@@ -277,7 +277,14 @@ impl FrontState {
             relay::relay(&self.pool, &self.metrics, key, || caps.legacy_initialize(version), method, params)
                 .await?;
         let raw = call.grants.filter_list(method.name(), raw);
-        let extra = if method.cacheable() { self.cache_fields.as_str() } else { "" };
+        // A list filtered for this principal must not be shared by a cache.
+        let private =
+            call.grants.is_restricted().then(|| respond::cache_fields(self.cfg.cache_ttl_ms, "private"));
+        let extra = match (method.cacheable(), &private) {
+            (false, _) => "",
+            (true, Some(p)) => p.as_str(),
+            (true, None) => self.cache_fields.as_str(),
+        };
         Ok(respond::complete_bytes(&call.id, &raw, extra))
     }
 

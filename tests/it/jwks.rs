@@ -342,13 +342,14 @@ async fn the_protected_resource_metadata_is_served_on_the_front() -> TestResult 
     h.stop().await
 }
 
-/// A gateway whose one rule lets `tools:echo` holders list tools and call `echo` only.
+/// A gateway whose one rule lets `tools:echo` holders list tools and call `echo` only, and
+/// whose cacheable results are marked `public`.
 async fn with_rules() -> TestResult<(Issuer, SigningKey, Harness)> {
     let key = SigningKey::ec("k1")?;
     let issuer = Issuer::spawn(&[&key]).await?;
     let rule =
         r#"rules = [{ scopes = ["tools:echo"], methods = ["tools/list", "tools/call"], tools = ["echo"] }]"#;
-    let h = setup(&issuer, &[rule]).start().await?;
+    let h = setup(&issuer, &[rule]).set("front", "cache_scope = \"public\"").start().await?;
     Ok((issuer, key, h))
 }
 
@@ -382,6 +383,11 @@ async fn a_tool_outside_the_rules_is_forbidden_and_left_out_of_the_list() -> Tes
         .filter_map(|t| t["name"].as_str())
         .collect();
     assert_eq!(names, vec!["echo"], "{}", list.body);
+    assert_eq!(
+        list.body.pointer("/result/cacheScope"),
+        Some(&json!("private")),
+        "a filtered list is never public"
+    );
     // Prompts are outside the rule's methods altogether.
     expect_refused(
         &raw(scoped.request("prompts/list")).await?,

@@ -149,20 +149,22 @@ fn fail(what: &str, e: &dyn std::fmt::Display) -> HarnessError {
     HarnessError::Unexpected(format!("{what}: {e}"))
 }
 
-/// One RSA key pair for every test of the process (2048-bit generation is slow in debug).
+/// One RSA key pair for every test of the process (2048-bit generation is slow in debug); the
+/// first test to ask makes it while the others wait.
 fn rsa_pair() -> TestResult<&'static (String, String, Value)> {
-    static PAIR: OnceLock<(String, String, Value)> = OnceLock::new();
-    if let Some(pair) = PAIR.get() {
-        return Ok(pair);
-    }
+    static PAIR: OnceLock<Result<(String, String, Value), String>> = OnceLock::new();
+    PAIR.get_or_init(make_rsa_pair).as_ref().map_err(|e| HarnessError::Unexpected(format!("RSA key: {e}")))
+}
+
+fn make_rsa_pair() -> Result<(String, String, Value), String> {
     use rsa::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
     use rsa::traits::PublicKeyParts;
-    let key = rsa::RsaPrivateKey::new(&mut rand::thread_rng(), 2048).map_err(|e| fail("RSA key", &e))?;
-    let private = key.to_pkcs8_pem(LineEnding::LF).map_err(|e| fail("RSA key", &e))?.to_string();
+    let key = rsa::RsaPrivateKey::new(&mut rand::thread_rng(), 2048).map_err(|e| e.to_string())?;
+    let private = key.to_pkcs8_pem(LineEnding::LF).map_err(|e| e.to_string())?.to_string();
     let public = rsa::RsaPublicKey::from(&key);
-    let public_pem = public.to_public_key_pem(LineEnding::LF).map_err(|e| fail("RSA key", &e))?;
+    let public_pem = public.to_public_key_pem(LineEnding::LF).map_err(|e| e.to_string())?;
     let jwk = json!({"kty": "RSA", "n": b64(&public.n().to_bytes_be()), "e": b64(&public.e().to_bytes_be())});
-    Ok(PAIR.get_or_init(|| (private, public_pem, jwk)))
+    Ok((private, public_pem, jwk))
 }
 
 impl SigningKey {
