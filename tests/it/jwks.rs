@@ -411,3 +411,27 @@ async fn a_tool_outside_the_rules_is_forbidden_and_left_out_of_the_list() -> Tes
     assert_eq!(h.metric("mrtr_gateway_auth_denials_total{method=\"tools/call\"}"), 2.0);
     h.stop().await
 }
+
+#[tokio::test]
+async fn a_legacy_clients_calls_are_held_to_the_same_rules() -> TestResult {
+    let (_issuer, key, h) = with_rules().await?;
+    let token = key.sign(&with(claims("alice"), "scope", json!("tools:echo")))?;
+    let mut client =
+        crate::common::legacy_client::LegacyClient::new(h.gateway.url("/mcp")).with_bearer(&token);
+    client.initialize(json!({"elicitation": {}})).await?;
+    let echoed = client.call_tool("echo", json!({"message": "hi"})).await?;
+    assert_eq!(echoed.pointer("/result/content/0/text"), Some(&json!("Echo: hi")), "{echoed}");
+
+    let refused =
+        client.post(&client.request_body("tools/call", json!({"name": "greet", "arguments": {}}))).await?;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let challenge = refused.headers.get(WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    assert!(challenge.starts_with(r#"Bearer error="insufficient_scope""#), "{challenge}");
+    let message = refused.messages.last().and_then(|m| m.pointer("/error/message")).cloned();
+    assert_eq!(
+        message,
+        Some(json!(r#"forbidden: tools/call of tool "greet" is outside this client's authorization"#))
+    );
+    assert_eq!(h.demo.stats.tool_calls("greet"), 0);
+    h.stop().await
+}
