@@ -1,6 +1,7 @@
 //! Fetching the issuer's documents: a JWKS, or an OpenID discovery document and then the JWKS it
-//! names. One keep-alive client over rustls (the platform's roots), built once; every fetch is
-//! bounded in time and size, and a failure says which step failed without echoing the body.
+//! names. One keep-alive client over rustls (the platform's roots and `auth.jwks_ca_file`), built
+//! once; every fetch is bounded in time and size, and a failure says which step failed without
+//! echoing the body.
 
 use std::time::Duration;
 
@@ -66,11 +67,16 @@ struct Discovery {
 // === impl Fetcher ===
 
 impl Fetcher {
-    pub(crate) fn new(source: KeySource, timeout: Duration) -> Result<Self, tls::TlsError> {
+    pub(crate) fn new(
+        source: KeySource,
+        timeout: Duration,
+        ca_file: Option<std::path::PathBuf>,
+    ) -> Result<Self, tls::TlsError> {
         let mut tcp = HttpConnector::new();
         tcp.set_connect_timeout(Some(timeout));
         tcp.enforce_http(false);
-        let config = match tls::client_config(&tls::TlsSettings::platform()) {
+        let roots = tls::TlsSettings { ca_file, ..tls::TlsSettings::platform() };
+        let config = match tls::client_config(&roots) {
             Err(tls::TlsError::NoRoots) => {
                 tracing::warn!("no platform trust roots: only http:// key sources on loopback will work");
                 tls::plain_only()?

@@ -141,7 +141,7 @@ impl Auth {
         let AuthConfig::Jwt(jwt) = cfg else { return Ok(Self::anonymous(metrics)) };
         let remote = match &jwt.remote {
             Some(r) => {
-                let fetcher = fetch::Fetcher::new(r.source.clone(), r.timeout)?;
+                let fetcher = fetch::Fetcher::new(r.source.clone(), r.timeout, r.ca_file.clone())?;
                 let remote = Remote::new(fetcher, r.clone(), metrics.clone());
                 remote.fetch_now().await;
                 if !remote.is_loaded() {

@@ -53,6 +53,8 @@ pub struct RemoteKeys {
     pub max_stale: Duration,
     pub timeout: Duration,
     pub wait: Duration,
+    /// Extra CA certificates (PEM) trusted for the key source.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// A JWKS document, directly or through an issuer's discovery document.
@@ -167,6 +169,7 @@ fn remote(raw: &RawAuth, issuer: Option<&str>) -> Result<Option<RemoteKeys>, Con
         max_stale: secs("auth.jwks_max_stale_secs", raw.jwks_max_stale_secs, d::JWKS_MAX_STALE)?,
         timeout: ms("auth.jwks_timeout_ms", raw.jwks_timeout_ms, d::JWKS_TIMEOUT)?,
         wait: ms("auth.jwks_wait_ms", raw.jwks_wait_ms, d::JWKS_WAIT)?,
+        ca_file: raw.jwks_ca_file.as_ref().map(Into::into),
     }))
 }
 

@@ -212,6 +212,8 @@ pub struct RawAuth {
     pub jwks_timeout_ms: Option<u64>,
     /// Longest a request waits for a refresh its unknown `kid` caused, in ms. Default 2000.
     pub jwks_wait_ms: Option<u64>,
+    /// A PEM bundle of CA certificates trusted for the key source, besides the platform's.
+    pub jwks_ca_file: Option<String>,
     /// Clock skew tolerated on `exp` and `nbf`, in seconds. Default 30.
     pub leeway_secs: Option<u64>,
     /// Required `aud` claim (RFC 8707); defaults to `resource`. Same as `jwt_audience`.

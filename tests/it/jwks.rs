@@ -435,3 +435,49 @@ async fn a_legacy_clients_calls_are_held_to_the_same_rules() -> TestResult {
     assert_eq!(h.demo.stats.tool_calls("greet"), 0);
     h.stop().await
 }
+
+#[tokio::test]
+async fn keys_are_fetched_over_tls_trusting_the_configured_ca() -> TestResult {
+    let key = SigningKey::ec("k1")?;
+    let issuer = Issuer::spawn(&[&key]).await?;
+    let pki = super::https::pki("jwks test CA")?;
+    let tls = super::https::Terminator::start(&pki, issuer.addr()?).await?;
+    let dir = tempfile::tempdir()?;
+    let ca = dir.path().join("issuer-ca.pem");
+    std::fs::write(&ca, &pki.ca_pem)?;
+    let setup = setup(
+        &issuer,
+        &[
+            &format!("jwks_url = \"https://localhost:{}/jwks\"", tls.port()),
+            &format!("jwks_ca_file = {:?}", ca.display().to_string()),
+        ],
+    );
+    let h = setup.start().await?;
+    expect_ok(&echo(&h.client, &key.sign(&claims("alice"))?).await?)?;
+    assert_eq!(issuer.jwks_fetches(), 1);
+    h.stop().await?;
+
+    // Without the CA the certificate is not trusted: no keys, and the failure is counted.
+    let untrusted = self::setup(
+        &issuer,
+        &[&format!("jwks_url = \"https://localhost:{}/jwks\"", tls.port()), "jwks_timeout_ms = 2000"],
+    );
+    let demo = mrtr_gateway::demo::spawn_loopback(Default::default())?;
+    let config = mrtr_gateway::config::Config::from_toml(&untrusted.toml(&demo.url()))?;
+    let gateway = bounded("the start", mrtr_gateway::app::Gateway::start(config)).await??;
+    let client = Client::new(gateway.url("/mcp"));
+    let r = echo(&client, &key.sign(&claims("alice"))?).await?;
+    expect_refused(
+        &r,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unauthorized: token keys unavailable, try again later",
+    )?;
+    assert_eq!(issuer.jwks_fetches(), 1, "no request got through the TLS handshake");
+    assert!(
+        crate::common::harness::metric(&gateway, "mrtr_gateway_auth_key_fetches_total{outcome=\"connect\"}")
+            >= 1.0
+    );
+    bounded("the gateway to drain", gateway.shutdown()).await?;
+    bounded("the demo to stop", demo.shutdown()).await??;
+    Ok(())
+}

@@ -12,8 +12,9 @@ fn remote(min_refresh: Duration) -> Arc<Remote> {
         max_stale: Duration::from_secs(60),
         timeout: Duration::from_secs(1),
         wait: Duration::from_secs(1),
+        ca_file: None,
     };
-    let fetcher = Fetcher::new(settings.source.clone(), settings.timeout).unwrap();
+    let fetcher = Fetcher::new(settings.source.clone(), settings.timeout, None).unwrap();
     Remote::new(fetcher, settings, AuthMetrics::detached().unwrap())
 }
 

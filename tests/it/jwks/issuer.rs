@@ -60,6 +60,12 @@ impl Issuer {
         Ok(issuer)
     }
 
+    pub(crate) fn addr(&self) -> TestResult<SocketAddr> {
+        let url = self.url();
+        let host = url.trim_start_matches("http://");
+        host.parse().map_err(|_| HarnessError::Unexpected(format!("issuer address {host}")))
+    }
+
     /// The issuer's URL (its `iss` for discovery).
     pub(crate) fn url(&self) -> String {
         self.state.url.get().cloned().unwrap_or_default()
