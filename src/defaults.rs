@@ -117,5 +117,7 @@ pub const JWKS_TIMEOUT: Duration = Duration::from_secs(5);
 pub const JWKS_WAIT: Duration = Duration::from_secs(2);
 /// Largest JWKS or discovery document accepted (not configurable).
 pub const JWKS_MAX_BYTES: usize = 256 * 1024;
+/// The methods an `[[auth.rules]]` entry allows when it names none: every method.
+pub const RULE_METHODS: &str = "*";
 /// RFC 9728 `bearer_methods_supported`: the gateway reads the `Authorization` header only.
 pub const BEARER_METHODS: [&str; 1] = ["header"];

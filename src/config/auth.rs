@@ -207,7 +207,7 @@ fn resource(raw: &RawAuth) -> Result<Option<ResourceConfig>, ConfigError> {
 }
 
 fn rule((i, raw): (usize, RawRule)) -> Result<RuleConfig, ConfigError> {
-    let methods = raw.methods.unwrap_or_else(|| vec!["*".to_owned()]);
+    let methods = raw.methods.unwrap_or_else(|| vec![d::RULE_METHODS.to_owned()]);
     let rule = RuleConfig {
         scopes: raw.scopes.unwrap_or_default(),
         claims: raw.claims.unwrap_or_default(),
