@@ -158,3 +158,27 @@ async fn grants_follow_the_token_scopes() {
         r#"Bearer error="insufficient_scope", scope="tools:echo""#
     );
 }
+
+#[tokio::test]
+async fn a_token_is_tried_against_every_key_that_may_verify_it() {
+    let other =
+        StaticKey { key: DecodingKey::from_secret(b"older-secret"), algorithms: vec![Algorithm::HS256] };
+    let a = auth(vec![other, hs_key()]);
+    // The first key's signature check fails; the second one verifies.
+    assert_eq!(
+        &*check(&a, &hs(&claims("carol"), Algorithm::HS256, SECRET)).await.unwrap(),
+        "https://issuer.test|carol"
+    );
+    // A claim failure after a good signature is final, whatever keys follow.
+    let expired = with_exp(claims("carol"), now() - 600);
+    let e = check(&a, &hs(&expired, Algorithm::HS256, b"older-secret")).await.unwrap_err();
+    assert!(
+        matches!(&e, AuthError::Invalid(j) if *j.kind() == jsonwebtoken::errors::ErrorKind::ExpiredSignature),
+        "{e:?}"
+    );
+}
+
+fn with_exp(mut c: serde_json::Value, exp: u64) -> serde_json::Value {
+    c["exp"] = json!(exp);
+    c
+}
