@@ -26,6 +26,18 @@ pub struct Readiness(Arc<ReadinessFlags>);
 struct ReadinessFlags {
     upstream: AtomicBool,
     draining: AtomicBool,
+    /// A further condition (the token keys are loaded), set at most once at start.
+    extra: std::sync::OnceLock<ReadyCheck>,
+}
+
+/// A condition `/readyz` also requires.
+#[derive(Clone)]
+pub struct ReadyCheck(pub Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl std::fmt::Debug for ReadyCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadyCheck")
+    }
 }
 
 impl Readiness {
@@ -39,7 +51,18 @@ impl Readiness {
     }
 
     pub fn is_ready(&self) -> bool {
-        self.0.upstream.load(Ordering::Acquire) && !self.0.draining.load(Ordering::Acquire)
+        self.0.upstream.load(Ordering::Acquire)
+            && !self.0.draining.load(Ordering::Acquire)
+            && self.extra_holds()
+    }
+
+    /// Makes readiness also require `check` (the token keys are loaded); set once.
+    pub fn require(&self, check: Arc<dyn Fn() -> bool + Send + Sync>) {
+        let _ = self.0.extra.set(ReadyCheck(check));
+    }
+
+    fn extra_holds(&self) -> bool {
+        self.0.extra.get().is_none_or(|c| (c.0)())
     }
 
     pub fn is_draining(&self) -> bool {
@@ -80,6 +103,10 @@ impl Admin {
             "/healthz" => text(StatusCode::OK, "ok\n"),
             "/readyz" if self.ready.is_ready() => text(StatusCode::OK, "ready\n"),
             "/readyz" if self.ready.is_draining() => text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n"),
+            "/readyz" if !self.ready.extra_holds() => text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "token keys not loaded (the key source has not answered)\n",
+            ),
             "/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "upstream has not answered initialize yet\n"),
             _ => text(StatusCode::NOT_FOUND, "not found\n"),
         }

@@ -55,6 +55,8 @@ pub enum AppError {
     Stdio(#[from] StdioFrontError),
     #[error("legacy clients: {0}")]
     Legacy(#[from] LegacyError),
+    #[error("auth: {0}")]
+    Auth(#[from] crate::auth::AuthSetupError),
 }
 
 /// Added to the longest bound below the front before its own timeout cuts a request.
@@ -92,13 +94,18 @@ impl Gateway {
         let settings = upstream_settings(&cfg, demo.as_ref());
         let legacy = legacy_front(&cfg, &settings, &metrics)?;
         let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
-        let mut front_state = front_state_with(&cfg, &metrics, &pool, clock)?;
+        let auth = Auth::start(&cfg.auth, &cfg.front.path, metrics.auth.clone()).await?;
+        let keys_check = auth.readiness_check();
+        let mut front_state = front_state_with(&cfg, &metrics, &pool, clock, auth)?;
         if let Some(legacy) = &legacy {
             front_state = front_state.with_legacy(legacy.clone());
         }
         let version = front_state.upstream_version;
         let (stop, stopped) = watch::channel(false);
         let ready = Readiness::default();
+        if let Some(check) = keys_check {
+            ready.require(check);
+        }
         let mut tasks = JoinSet::new();
         let front_listener = bind(cfg.front.listen).await?;
         let front_addr = local(&front_listener, cfg.front.listen)?;
@@ -212,7 +219,7 @@ pub(crate) fn front_state(
     metrics: &Arc<Metrics>,
     pool: &Arc<Pool>,
 ) -> Result<FrontState, AppError> {
-    front_state_with(cfg, metrics, pool, Clock::System)
+    front_state_with(cfg, metrics, pool, Clock::System, Auth::new(&cfg.auth, metrics.auth.clone()))
 }
 
 fn front_state_with(
@@ -220,12 +227,12 @@ fn front_state_with(
     metrics: &Arc<Metrics>,
     pool: &Arc<Pool>,
     clock: Clock,
+    auth: Auth,
 ) -> Result<FrontState, AppError> {
     let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
     let version = cfg.upstream.protocol_version;
     let bridge =
         Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version).with_clock(clock);
-    let auth = Auth::new(&cfg.auth);
     Ok(FrontState::new(cfg.front.clone(), auth, metrics.clone(), pool.clone(), bridge, version))
 }
 

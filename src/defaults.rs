@@ -112,3 +112,22 @@ pub const TOOL_LIST_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 pub const TOOL_LIST_REFETCH_AFTER: Duration = Duration::from_secs(10);
 /// Most `tools/list` pages one such listing reads.
 pub const TOOL_LIST_FETCH_PAGES: usize = 16;
+// [auth]
+/// Clock skew tolerated on a token's `exp` and `nbf`.
+pub const AUTH_LEEWAY: Duration = Duration::from_secs(30);
+/// Background refresh interval of remote (JWKS) keys.
+pub const JWKS_REFRESH: Duration = Duration::from_secs(300);
+/// Least time between two key refreshes caused by tokens with an unknown `kid`.
+pub const JWKS_MIN_REFRESH: Duration = Duration::from_secs(30);
+/// How long the last good keys stay in use while the issuer cannot be reached.
+pub const JWKS_MAX_STALE: Duration = Duration::from_secs(3600);
+/// One fetch of a JWKS or discovery document.
+pub const JWKS_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest a request waits for the key refresh its unknown `kid` caused.
+pub const JWKS_WAIT: Duration = Duration::from_secs(2);
+/// Largest JWKS or discovery document accepted (not configurable).
+pub const JWKS_MAX_BYTES: usize = 256 * 1024;
+/// The methods an `[[auth.rules]]` entry allows when it names none: every method.
+pub const RULE_METHODS: &str = "*";
+/// RFC 9728 `bearer_methods_supported`: the gateway reads the `Authorization` header only.
+pub const BEARER_METHODS: [&str; 1] = ["header"];

@@ -15,7 +15,7 @@ use std::error::Error as StdError;
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::auth::AuthError;
+use crate::auth::{AuthError, Denied};
 use crate::capabilities::CapsError;
 use crate::front::OutcomeLabel;
 use crate::mrtr::{ClaimsError, InputError, StateError};
@@ -86,6 +86,10 @@ pub enum FrontError {
     Unauthorized(#[source] AuthError),
     #[error("origin not allowed: {0}")]
     ForbiddenOrigin(String),
+    /// A call outside the principal's authorization rules (403 with an `insufficient_scope`
+    /// challenge); the message names the method and its target, the client's own words.
+    #[error("{0}")]
+    Forbidden(Denied),
     #[error("request body larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
     #[error("request body not received within {0:?}")]
@@ -119,6 +123,7 @@ impl FrontError {
             Self::InvalidRequest(_)
             | Self::Unauthorized(_)
             | Self::ForbiddenOrigin(_)
+            | Self::Forbidden(_)
             | Self::PayloadTooLarge { .. }
             | Self::BodyTimeout(_)
             | Self::HttpMethodNotAllowed(_)
@@ -148,8 +153,9 @@ impl FrontError {
         match self {
             Self::MethodNotFound(_) | Self::PathNotFound(_) => StatusCode::NOT_FOUND,
             Self::Upstream(_) => StatusCode::OK,
+            Self::Unauthorized(AuthError::KeysUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::ForbiddenOrigin(_) => StatusCode::FORBIDDEN,
+            Self::ForbiddenOrigin(_) | Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::HttpMethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
@@ -184,6 +190,7 @@ impl FrontError {
             Self::RequestTimeout => L::RequestTimeout,
             Self::Unauthorized(_) => L::Unauthorized,
             Self::ForbiddenOrigin(_) => L::ForbiddenOrigin,
+            Self::Forbidden(_) => L::Forbidden,
             Self::PayloadTooLarge { .. } => L::PayloadTooLarge,
             Self::BodyTimeout(_) => L::BodyTimeout,
             Self::HttpMethodNotAllowed(_) => L::HttpMethodNotAllowed,
@@ -297,6 +304,8 @@ fn auth_message(e: &AuthError) -> &'static str {
         AuthError::Missing => "missing bearer token",
         AuthError::NotBearer => "Authorization is not a bearer token",
         AuthError::NoSubject => "token has no `sub` claim",
+        AuthError::UnknownKey => "invalid token",
+        AuthError::KeysUnavailable => "token keys unavailable, try again later",
         AuthError::Invalid(e) => match e.kind() {
             ErrorKind::ExpiredSignature => "token expired",
             ErrorKind::ImmatureSignature => "token not yet valid",
@@ -382,6 +391,12 @@ impl From<InputError> for FrontError {
 impl From<AuthError> for FrontError {
     fn from(e: AuthError) -> Self {
         Self::Unauthorized(e)
+    }
+}
+
+impl From<Denied> for FrontError {
+    fn from(d: Denied) -> Self {
+        Self::Forbidden(d)
     }
 }
 

@@ -17,7 +17,8 @@
 //! - [`config`]: TOML + environment + CLI, validated into typed settings.
 //! - [`metrics`], [`admin`]: Prometheus metrics and the admin listener.
 //! - [`error`]: the front-facing error model (JSON-RPC code, HTTP status, metric label).
-//! - [`auth`]: the principal of a request (anonymous, or a JWT's issuer and subject).
+//! - [`auth`]: the principal of a request (anonymous, or a JWT's issuer and subject, checked
+//!   against static or JWKS keys), the RFC 9728 metadata, and what the principal may call.
 //! - [`healthcheck`]: `mrtr-gateway healthcheck`, the image's shell-free probe of `/healthz`.
 //! - [`server`]: the accept loop (TLS, connection cap, graceful drain); [`app`] wires it all.
 

@@ -56,6 +56,8 @@ pub struct Metrics {
     divergence_tools: Mutex<HashSet<String>>,
     /// The legacy relay's: sessions, relayed and refused requests.
     pub legacy: crate::legacy::LegacyMetrics,
+    /// Client authentication and authorization: refusals, key fetches, denials.
+    pub auth: crate::auth::AuthMetrics,
 }
 
 // === impl Metrics ===
@@ -117,10 +119,12 @@ impl Metrics {
             divergence_tools: Mutex::new(HashSet::new()),
             pool: PoolMetrics::detached()?,
             legacy: crate::legacy::LegacyMetrics::detached()?,
+            auth: crate::auth::AuthMetrics::detached()?,
             registry,
         };
         m.pool.register(&m.registry)?;
         m.legacy.register(&m.registry)?;
+        m.auth.register(&m.registry)?;
         Ok(m)
     }
 

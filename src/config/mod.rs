@@ -4,6 +4,7 @@
 //! final types the gateway uses. Every error names the field and the reason; secrets never
 //! appear in `Debug` output or errors.
 
+mod auth;
 pub mod cli;
 mod command;
 pub mod raw;
@@ -18,6 +19,8 @@ use http::{HeaderName, HeaderValue, Uri};
 
 use crate::mrtr::LegacyVersion;
 
+pub(crate) use auth::fetch_url;
+pub use auth::{AuthConfig, JwtConfig, KeySource, RemoteKeys, ResourceConfig, RuleConfig, StaticKey};
 pub use cli::{Cli, Mode};
 pub use secret::Secret;
 pub use validate::validate;
@@ -184,34 +187,6 @@ pub struct StateConfig {
 pub struct KeyLine {
     pub source: String,
     pub text: Secret,
-}
-
-/// Client authentication.
-#[derive(Debug, Clone)]
-pub enum AuthConfig {
-    /// Every client is the principal `anonymous`.
-    None,
-    Jwt(JwtConfig),
-}
-
-/// JWT bearer validation.
-#[derive(Clone)]
-pub struct JwtConfig {
-    pub key: jsonwebtoken::DecodingKey,
-    pub algorithms: Vec<jsonwebtoken::Algorithm>,
-    pub issuer: Option<String>,
-    pub audience: Option<String>,
-}
-
-impl std::fmt::Debug for JwtConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JwtConfig")
-            .field("key", &"[redacted]")
-            .field("algorithms", &self.algorithms)
-            .field("issuer", &self.issuer)
-            .field("audience", &self.audience)
-            .finish()
-    }
 }
 
 /// Legacy (2025-era) clients on the same endpoint.

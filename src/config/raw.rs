@@ -195,6 +195,54 @@ pub struct RawAuth {
     pub jwt_issuer: Option<String>,
     /// Required `aud` claim.
     pub jwt_audience: Option<String>,
+    /// The token issuer: the required `iss` claim, and with `oidc_discovery` where the keys
+    /// are found (`{issuer}/.well-known/openid-configuration` → `jwks_uri`).
+    pub issuer: Option<String>,
+    /// Find the keys through the issuer's OpenID discovery document. Default false.
+    pub oidc_discovery: Option<bool>,
+    /// A JWKS document of token-signing keys (https, or http on loopback).
+    pub jwks_url: Option<String>,
+    /// Seconds between background refreshes of the remote keys. Default 300.
+    pub jwks_refresh_secs: Option<u64>,
+    /// Least seconds between two refreshes caused by an unknown `kid`. Default 30.
+    pub jwks_min_refresh_secs: Option<u64>,
+    /// Seconds the last good keys stay in use while the issuer cannot be reached. Default 3600.
+    pub jwks_max_stale_secs: Option<u64>,
+    /// One key fetch, in milliseconds (connect, send, read). Default 5000.
+    pub jwks_timeout_ms: Option<u64>,
+    /// Longest a request waits for a refresh its unknown `kid` caused, in ms. Default 2000.
+    pub jwks_wait_ms: Option<u64>,
+    /// A PEM bundle of CA certificates trusted for the key source, besides the platform's.
+    pub jwks_ca_file: Option<String>,
+    /// Clock skew tolerated on `exp` and `nbf`, in seconds. Default 30.
+    pub leeway_secs: Option<u64>,
+    /// Required `aud` claim (RFC 8707); defaults to `resource`. Same as `jwt_audience`.
+    pub audience: Option<String>,
+    /// The gateway's resource URL (RFC 9728 `resource`): turns on the metadata document and
+    /// `resource_metadata` in challenges.
+    pub resource: Option<String>,
+    /// RFC 9728 `authorization_servers`.
+    pub authorization_servers: Option<Vec<String>>,
+    /// RFC 9728 `scopes_supported`.
+    pub scopes_supported: Option<Vec<String>>,
+    /// RFC 9728 `bearer_methods_supported`. Default `["header"]`.
+    pub bearer_methods_supported: Option<Vec<String>>,
+    /// `[[auth.rules]]`: who may call what. None: every authenticated client may call anything.
+    pub rules: Option<Vec<RawRule>>,
+}
+
+/// One `[[auth.rules]]` entry: principals with all of `scopes` and all of `claims` may use the
+/// listed methods, tools, prompts and resources (names and URIs with `*` wildcards).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawRule {
+    pub scopes: Option<Vec<String>>,
+    pub claims: Option<std::collections::BTreeMap<String, String>>,
+    /// Methods this rule allows. Default `["*"]`.
+    pub methods: Option<Vec<String>>,
+    pub tools: Option<Vec<String>>,
+    pub prompts: Option<Vec<String>>,
+    pub resources: Option<Vec<String>>,
 }
 
 /// `[log]`.

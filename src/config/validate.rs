@@ -8,7 +8,7 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Uri};
 
 use super::raw::{
-    RawAdmin, RawAuth, RawConfig, RawFront, RawLegacy, RawLog, RawMrtr, RawState, RawUpstream, RawUpstreamTls,
+    RawAdmin, RawConfig, RawFront, RawLegacy, RawLog, RawMrtr, RawState, RawUpstream, RawUpstreamTls,
 };
 use super::*;
 use crate::defaults as d;
@@ -24,7 +24,7 @@ pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         upstream: upstream(raw.upstream)?,
         mrtr: mrtr(raw.mrtr)?,
         state: state(raw.state)?,
-        auth: auth(raw.auth)?,
+        auth: super::auth::validate(raw.auth)?,
         log: log(raw.log)?,
         legacy: legacy(raw.legacy)?,
     })
@@ -389,47 +389,6 @@ fn key_file(path: &str) -> Result<Vec<KeyLine>, ConfigError> {
         return Err(ConfigError::invalid("state.key_file", format!("{path} holds no key")));
     }
     Ok(lines)
-}
-
-fn auth(raw: RawAuth) -> Result<AuthConfig, ConfigError> {
-    match raw.mode.as_deref().unwrap_or("none") {
-        "none" => Ok(AuthConfig::None),
-        "jwt" => jwt(raw).map(AuthConfig::Jwt),
-        other => Err(ConfigError::invalid("auth.mode", format!("{other:?} is neither \"none\" nor \"jwt\""))),
-    }
-}
-
-fn jwt(raw: RawAuth) -> Result<JwtConfig, ConfigError> {
-    use jsonwebtoken::{Algorithm, DecodingKey};
-    let (key, algorithms) = match (raw.jwt_hs256_secret, raw.jwt_public_key_file) {
-        (Some(secret), None) => {
-            (DecodingKey::from_secret(secret.expose().as_bytes()), vec![Algorithm::HS256])
-        }
-        (None, Some(path)) => public_key(&path)?,
-        _ => {
-            return Err(ConfigError::invalid(
-                "auth.jwt_hs256_secret",
-                "jwt mode needs exactly one of jwt_hs256_secret or jwt_public_key_file",
-            ))
-        }
-    };
-    Ok(JwtConfig { key, algorithms, issuer: raw.jwt_issuer, audience: raw.jwt_audience })
-}
-
-fn public_key(path: &str) -> Result<(jsonwebtoken::DecodingKey, Vec<jsonwebtoken::Algorithm>), ConfigError> {
-    use jsonwebtoken::{Algorithm, DecodingKey};
-    let field = "auth.jwt_public_key_file";
-    let pem = std::fs::read(path).map_err(|e| ConfigError::invalid(field, format!("{path}: {e}")))?;
-    if let Ok(k) = DecodingKey::from_rsa_pem(&pem) {
-        return Ok((k, vec![Algorithm::RS256, Algorithm::RS384, Algorithm::RS512, Algorithm::PS256]));
-    }
-    if let Ok(k) = DecodingKey::from_ec_pem(&pem) {
-        return Ok((k, vec![Algorithm::ES256, Algorithm::ES384]));
-    }
-    if let Ok(k) = DecodingKey::from_ed_pem(&pem) {
-        return Ok((k, vec![Algorithm::EdDSA]));
-    }
-    Err(ConfigError::invalid(field, format!("{path} is not an RSA, EC or Ed25519 public key in PEM")))
 }
 
 fn log(raw: RawLog) -> Result<LogConfig, ConfigError> {

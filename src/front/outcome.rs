@@ -38,6 +38,8 @@ pub enum OutcomeLabel {
     RequestTimeout,
     Unauthorized,
     ForbiddenOrigin,
+    /// Refused by the authorization rules.
+    Forbidden,
     PayloadTooLarge,
     BodyTimeout,
     HttpMethodNotAllowed,
@@ -94,6 +96,7 @@ impl OutcomeLabel {
             Self::RequestTimeout => "request_timeout",
             Self::Unauthorized => "unauthorized",
             Self::ForbiddenOrigin => "forbidden_origin",
+            Self::Forbidden => "forbidden",
             Self::PayloadTooLarge => "payload_too_large",
             Self::BodyTimeout => "body_timeout",
             Self::HttpMethodNotAllowed => "http_method_not_allowed",

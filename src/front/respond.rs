@@ -31,6 +31,9 @@ pub(super) fn error(id: Option<&RequestId>, e: &FrontError) -> Response<FrontBod
             let challenge = HeaderValue::from_static(r#"Bearer realm="mrtr-gateway", error="invalid_token""#);
             r.headers_mut().insert(WWW_AUTHENTICATE, challenge);
         }
+        FrontError::Forbidden(denied) => {
+            r.headers_mut().insert(WWW_AUTHENTICATE, denied.challenge.clone());
+        }
         FrontError::HttpMethodNotAllowed(_) => {
             r.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
         }

@@ -21,7 +21,7 @@ use super::outcome::{Outcome, OutcomeLabel};
 use super::tool_headers::{Limits, ToolHeaders};
 use super::validate::{self, RequestMeta};
 use super::{discover, relay, respond, stream};
-use crate::auth::Auth;
+use crate::auth::{Auth, Grants, Identity};
 use crate::bridge::{upstream_params, Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;
@@ -62,6 +62,8 @@ pub(super) struct Call {
     pub meta: RequestMeta,
     pub caps: ClientCaps,
     pub principal: Arc<str>,
+    /// What the principal may call (checked in dispatch, applied to list results).
+    pub grants: Grants,
     pub accepts: Accepts,
     /// The `_meta` log level: the request's opt-in to log messages.
     pub log_level: Option<LogLevel>,
@@ -114,6 +116,9 @@ impl FrontState {
     {
         let started = Instant::now();
         let (parts, body) = req.into_parts();
+        if let Some(doc) = self.metadata(&parts) {
+            return doc;
+        }
         if let Some(legacy) = self.legacy.as_ref().filter(|_| parts.uri.path() == self.cfg.path) {
             // The legacy relay's futures are boxed so that they do not size the future of
             // every modern request, which is held for as long as the request runs.
@@ -122,9 +127,9 @@ impl FrontState {
             }
         }
         let (method, outcome) = match self.prepare(&parts, body).await {
-            Ok((Envelope::Request(r), principal, bytes)) => match self.legacy_opener(&parts, &r) {
-                Some(legacy) => return Box::pin(legacy.handle(&parts, &principal, bytes)).await,
-                None => self.request(&parts, r, principal).await,
+            Ok((Envelope::Request(r), identity, bytes)) => match self.legacy_opener(&parts, &r) {
+                Some(legacy) => return Box::pin(self.legacy_call(legacy, &parts, identity, bytes)).await,
+                None => self.request(&parts, r, identity).await,
             },
             Ok((Envelope::Notification(_), _, _)) => {
                 ("notification", Outcome::plain(OutcomeLabel::Accepted, respond::accepted()))
@@ -133,7 +138,7 @@ impl FrontState {
                 let e = FrontError::InvalidRequest("clients must not send JSON-RPC responses".into());
                 ("response", Outcome::error(None, &e))
             }
-            Err(e) => ("invalid", Outcome::error(None, &e)),
+            Err(e) => ("invalid", self.refused(None, &e)),
         };
         // A streamed request is recorded when its stream ends, with its real outcome.
         if outcome.label != OutcomeLabel::Streamed {
@@ -144,7 +149,7 @@ impl FrontState {
 
     /// HTTP checks, authentication (before the body is read) and the body, up to a parsed
     /// envelope and the principal.
-    async fn prepare<B>(&self, parts: &Parts, body: B) -> Result<(Envelope, Arc<str>, Bytes), FrontError>
+    async fn prepare<B>(&self, parts: &Parts, body: B) -> Result<(Envelope, Identity, Bytes), FrontError>
     where
         B: Body<Data = Bytes>,
         B::Error: Into<BoxError>,
@@ -156,11 +161,11 @@ impl FrontState {
             return Err(FrontError::HttpMethodNotAllowed(parts.method.to_string()));
         }
         guard::check_origin(&parts.headers, &self.cfg.origins)?;
-        let principal = self.auth.principal(&parts.headers)?;
+        let identity = self.auth.authenticate(&parts.headers).await?;
         guard::check_content_type(&parts.headers)?;
         let bytes = self.read(body).await?;
         let envelope = Envelope::parse(&bytes)?;
-        Ok((envelope, principal, bytes))
+        Ok((envelope, identity, bytes))
     }
 
     async fn read<B>(&self, body: B) -> Result<Bytes, FrontError>
@@ -188,26 +193,64 @@ impl FrontState {
     {
         let ready = async {
             guard::check_origin(&parts.headers, &self.cfg.origins)?;
-            let principal = self.auth.principal(&parts.headers)?;
-            Ok::<_, FrontError>((principal, self.read(body).await?))
+            let identity = self.auth.authenticate(&parts.headers).await?;
+            Ok::<_, FrontError>((identity, self.read(body).await?))
         };
         match ready.await {
-            Ok((principal, bytes)) => legacy.handle(parts, &principal, bytes).await,
-            Err(e) => respond::error(None, &e),
+            Ok((identity, bytes)) => self.legacy_call(legacy, parts, identity, bytes).await,
+            Err(e) => self.refused(None, &e).response,
         }
+    }
+
+    /// Relays a legacy request once the authorization rules allow every call in it (list
+    /// results of legacy sessions are relayed unfiltered; a call is still refused).
+    async fn legacy_call(
+        &self,
+        legacy: &LegacyFront,
+        parts: &Parts,
+        identity: Identity,
+        bytes: Bytes,
+    ) -> Response<FrontBody> {
+        match crate::auth::check_legacy_body(&identity.grants, &bytes) {
+            Ok(()) => legacy.handle(parts, &identity.principal, bytes).await,
+            Err(denied) => {
+                self.auth.count_denial(&denied);
+                respond::error(None, &FrontError::from(denied))
+            }
+        }
+    }
+
+    /// The RFC 9728 metadata document, for a GET of one of its paths.
+    fn metadata(&self, parts: &Parts) -> Option<Response<FrontBody>> {
+        if parts.method != Method::GET {
+            return None;
+        }
+        let doc = self.auth.metadata_at(parts.uri.path())?;
+        Some(respond::json(StatusCode::OK, doc.to_vec()))
+    }
+
+    /// An error outcome; a 401 carries the challenge naming the metadata document.
+    fn refused(&self, id: Option<&RequestId>, e: &FrontError) -> Outcome {
+        let mut outcome = Outcome::error(id, e);
+        if let FrontError::Unauthorized(a) = e {
+            if outcome.response.status() == StatusCode::UNAUTHORIZED {
+                outcome.response.headers_mut().insert(http::header::WWW_AUTHENTICATE, self.auth.challenge(a));
+            }
+        }
+        outcome
     }
 
     async fn request(
         self: &Arc<Self>,
         parts: &Parts,
         r: RpcRequest,
-        principal: Arc<str>,
+        identity: Identity,
     ) -> (&'static str, Outcome) {
         let id = r.id.clone();
         let Some(kind) = FrontMethod::parse(&r.method) else {
             return ("unknown", Outcome::error(Some(&id), &unknown_method(&r.method)));
         };
-        let outcome = match Self::validate(parts, kind, r, principal) {
+        let outcome = match Self::validate(parts, kind, r, identity) {
             Ok(call) => match self.check_param_headers(parts, &call).await {
                 Ok(()) => self.dispatch(call).await,
                 Err(e) => Outcome::error(Some(&id), &e),
@@ -222,7 +265,7 @@ impl FrontState {
         parts: &Parts,
         kind: FrontMethod,
         r: RpcRequest,
-        principal: Arc<str>,
+        identity: Identity,
     ) -> Result<Call, FrontError> {
         let meta = validate::request_meta(r.params.as_ref())?;
         validate::check_headers(&parts.headers, &r.method, kind, r.params.as_ref(), &meta.protocol_version)?;
@@ -230,7 +273,8 @@ impl FrontState {
         let caps = ClientCaps::from_modern(&meta.capabilities)?;
         let accepts = guard::accepts(&parts.headers)?;
         let log_level = LogLevel::from_params(r.params.as_ref())?;
-        Ok(Call { id: r.id, kind, params: r.params, meta, caps, principal, accepts, log_level })
+        let Identity { principal, grants } = identity;
+        Ok(Call { id: r.id, kind, params: r.params, meta, caps, principal, grants, accepts, log_level })
     }
 
     /// Checks a `tools/call`'s `Mcp-Param-*` headers against the annotations of its tool,
@@ -258,6 +302,10 @@ impl FrontState {
 
     async fn dispatch(self: &Arc<Self>, call: Call) -> Outcome {
         let id = call.id.clone();
+        if let Err(denied) = call.grants.check(call.kind.label(), call.params.as_ref()) {
+            self.auth.count_denial(&denied);
+            return Outcome::error(Some(&id), &denied.into());
+        }
         let result = match call.kind {
             FrontMethod::Discover => self.discover(&call).await,
             FrontMethod::Relay(m) => self.relay(&call, m).await,
@@ -292,7 +340,15 @@ impl FrontState {
             &self.tool_headers,
         )
         .await?;
-        let extra = if method.cacheable() { self.cache_fields.as_str() } else { "" };
+        let raw = call.grants.filter_list(method.name(), raw);
+        // A list filtered for this principal must not be shared by a cache.
+        let private =
+            call.grants.is_restricted().then(|| respond::cache_fields(self.cfg.cache_ttl_ms, "private"));
+        let extra = match (method.cacheable(), &private) {
+            (false, _) => "",
+            (true, Some(p)) => p.as_str(),
+            (true, None) => self.cache_fields.as_str(),
+        };
         Ok(respond::complete_bytes(&call.id, &raw, extra))
     }
 

@@ -41,6 +41,8 @@ pub(crate) struct LegacyClient {
     next_id: Arc<AtomicI64>,
     /// Server requests this client answered, on any stream.
     pub(crate) answered: Arc<AtomicUsize>,
+    /// Sent as `Authorization: Bearer …` on every request.
+    bearer: Option<String>,
 }
 
 /// What a POST returned, read whole.
@@ -62,7 +64,20 @@ pub(crate) struct GetStream {
 impl LegacyClient {
     pub(crate) fn new(url: String) -> Self {
         let http = HyperClient::builder(TokioExecutor::new()).build_http();
-        Self { http, url, session: None, next_id: Arc::new(AtomicI64::new(1)), answered: Arc::default() }
+        Self {
+            http,
+            url,
+            session: None,
+            next_id: Arc::new(AtomicI64::new(1)),
+            answered: Arc::default(),
+            bearer: None,
+        }
+    }
+
+    /// The same client sending `token` as its bearer.
+    pub(crate) fn with_bearer(mut self, token: &str) -> Self {
+        self.bearer = Some(token.to_owned());
+        self
     }
 
     /// The same client speaking for another session id (another replica's URL, say).
@@ -170,6 +185,9 @@ impl LegacyClient {
         }
         if let Some(id) = last_event {
             builder = builder.header(headers::LAST_EVENT_ID, id);
+        }
+        if let Some(token) = &self.bearer {
+            builder = builder.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
         }
         let bytes = match body {
             Some(b) => {

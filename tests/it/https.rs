@@ -22,13 +22,13 @@ use mrtr_gateway::app::Gateway;
 use mrtr_gateway::config::Config;
 
 /// A CA's certificate (PEM) and a `localhost` certificate it signed.
-struct Pki {
-    ca_pem: String,
+pub(super) struct Pki {
+    pub(super) ca_pem: String,
     leaf: CertificateDer<'static>,
     key: PrivatePkcs8KeyDer<'static>,
 }
 
-fn pki(ca_name: &str) -> TestResult<Pki> {
+pub(super) fn pki(ca_name: &str) -> TestResult<Pki> {
     make_pki(ca_name).map_err(|e| HarnessError::Unexpected(format!("making certificates: {e}")))
 }
 
@@ -45,13 +45,13 @@ fn make_pki(ca_name: &str) -> Result<Pki, rcgen::Error> {
 }
 
 /// Terminates TLS on `127.0.0.1:0` and relays the bytes to `backend`; stopped on drop.
-struct Terminator {
+pub(super) struct Terminator {
     port: u16,
     task: JoinHandle<()>,
 }
 
 impl Terminator {
-    async fn start(pki: &Pki, backend: SocketAddr) -> TestResult<Self> {
+    pub(super) async fn start(pki: &Pki, backend: SocketAddr) -> TestResult<Self> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -81,6 +81,10 @@ impl Terminator {
 
     fn url(&self) -> String {
         format!("https://localhost:{}/mcp", self.port)
+    }
+
+    pub(super) fn port(&self) -> u16 {
+        self.port
     }
 }
 

@@ -17,6 +17,7 @@ mod faults;
 mod front;
 mod https;
 mod inputs;
+mod jwks;
 mod legacy_clients;
 mod legacy_seam;
 mod logs;

@@ -1,0 +1,289 @@
+//! Authorization: `[[auth.rules]]` compiled once into patterns, the rules that apply to one
+//! principal (its [`Grants`], chosen by its scopes and claims when it authenticates), the check
+//! of one call, and the filter that leaves out of a list result what the principal may not use.
+//!
+//! A rule applies to a principal holding all its scopes and all its claims; it allows the
+//! methods it names (default every method) and, for a method that targets something
+//! (`tools/call`, `prompts/get`, `resources/read`, `completion/complete`), only the tools,
+//! prompts and resources it names. With no rules configured everything is allowed; with rules,
+//! what no applicable rule allows is refused.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use http::HeaderValue;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::glob::Pattern;
+use crate::config::RuleConfig;
+use crate::protocol::methods;
+
+/// The compiled rules.
+#[derive(Debug)]
+pub struct Policy {
+    rules: Vec<Rule>,
+    /// `resource_metadata="…"` for the challenge, when the metadata document is served.
+    metadata_url: Option<String>,
+}
+
+#[derive(Debug)]
+struct Rule {
+    scopes: Vec<String>,
+    claims: Vec<(String, String)>,
+    methods: Vec<Pattern>,
+    tools: Vec<Pattern>,
+    prompts: Vec<Pattern>,
+    resources: Vec<Pattern>,
+}
+
+/// What one call targets, for the rule lists that govern it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target<'a> {
+    None,
+    Tool(&'a str),
+    Prompt(&'a str),
+    Resource(&'a str),
+}
+
+/// The rules that apply to one principal; `policy: None` allows everything.
+#[derive(Debug, Clone, Default)]
+pub struct Grants {
+    policy: Option<Arc<Policy>>,
+    rules: Vec<usize>,
+}
+
+/// A call outside the principal's rules: the client's message and the 403 challenge.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Denied {
+    pub message: String,
+    pub challenge: HeaderValue,
+    /// The method refused (a fixed name), for the metric.
+    pub method: &'static str,
+}
+
+// === impl Policy ===
+
+impl Policy {
+    /// Compiles `rules`; `None` when there are none (everything allowed).
+    pub fn compile(rules: &[RuleConfig], metadata_url: Option<String>) -> Option<Arc<Self>> {
+        if rules.is_empty() {
+            return None;
+        }
+        let patterns = |v: &[String]| v.iter().map(|p| Pattern::new(p)).collect::<Vec<_>>();
+        let rules = rules
+            .iter()
+            .map(|r| Rule {
+                scopes: r.scopes.clone(),
+                claims: r.claims.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                methods: patterns(&r.methods),
+                tools: patterns(&r.tools),
+                prompts: patterns(&r.prompts),
+                resources: patterns(&r.resources),
+            })
+            .collect();
+        Some(Arc::new(Self { rules, metadata_url }))
+    }
+
+    /// The grants of a principal with these token claims.
+    pub fn grants(self: &Arc<Self>, claims: &Map<String, Value>) -> Grants {
+        let scopes = scopes(claims);
+        let rules = (0..self.rules.len()).filter(|&i| self.rules[i].applies(&scopes, claims)).collect();
+        Grants { policy: Some(self.clone()), rules }
+    }
+
+    fn denied(&self, method: &str, target: Target<'_>) -> Denied {
+        // The scopes of every rule that would allow this call: what the client could ask for.
+        let wanted: BTreeSet<&str> = self
+            .rules
+            .iter()
+            .filter(|r| r.allows(method, target))
+            .flat_map(|r| r.scopes.iter().map(String::as_str))
+            .collect();
+        let mut challenge = String::from(r#"Bearer error="insufficient_scope""#);
+        if !wanted.is_empty() {
+            challenge.push_str(&format!(r#", scope="{}""#, wanted.into_iter().collect::<Vec<_>>().join(" ")));
+        }
+        if let Some(url) = &self.metadata_url {
+            challenge.push_str(&format!(r#", resource_metadata="{url}""#));
+        }
+        let what = match target {
+            Target::None => String::new(),
+            Target::Tool(n) => format!(" of tool {:?}", clip(n)),
+            Target::Prompt(n) => format!(" of prompt {:?}", clip(n)),
+            Target::Resource(u) => format!(" of resource {:?}", clip(u)),
+        };
+        Denied {
+            message: format!("forbidden: {}{what} is outside this client's authorization", fixed(method)),
+            challenge: HeaderValue::from_str(&challenge)
+                .unwrap_or(HeaderValue::from_static(r#"Bearer error="insufficient_scope""#)),
+            method: fixed(method),
+        }
+    }
+}
+
+// === impl Rule ===
+
+impl Rule {
+    fn applies(&self, scopes: &BTreeSet<&str>, claims: &Map<String, Value>) -> bool {
+        self.scopes.iter().all(|s| scopes.contains(s.as_str()))
+            && self.claims.iter().all(|(k, v)| claims.get(k).is_some_and(|c| claim_has(c, v)))
+    }
+
+    fn allows(&self, method: &str, target: Target<'_>) -> bool {
+        let any = |ps: &[Pattern], s: &str| ps.iter().any(|p| p.matches(s));
+        any(&self.methods, method)
+            && match target {
+                Target::None => true,
+                Target::Tool(n) => any(&self.tools, n),
+                Target::Prompt(n) => any(&self.prompts, n),
+                Target::Resource(u) => any(&self.resources, u),
+            }
+    }
+}
+
+// === impl Grants ===
+
+impl Grants {
+    /// Everything allowed (no rules, or an unauthenticated deployment).
+    pub fn unrestricted() -> Self {
+        Self::default()
+    }
+
+    /// Whether rules are in force (so results may differ between principals).
+    pub fn is_restricted(&self) -> bool {
+        self.policy.is_some()
+    }
+
+    /// Checks one request of `method` with `params`. `server/discover` is always allowed: it
+    /// names no tool, prompt or resource, and a client needs it to begin.
+    pub fn check(&self, method: &str, params: Option<&Value>) -> Result<(), Denied> {
+        let Some(policy) = &self.policy else { return Ok(()) };
+        if method == methods::DISCOVER {
+            return Ok(());
+        }
+        let target = target(method, params);
+        if self.allows(policy, method, target) {
+            return Ok(());
+        }
+        Err(policy.denied(method, target))
+    }
+
+    /// A list result without the items the principal may not use (tools, prompts, resources
+    /// and resource templates); other results, and every result when nothing is restricted,
+    /// are returned untouched.
+    pub fn filter_list(&self, method: &str, raw: Box<RawValue>) -> Box<RawValue> {
+        let Some(policy) = &self.policy else { return raw };
+        let (field, key, call) = match method {
+            methods::TOOLS_LIST => ("tools", "name", methods::TOOLS_CALL),
+            methods::PROMPTS_LIST => ("prompts", "name", methods::PROMPTS_GET),
+            methods::RESOURCES_LIST => ("resources", "uri", methods::RESOURCES_READ),
+            methods::RESOURCES_TEMPLATES_LIST => {
+                ("resourceTemplates", "uriTemplate", methods::RESOURCES_READ)
+            }
+            _ => return raw,
+        };
+        let Ok(mut result) = serde_json::from_str::<Value>(raw.get()) else { return raw };
+        if let Some(Value::Array(items)) = result.get_mut(field) {
+            items.retain(|item| {
+                let name = item.get(key).and_then(Value::as_str).unwrap_or_default();
+                self.allows(policy, call, list_target(call, name))
+            });
+        }
+        RawValue::from_string(result.to_string()).unwrap_or(raw)
+    }
+
+    fn allows(&self, policy: &Policy, method: &str, target: Target<'_>) -> bool {
+        self.rules.iter().any(|&i| policy.rules[i].allows(method, target))
+    }
+}
+
+/// Checks every request of a legacy client's body (one message or a batch) that is one of the
+/// front's methods; protocol plumbing (`initialize`, `ping`, notifications) passes. A body that
+/// is not JSON is refused while rules are in force, so nothing unchecked reaches the upstream.
+pub fn check_legacy_body(grants: &Grants, body: &[u8]) -> Result<(), Denied> {
+    let Some(policy) = &grants.policy else { return Ok(()) };
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return Err(policy.denied("request", Target::None));
+    };
+    let messages = match &value {
+        Value::Array(items) => items.iter().collect(),
+        one => vec![one],
+    };
+    for m in messages {
+        let Some(method) = m.get("method").and_then(Value::as_str) else { continue };
+        if crate::protocol::methods::FrontMethod::parse(method).is_some() {
+            grants.check(method, m.get("params"))?;
+        }
+    }
+    Ok(())
+}
+
+fn list_target<'a>(call: &str, name: &'a str) -> Target<'a> {
+    match call {
+        methods::TOOLS_CALL => Target::Tool(name),
+        methods::PROMPTS_GET => Target::Prompt(name),
+        _ => Target::Resource(name),
+    }
+}
+
+/// What a request targets. A target that is missing or not a string is checked as the empty
+/// name (which only a `*` pattern allows); such a request fails its own validation anyway.
+fn target<'a>(method: &str, params: Option<&'a Value>) -> Target<'a> {
+    let field =
+        |v: Option<&'a Value>, k: &str| v.and_then(|p| p.get(k)).and_then(Value::as_str).unwrap_or("");
+    match method {
+        methods::TOOLS_CALL => Target::Tool(field(params, "name")),
+        methods::PROMPTS_GET => Target::Prompt(field(params, "name")),
+        methods::RESOURCES_READ => Target::Resource(field(params, "uri")),
+        methods::COMPLETION_COMPLETE => {
+            let reference = params.and_then(|p| p.get("ref"));
+            match reference.and_then(|r| r.get("type")).and_then(Value::as_str) {
+                Some("ref/prompt") => Target::Prompt(field(reference, "name")),
+                _ => Target::Resource(field(reference, "uri")),
+            }
+        }
+        _ => Target::None,
+    }
+}
+
+/// The token's scopes: `scope` (space-separated, RFC 8693/9068) or `scp` (a list or a string).
+fn scopes(claims: &Map<String, Value>) -> BTreeSet<&str> {
+    let mut out = BTreeSet::new();
+    for claim in ["scope", "scp"] {
+        match claims.get(claim) {
+            Some(Value::String(s)) => out.extend(s.split_whitespace()),
+            Some(Value::Array(a)) => out.extend(a.iter().filter_map(Value::as_str)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A claim holds `want`: it is that string (or number or boolean), or a list holding it.
+fn claim_has(claim: &Value, want: &str) -> bool {
+    match claim {
+        Value::String(s) => s == want,
+        Value::Array(items) => items.iter().any(|i| claim_has(i, want)),
+        Value::Bool(b) => want.parse::<bool>().is_ok_and(|w| w == *b),
+        Value::Number(n) => n.to_string() == want,
+        _ => false,
+    }
+}
+
+/// The method's own fixed name, so a message and a metric label never carry client text.
+fn fixed(method: &str) -> &'static str {
+    crate::protocol::methods::FrontMethod::parse(method).map_or("request", |m| m.label())
+}
+
+/// At most 128 characters of a client-given name, for the message.
+fn clip(s: &str) -> String {
+    s.chars().take(128).collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,60 @@
+//! The refresh rate limit and single flight, against a key source that never answers (a
+//! closed loopback port): what matters here is when fetches begin, not what they return.
+
+use super::*;
+use crate::config::KeySource;
+
+fn remote(min_refresh: Duration) -> Arc<Remote> {
+    let settings = RemoteKeys {
+        source: KeySource::Jwks("http://127.0.0.1:9/jwks".parse().unwrap()),
+        refresh: Duration::from_secs(300),
+        min_refresh,
+        max_stale: Duration::from_secs(60),
+        timeout: Duration::from_secs(1),
+        wait: Duration::from_secs(1),
+        ca_file: None,
+    };
+    let fetcher = Fetcher::new(settings.source.clone(), settings.timeout, None).unwrap();
+    Remote::new(fetcher, settings, AuthMetrics::detached().unwrap())
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_fetch_at_a_time_and_at_most_one_per_min_refresh() {
+    let r = remote(Duration::from_secs(30));
+    assert_eq!(r.begin(true), Begun::Started);
+    assert_eq!(r.begin(true), Begun::InFlight, "a second request joins the running fetch");
+    assert_eq!(r.begin(false), Begun::InFlight, "the background refresh too");
+    r.refresh.lock().in_flight = false;
+    assert_eq!(r.begin(true), Begun::RateLimited);
+    tokio::time::advance(Duration::from_secs(31)).await;
+    assert_eq!(r.begin(true), Begun::Started);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_background_refresh_is_not_rate_limited_by_requests() {
+    let r = remote(Duration::from_secs(30));
+    assert_eq!(r.begin(true), Begun::Started);
+    r.refresh.lock().in_flight = false;
+    assert_eq!(r.begin(false), Begun::Started);
+}
+
+#[tokio::test]
+async fn a_failed_fetch_wakes_its_waiters_and_leaves_no_keys() {
+    let r = remote(Duration::from_secs(30));
+    r.refresh_for_unknown_kid().await;
+    // The waiter returned because the fetch ended (failed), not because of a hung flag.
+    assert!(!r.refresh.lock().in_flight);
+    assert!(!r.is_loaded());
+    assert_eq!(r.metrics.key_fetches.with_label_values(&["connect"]).get(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn keys_older_than_max_stale_are_dropped() {
+    let r = remote(Duration::from_secs(30));
+    let key =
+        Key { kid: Some("k".into()), key: jsonwebtoken::DecodingKey::from_secret(b"s"), algorithms: vec![] };
+    *r.cache.write() = Some(Cached { keys: vec![key].into(), fetched: Instant::now() });
+    assert!(r.is_loaded());
+    tokio::time::advance(Duration::from_secs(61)).await;
+    assert!(!r.is_loaded());
+}

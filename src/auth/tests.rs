@@ -1,0 +1,184 @@
+//! The authenticator over static keys: principals, claim checks, `alg: none`, algorithm
+//! confusion, and grants from scopes.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use http::header::AUTHORIZATION;
+use http::{HeaderMap, HeaderValue};
+use jsonwebtoken::{encode, Algorithm, DecodingKey, EncodingKey, Header};
+use serde_json::json;
+
+use super::*;
+use crate::config::{RuleConfig, StaticKey};
+
+const SECRET: &[u8] = b"test-secret";
+
+fn config(keys: Vec<StaticKey>, rules: Vec<RuleConfig>) -> AuthConfig {
+    AuthConfig::Jwt(Box::new(JwtConfig {
+        keys,
+        remote: None,
+        issuer: Some("https://issuer.test".into()),
+        audience: Some("mrtr".into()),
+        leeway: std::time::Duration::from_secs(5),
+        resource: None,
+        rules,
+    }))
+}
+
+fn hs_key() -> StaticKey {
+    StaticKey { key: DecodingKey::from_secret(SECRET), algorithms: vec![Algorithm::HS256, Algorithm::HS512] }
+}
+
+fn auth(keys: Vec<StaticKey>) -> Auth {
+    Auth::new(&config(keys, vec![]), AuthMetrics::detached().unwrap())
+}
+
+fn headers(token: &str) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+    h
+}
+
+fn hs(claims: &serde_json::Value, alg: Algorithm, secret: &[u8]) -> String {
+    encode(&Header::new(alg), claims, &EncodingKey::from_secret(secret)).unwrap()
+}
+
+fn now() -> u64 {
+    jsonwebtoken::get_current_timestamp()
+}
+
+fn claims(sub: &str) -> serde_json::Value {
+    json!({"sub": sub, "iss": "https://issuer.test", "aud": "mrtr", "exp": now() + 600})
+}
+
+async fn check(a: &Auth, token: &str) -> Result<Arc<str>, AuthError> {
+    a.authenticate(&headers(token)).await.map(|i| i.principal)
+}
+
+#[tokio::test]
+async fn anonymous_without_auth() {
+    let a = Auth::new(&AuthConfig::None, AuthMetrics::detached().unwrap());
+    assert_eq!(&*a.authenticate(&HeaderMap::new()).await.unwrap().principal, ANONYMOUS);
+}
+
+#[tokio::test]
+async fn a_valid_token_gives_issuer_and_subject_for_each_allowed_hs_algorithm() {
+    let a = auth(vec![hs_key()]);
+    for alg in [Algorithm::HS256, Algorithm::HS512] {
+        assert_eq!(
+            &*check(&a, &hs(&claims("alice"), alg, SECRET)).await.unwrap(),
+            "https://issuer.test|alice"
+        );
+    }
+    // HS384 is not among this key's algorithms.
+    let e = check(&a, &hs(&claims("alice"), Algorithm::HS384, SECRET)).await.unwrap_err();
+    assert!(matches!(e, AuthError::UnknownKey), "{e:?}");
+}
+
+#[tokio::test]
+async fn claims_are_checked_with_the_leeway() {
+    let a = auth(vec![hs_key()]);
+    let with = |k: &str, v: serde_json::Value| {
+        let mut c = claims("a");
+        c[k] = v;
+        hs(&c, Algorithm::HS256, SECRET)
+    };
+    let kind = |r: Result<Arc<str>, AuthError>| match r {
+        Err(AuthError::Invalid(e)) => format!("{:?}", e.kind()),
+        other => format!("{other:?}"),
+    };
+    assert_eq!(kind(check(&a, &with("exp", json!(now() - 60))).await), "ExpiredSignature");
+    assert_eq!(kind(check(&a, &with("nbf", json!(now() + 60))).await), "ImmatureSignature");
+    assert_eq!(kind(check(&a, &with("aud", json!("other"))).await), "InvalidAudience");
+    assert_eq!(kind(check(&a, &with("iss", json!("https://other.test"))).await), "InvalidIssuer");
+    // Within the 5 s leeway both ways.
+    assert!(check(&a, &with("exp", json!(now() - 2))).await.is_ok());
+    assert!(check(&a, &with("nbf", json!(now() + 2))).await.is_ok());
+    assert!(matches!(
+        check(&a, &hs(&claims("a"), Algorithm::HS256, b"wrong")).await,
+        Err(AuthError::Invalid(_))
+    ));
+}
+
+#[tokio::test]
+async fn alg_none_is_refused() {
+    let a = auth(vec![hs_key()]);
+    let head = URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT"}"#);
+    let body = URL_SAFE_NO_PAD.encode(claims("mallory").to_string());
+    for token in [format!("{head}.{body}."), format!("{head}.{body}.c2ln")] {
+        assert!(matches!(check(&a, &token).await, Err(AuthError::Invalid(_))), "{token}");
+    }
+}
+
+#[tokio::test]
+async fn an_hs_token_signed_with_the_rsa_public_key_is_refused() {
+    use rsa::pkcs8::{EncodePublicKey, LineEnding};
+    let private = rsa::RsaPrivateKey::new(&mut rand::thread_rng(), 2048).unwrap();
+    let public_pem = rsa::RsaPublicKey::from(&private).to_public_key_pem(LineEnding::LF).unwrap();
+    let rsa_key = StaticKey {
+        key: DecodingKey::from_rsa_pem(public_pem.as_bytes()).unwrap(),
+        algorithms: vec![Algorithm::RS256],
+    };
+    let a = auth(vec![rsa_key]);
+    let forged = hs(&claims("mallory"), Algorithm::HS256, public_pem.as_bytes());
+    assert!(matches!(check(&a, &forged).await, Err(AuthError::UnknownKey)));
+}
+
+#[tokio::test]
+async fn bearer_parsing() {
+    let a = auth(vec![hs_key()]);
+    assert!(matches!(a.authenticate(&HeaderMap::new()).await, Err(AuthError::Missing)));
+    let mut basic = HeaderMap::new();
+    basic.insert(AUTHORIZATION, HeaderValue::from_static("Basic YTpi"));
+    assert!(matches!(a.authenticate(&basic).await, Err(AuthError::NotBearer)));
+    let token = hs(&claims("bob"), Algorithm::HS256, SECRET);
+    let mut lower = HeaderMap::new();
+    lower.insert(AUTHORIZATION, HeaderValue::from_str(&format!("bearer {token}")).unwrap());
+    assert_eq!(&*a.authenticate(&lower).await.unwrap().principal, "https://issuer.test|bob");
+}
+
+#[tokio::test]
+async fn grants_follow_the_token_scopes() {
+    let rule = RuleConfig {
+        scopes: vec!["tools:echo".into()],
+        methods: vec!["*".into()],
+        tools: vec!["echo".into()],
+        ..RuleConfig::default()
+    };
+    let a = Auth::new(&config(vec![hs_key()], vec![rule]), AuthMetrics::detached().unwrap());
+    let mut scoped = claims("a");
+    scoped["scope"] = json!("openid tools:echo");
+    let grants = a.authenticate(&headers(&hs(&scoped, Algorithm::HS256, SECRET))).await.unwrap().grants;
+    assert!(grants.check("tools/call", Some(&json!({"name": "echo"}))).is_ok());
+    assert!(grants.check("tools/call", Some(&json!({"name": "other"}))).is_err());
+    let bare = a.authenticate(&headers(&hs(&claims("b"), Algorithm::HS256, SECRET))).await.unwrap().grants;
+    let denied = bare.check("tools/call", Some(&json!({"name": "echo"}))).unwrap_err();
+    assert_eq!(
+        denied.challenge.to_str().unwrap(),
+        r#"Bearer error="insufficient_scope", scope="tools:echo""#
+    );
+}
+
+#[tokio::test]
+async fn a_token_is_tried_against_every_key_that_may_verify_it() {
+    let other =
+        StaticKey { key: DecodingKey::from_secret(b"older-secret"), algorithms: vec![Algorithm::HS256] };
+    let a = auth(vec![other, hs_key()]);
+    // The first key's signature check fails; the second one verifies.
+    assert_eq!(
+        &*check(&a, &hs(&claims("carol"), Algorithm::HS256, SECRET)).await.unwrap(),
+        "https://issuer.test|carol"
+    );
+    // A claim failure after a good signature is final, whatever keys follow.
+    let expired = with_exp(claims("carol"), now() - 600);
+    let e = check(&a, &hs(&expired, Algorithm::HS256, b"older-secret")).await.unwrap_err();
+    assert!(
+        matches!(&e, AuthError::Invalid(j) if *j.kind() == jsonwebtoken::errors::ErrorKind::ExpiredSignature),
+        "{e:?}"
+    );
+}
+
+fn with_exp(mut c: serde_json::Value, exp: u64) -> serde_json::Value {
+    c["exp"] = json!(exp);
+    c
+}
