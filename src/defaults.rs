@@ -101,3 +101,25 @@ pub const LEGACY_MAX_SESSIONS: usize = 256;
 pub const LEGACY_IDLE: Duration = Duration::from_secs(600);
 /// Longest `Mcp-Session-Id` accepted from a client or sealed for one (not configurable).
 pub const LEGACY_MAX_SESSION_ID_BYTES: usize = 1024;
+
+// [limits]
+/// The default `burst` of a `[limits]` rate: its tokens per second rounded up, at least one.
+pub fn limit_burst(rate_per_sec: f64) -> u32 {
+    // Saturating float-to-int cast; the config layer caps the rate at MAX_RATE_PER_SEC.
+    (rate_per_sec.ceil() as u32).max(1)
+}
+/// Highest `rate_per_sec` accepted (a token every microsecond).
+pub const MAX_RATE_PER_SEC: f64 = 1_000_000.0;
+/// Rate-limited requests between two sweeps of the keys of principals gone quiet (not
+/// configurable): the limiters' memory holds at most the keys seen since the last sweep plus
+/// those whose bucket has not refilled yet.
+pub const LIMIT_SWEEP_EVERY: u64 = 1024;
+
+// [state] single use
+pub const SINGLE_USE: bool = false;
+/// Longest one state-store command (connect included) may take before the request fails closed.
+pub const STATE_STORE_TIMEOUT: Duration = Duration::from_secs(1);
+/// How often the state store is pinged for `/readyz` (not configurable).
+pub const STATE_STORE_PING: Duration = Duration::from_secs(2);
+/// Prefix of the keys that mark a consumed token (not configurable).
+pub const STATE_STORE_KEY_PREFIX: &str = "mrtr-gateway:used:";

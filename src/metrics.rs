@@ -56,6 +56,12 @@ pub struct Metrics {
     divergence_tools: Mutex<HashSet<String>>,
     /// The legacy relay's: sessions, relayed and refused requests.
     pub legacy: crate::legacy::LegacyMetrics,
+    /// Requests refused by a rate limit, by limit (`principal` or `tool:<configured name>`).
+    pub rate_limited: IntCounterVec,
+    /// Failed state-store commands, by command (`consume`, `ping`) and failure.
+    pub state_store_errors: IntCounterVec,
+    /// 1 while the single-use state store answers its pings.
+    pub state_store_up: IntGauge,
 }
 
 // === impl Metrics ===
@@ -115,6 +121,23 @@ impl Metrics {
                 &["tool"],
             )?,
             divergence_tools: Mutex::new(HashSet::new()),
+            rate_limited: counter(
+                &registry,
+                "rate_limited_total",
+                "Requests refused by a rate limit, by limit.",
+                &["limit"],
+            )?,
+            state_store_errors: counter(
+                &registry,
+                "state_store_errors_total",
+                "Failed commands to the single-use state store, by command and failure.",
+                &["op", "error"],
+            )?,
+            state_store_up: gauge(
+                &registry,
+                "state_store_up",
+                "1 while the single-use state store answers.",
+            )?,
             pool: PoolMetrics::detached()?,
             legacy: crate::legacy::LegacyMetrics::detached()?,
             registry,

@@ -26,6 +26,7 @@ use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;
 use crate::error::FrontError;
 use crate::legacy::LegacyFront;
+use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::mrtr::{input_responses, request_state, LegacyVersion};
 use crate::protocol::jsonrpc::{Envelope, Request as RpcRequest};
@@ -45,6 +46,8 @@ pub struct FrontState {
     cache_fields: String,
     /// The relay of legacy (2025-era) clients; `None` when they are refused.
     legacy: Option<Arc<LegacyFront>>,
+    /// `[limits]`: taken once per call (an MRTR chain's retries take none).
+    limits: Limits,
 }
 
 /// A validated request on its way to dispatch.
@@ -70,7 +73,14 @@ impl FrontState {
         upstream_version: LegacyVersion,
     ) -> Self {
         let cache_fields = respond::cache_fields(cfg.cache_ttl_ms, cfg.cache_scope.as_str());
-        Self { cfg, auth, metrics, pool, bridge, upstream_version, cache_fields, legacy: None }
+        let limits = Limits::new(&crate::config::LimitsConfig::default());
+        Self { cfg, auth, metrics, pool, bridge, upstream_version, cache_fields, legacy: None, limits }
+    }
+
+    /// Applies `limits` to every request.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Relays legacy clients with `legacy` instead of refusing them.
@@ -177,7 +187,7 @@ impl FrontState {
         let Some(kind) = FrontMethod::parse(&r.method) else {
             return ("unknown", Outcome::error(Some(&id), &unknown_method(&r.method)));
         };
-        let outcome = match Self::validate(parts, kind, r, principal) {
+        let outcome = match Self::validate(parts, kind, r, principal).and_then(|c| self.limit(c)) {
             Ok(call) => self.dispatch(call).await,
             Err(e) => Outcome::error(Some(&id), &e),
         };
@@ -197,6 +207,28 @@ impl FrontState {
         let caps = ClientCaps::from_modern(&meta.capabilities)?;
         let accepts = guard::accepts(&parts.headers)?;
         Ok(Call { id: r.id, kind, params: r.params, meta, caps, principal, accepts })
+    }
+
+    /// Takes the call's rate-limit tokens: a retry of an MRTR chain (it carries a
+    /// `requestState`) takes none, its chain's first round did.
+    fn limit(&self, call: Call) -> Result<Call, FrontError> {
+        let FrontMethod::Mrtr(method) = call.kind else {
+            self.limits.check(&call.principal, None).map_err(|e| self.rate_limited(e))?;
+            return Ok(call);
+        };
+        if matches!(request_state(call.params.as_ref()), Ok(Some(_))) {
+            return Ok(call);
+        }
+        let tool = (method == MrtrMethod::ToolsCall)
+            .then(|| call.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str))
+            .flatten();
+        self.limits.check(&call.principal, tool).map_err(|e| self.rate_limited(e))?;
+        Ok(call)
+    }
+
+    fn rate_limited(&self, e: crate::limits::LimitError) -> FrontError {
+        self.metrics.rate_limited.with_label_values(&[&e.limit.label()]).inc();
+        e.into()
     }
 
     async fn dispatch(self: &Arc<Self>, call: Call) -> Outcome {
