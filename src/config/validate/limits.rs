@@ -102,6 +102,23 @@ mod tests {
         assert!(e.contains("brust"), "{e}");
     }
 
+    /// The shipped example, with its commented `[limits]` and single-use lines switched on.
+    #[test]
+    fn the_example_configs_limits_and_single_use_lines_are_valid() {
+        let example = include_str!("../../../config/gateway.example.toml");
+        Config::from_toml(example).unwrap();
+        let on = example
+            .replace("single_use = false", "single_use = true")
+            .replace("# redis_url = ", "redis_url = ")
+            .replace("# principal = ", "principal = ")
+            .replace("# [limits.tools]", "[limits.tools]")
+            .replace("# search = ", "search = ");
+        let c = Config::from_toml(&on).unwrap();
+        assert!(c.state.single_use.is_some());
+        assert_eq!(c.limits.principal.unwrap().burst.get(), 20);
+        assert_eq!(c.limits.tools[0].0, "search");
+    }
+
     #[test]
     fn single_use_needs_a_valid_url_and_never_shows_it() {
         let e = err("[state]\nsingle_use = true");
