@@ -1,3 +1,6 @@
+//! The limiters on a fake clock: bursts, refills, per-tool buckets, the check order and the
+//! sweep of quiet principals.
+
 use std::num::NonZeroU32;
 
 use governor::clock::FakeRelativeClock;
