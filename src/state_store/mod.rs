@@ -3,7 +3,9 @@
 //! replica sharing the server; a second opening finds the key and is refused as a replay.
 //!
 //! What is stored is a short id derived from the token (the first 16 bytes of its SHA-256, in
-//! hex), never the token, which carries the journal of the client's answers. The sealed core
+//! hex), never the token, which carries the journal of the client's answers. A token has one
+//! spelling only (the codec refuses padding and stray low bits in the base64url), so another
+//! spelling of the same sealed bytes cannot earn a second id. The sealed core
 //! (`src/mrtr`) stays free of I/O: the bridge calls [`StateStore::consume`] after the token has
 //! passed its AEAD, expiry and binding checks.
 //!
