@@ -68,10 +68,22 @@ impl RedisServer {
         let addr = self.addr;
         bounded("redis-server to answer PING", async {
             while !pongs(addr).await {
+                if let Some(status) = self.exited()? {
+                    return Err(HarnessError::Unexpected(format!("{BINARY} on {addr} exited with {status}")));
+                }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
+            Ok(())
         })
-        .await
+        .await?
+    }
+
+    /// How the server ended, if it has (e.g. its port was taken meanwhile).
+    fn exited(&mut self) -> TestResult<Option<std::process::ExitStatus>> {
+        match self.child.as_mut() {
+            Some(child) => Ok(child.try_wait()?),
+            None => Ok(None),
+        }
     }
 }
 
