@@ -1,6 +1,6 @@
 //! The admin listener: `/metrics` (Prometheus text), `/healthz` (the process serves) and
-//! `/readyz` (the upstream has answered an `initialize` and no shutdown has begun, so traffic can
-//! be sent here). It outlives the front's drain, so probes see `/readyz` fail first. It runs on
+//! `/readyz` (the upstream has answered an `initialize`, no shutdown has begun and, with
+//! single-use states, the state store answers its pings, so traffic can be sent here). It outlives the front's drain, so probes see `/readyz` fail first. It runs on
 //! its own port so that metrics and probes never share limits or auth with client traffic.
 
 use std::convert::Infallible;
@@ -26,6 +26,8 @@ pub struct Readiness(Arc<ReadinessFlags>);
 struct ReadinessFlags {
     upstream: AtomicBool,
     draining: AtomicBool,
+    /// Set while the single-use state store does not answer (never set without one).
+    state_store_down: AtomicBool,
     /// A further condition (the token keys are loaded), set at most once at start.
     extra: std::sync::OnceLock<ReadyCheck>,
 }
@@ -54,6 +56,7 @@ impl Readiness {
         self.0.upstream.load(Ordering::Acquire)
             && !self.0.draining.load(Ordering::Acquire)
             && self.extra_holds()
+            && !self.is_state_store_down()
     }
 
     /// Makes readiness also require `check` (the token keys are loaded); set once.
@@ -63,6 +66,16 @@ impl Readiness {
 
     fn extra_holds(&self) -> bool {
         self.0.extra.get().is_none_or(|c| (c.0)())
+    }
+
+
+    /// Records whether the single-use state store answered its latest ping.
+    pub fn set_state_store(&self, up: bool) {
+        self.0.state_store_down.store(!up, Ordering::Release);
+    }
+
+    pub fn is_state_store_down(&self) -> bool {
+        self.0.state_store_down.load(Ordering::Acquire)
     }
 
     pub fn is_draining(&self) -> bool {
@@ -107,6 +120,9 @@ impl Admin {
                 StatusCode::SERVICE_UNAVAILABLE,
                 "token keys not loaded (the key source has not answered)\n",
             ),
+            "/readyz" if self.ready.is_state_store_down() => {
+                text(StatusCode::SERVICE_UNAVAILABLE, "state store unavailable\n")
+            }
             "/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "upstream has not answered initialize yet\n"),
             _ => text(StatusCode::NOT_FOUND, "not found\n"),
         }
@@ -137,6 +153,18 @@ fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_silent_state_store_withdraws_readiness_until_it_answers() {
+        let ready = Readiness::default();
+        let admin = Admin::new(Arc::new(Metrics::new().unwrap()), ready.clone(), Arc::new(|| 0));
+        ready.set_ready();
+        ready.set_state_store(false);
+        let r = admin.respond(&Method::GET, "/readyz");
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        ready.set_state_store(true);
+        assert_eq!(admin.respond(&Method::GET, "/readyz").status(), StatusCode::OK);
+    }
 
     #[test]
     fn routes() {

@@ -22,9 +22,11 @@ use crate::defaults;
 use crate::demo::{DemoHandle, DemoOptions};
 use crate::front::{self, FrontState};
 use crate::legacy::{LegacyError, LegacyFront};
+use crate::limits::Limits;
 use crate::metrics::{Metrics, MetricsError};
 use crate::mrtr::{parse_key_lines, CodecSettings, KeyError, KeyRing, LegacyVersion, StateCodec};
 use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
+use crate::state_store::{StateStore, StoreError};
 use crate::stdio_front::StdioFrontError;
 use crate::upstream::{Pool, StdioSettings, UpstreamError, UpstreamSettings};
 
@@ -57,6 +59,8 @@ pub enum AppError {
     Legacy(#[from] LegacyError),
     #[error("auth: {0}")]
     Auth(#[from] crate::auth::AuthSetupError),
+    #[error("single-use state store: {0}")]
+    StateStore(#[from] StoreError),
 }
 
 /// Added to the longest bound below the front before its own timeout cuts a request.
@@ -119,6 +123,7 @@ impl Gateway {
             header_read_timeout: cfg.front.read_timeout,
             tls,
         };
+        let single_use = front_state.bridge.single_use().cloned();
         let service = front::stack(Arc::new(front_state), front_timeout(&cfg));
         tasks.spawn(serve(front_listener, service, opts, signal(stopped.clone())));
         let (stop_admin, admin_stopped) = watch::channel(false);
@@ -129,6 +134,12 @@ impl Gateway {
             }
             None => None,
         };
+        if let Some(store) = single_use {
+            ready.set_state_store(false);
+            let watch =
+                crate::state_store::watch(store, ready.clone(), metrics.clone(), signal(stopped.clone()));
+            tasks.spawn(watch);
+        }
         tasks.spawn(probe_readiness(pool.clone(), version, ready.clone(), signal(stopped)));
         Ok(Self {
             front_addr,
@@ -231,9 +242,14 @@ fn front_state_with(
 ) -> Result<FrontState, AppError> {
     let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
     let version = cfg.upstream.protocol_version;
-    let bridge =
+    let mut bridge =
         Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version).with_clock(clock);
-    Ok(FrontState::new(cfg.front.clone(), auth, metrics.clone(), pool.clone(), bridge, version))
+    if let Some(single_use) = &cfg.state.single_use {
+        let store = StateStore::new(single_use, cfg.state.clock_skew)?;
+        bridge = bridge.with_single_use(Arc::new(store));
+    }
+    let front = FrontState::new(cfg.front.clone(), auth, metrics.clone(), pool.clone(), bridge, version);
+    Ok(front.with_limits(Limits::new(&cfg.limits)))
 }
 
 /// The front's backstop timeout: past every bound of its own the bridge and the pool apply (a

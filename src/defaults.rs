@@ -131,3 +131,25 @@ pub const JWKS_MAX_BYTES: usize = 256 * 1024;
 pub const RULE_METHODS: &str = "*";
 /// RFC 9728 `bearer_methods_supported`: the gateway reads the `Authorization` header only.
 pub const BEARER_METHODS: [&str; 1] = ["header"];
+
+// [limits]
+/// The default `burst` of a `[limits]` rate: its tokens per second rounded up, at least one.
+pub fn limit_burst(rate_per_sec: f64) -> u32 {
+    // Saturating float-to-int cast; the config layer caps the rate at MAX_RATE_PER_SEC.
+    (rate_per_sec.ceil() as u32).max(1)
+}
+/// Highest `rate_per_sec` accepted (a token every microsecond).
+pub const MAX_RATE_PER_SEC: f64 = 1_000_000.0;
+/// Rate-limited requests between two sweeps of the keys of principals gone quiet (not
+/// configurable): the limiters' memory holds at most the keys seen since the last sweep plus
+/// those whose bucket has not refilled yet.
+pub const LIMIT_SWEEP_EVERY: u64 = 1024;
+
+// [state] single use
+pub const SINGLE_USE: bool = false;
+/// Longest one state-store command (connect included) may take before the request fails closed.
+pub const STATE_STORE_TIMEOUT: Duration = Duration::from_secs(1);
+/// How often the state store is pinged for `/readyz` (not configurable).
+pub const STATE_STORE_PING: Duration = Duration::from_secs(2);
+/// Prefix of the keys that mark a consumed token (not configurable).
+pub const STATE_STORE_KEY_PREFIX: &str = "mrtr-gateway:used:";

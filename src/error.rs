@@ -18,11 +18,13 @@ use serde_json::{json, Value};
 use crate::auth::{AuthError, Denied};
 use crate::capabilities::CapsError;
 use crate::front::OutcomeLabel;
+use crate::limits::{Limit, LimitError, RATE_LIMITED_CODE};
 use crate::mrtr::{ClaimsError, InputError, StateError};
 use crate::protocol::codes;
 use crate::protocol::jsonrpc::{EnvelopeError, ErrorObject};
 use crate::protocol::log_level::LogLevelError;
 use crate::protocol::FRONT_SUPPORTED_VERSIONS;
+use crate::state_store::StoreError;
 use crate::upstream::UpstreamError;
 
 /// An error and every source behind it, joined by `": "`: the text of a log line's `error`
@@ -111,6 +113,15 @@ pub enum FrontError {
     /// A bug or a misconfiguration; the client only learns that one happened.
     #[error("internal error")]
     Internal(#[source] BoxError),
+    /// A `[limits]` bucket is empty; the message names the limit (a configured name only).
+    #[error("{0}")]
+    RateLimited(LimitError),
+    /// A single-use state opened before: the client sees the same error as for any invalid state.
+    #[error("invalid or expired requestState (replayed)")]
+    StateReplayed(#[source] StoreError),
+    /// Single use is on and the state store did not answer: fail closed.
+    #[error("state store unavailable")]
+    StateStoreUnavailable(#[source] StoreError),
 }
 
 // === impl FrontError ===
@@ -131,7 +142,10 @@ impl FrontError {
             | Self::UnsupportedMediaType(_)
             | Self::NotAcceptable(_) => codes::INVALID_REQUEST,
             Self::MethodNotFound(_) => codes::METHOD_NOT_FOUND,
-            Self::InvalidParams(_) | Self::InvalidState { .. } => codes::INVALID_PARAMS,
+            Self::InvalidParams(_) | Self::InvalidState { .. } | Self::StateReplayed(_) => {
+                codes::INVALID_PARAMS
+            }
+            Self::RateLimited(_) => RATE_LIMITED_CODE,
             Self::TooManyRounds { .. } | Self::TooManyQuestions { .. } | Self::StateTooLarge { .. } => {
                 codes::INVALID_PARAMS
             }
@@ -144,6 +158,7 @@ impl FrontError {
             | Self::UpstreamBusy(_)
             | Self::Overloaded
             | Self::RequestTimeout
+            | Self::StateStoreUnavailable(_)
             | Self::Internal(_) => codes::INTERNAL_ERROR,
         }
     }
@@ -163,7 +178,10 @@ impl FrontError {
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::UpstreamUnavailable(_) => StatusCode::BAD_GATEWAY,
             Self::UpstreamTimeout(_) | Self::RequestTimeout => StatusCode::GATEWAY_TIMEOUT,
-            Self::Overloaded | Self::UpstreamBusy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Overloaded | Self::UpstreamBusy(_) | Self::StateStoreUnavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Self::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_REQUEST,
         }
@@ -180,7 +198,9 @@ impl FrontError {
             Self::HeaderMismatch(_) => L::HeaderMismatch,
             Self::UnsupportedVersion { .. } => L::UnsupportedVersion,
             Self::MissingCapability { .. } => L::MissingCapability,
-            Self::InvalidState { .. } => L::InvalidState,
+            Self::InvalidState { .. } | Self::StateReplayed(_) => L::InvalidState,
+            Self::RateLimited(_) => L::RateLimited,
+            Self::StateStoreUnavailable(_) => L::StateStoreUnavailable,
             Self::TooManyRounds { .. } => L::TooManyRounds,
             Self::TooManyQuestions { .. } => L::TooManyQuestions,
             Self::StateTooLarge { .. } => L::StateTooLarge,
@@ -231,7 +251,10 @@ impl FrontError {
     pub fn to_object(&self) -> ErrorObject {
         match self {
             Self::Upstream(e) => e.clone(),
-            Self::InvalidState { .. } => object(self.code(), "Invalid or expired requestState".into(), None),
+            Self::InvalidState { .. } | Self::StateReplayed(_) => {
+                object(self.code(), "Invalid or expired requestState".into(), None)
+            }
+            Self::RateLimited(e) => object(self.code(), self.to_string(), Some(rate_limited_data(e))),
             Self::UnsupportedVersion { requested } => object(
                 self.code(),
                 "Unsupported protocol version".into(),
@@ -253,6 +276,15 @@ impl FrontError {
 
 fn object(code: i64, message: String, data: Option<Value>) -> ErrorObject {
     ErrorObject { code, message, data }
+}
+
+/// Which limit refused the request, and when to retry (as in `Retry-After`).
+fn rate_limited_data(e: &LimitError) -> Value {
+    let retry = e.retry_after_secs();
+    match &e.limit {
+        Limit::Principal => json!({ "limit": "principal", "retryAfterSeconds": retry }),
+        Limit::Tool(name) => json!({ "limit": "tool", "tool": name.as_ref(), "retryAfterSeconds": retry }),
+    }
 }
 
 /// Maps a JSON-RPC error from a legacy upstream onto 2026-07-28 codes: `-32002` (resource not
@@ -421,6 +453,23 @@ impl From<CapsError> for FrontError {
 impl From<LogLevelError> for FrontError {
     fn from(e: LogLevelError) -> Self {
         Self::InvalidParams(e.to_string())
+    }
+}
+
+impl From<LimitError> for FrontError {
+    fn from(e: LimitError) -> Self {
+        Self::RateLimited(e)
+    }
+}
+
+/// A replay is an invalid state like any other to the client; a store that cannot answer fails
+/// the request closed.
+impl From<StoreError> for FrontError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Replayed => Self::StateReplayed(e),
+            StoreError::Unavailable(_) | StoreError::Timeout(_) => Self::StateStoreUnavailable(e),
+        }
     }
 }
 

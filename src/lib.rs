@@ -19,6 +19,8 @@
 //! - [`error`]: the front-facing error model (JSON-RPC code, HTTP status, metric label).
 //! - [`auth`]: the principal of a request (anonymous, or a JWT's issuer and subject, checked
 //!   against static or JWKS keys), the RFC 9728 metadata, and what the principal may call.
+//! - [`limits`]: token-bucket rate limits per principal and per tool.
+//! - [`state_store`]: single-use `requestState`, recorded in Redis across replicas.
 //! - [`healthcheck`]: `mrtr-gateway healthcheck`, the image's shell-free probe of `/healthz`.
 //! - [`server`]: the accept loop (TLS, connection cap, graceful drain); [`app`] wires it all.
 
@@ -34,11 +36,13 @@ pub mod error;
 pub mod front;
 pub mod healthcheck;
 pub mod legacy;
+pub mod limits;
 pub mod logging;
 pub mod metrics;
 pub mod mrtr;
 pub mod protocol;
 pub mod server;
+pub mod state_store;
 pub mod stdio_front;
 pub mod upstream;
 

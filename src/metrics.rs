@@ -58,6 +58,12 @@ pub struct Metrics {
     pub legacy: crate::legacy::LegacyMetrics,
     /// Client authentication and authorization: refusals, key fetches, denials.
     pub auth: crate::auth::AuthMetrics,
+    /// Requests refused by a rate limit, by limit (`principal` or `tool:<configured name>`).
+    pub rate_limited: IntCounterVec,
+    /// Failed state-store commands, by command (`consume`, `ping`) and failure.
+    pub state_store_errors: IntCounterVec,
+    /// 1 while the single-use state store answers its pings.
+    pub state_store_up: IntGauge,
 }
 
 // === impl Metrics ===
@@ -117,6 +123,23 @@ impl Metrics {
                 &["tool"],
             )?,
             divergence_tools: Mutex::new(HashSet::new()),
+            rate_limited: counter(
+                &registry,
+                "rate_limited_total",
+                "Requests refused by a rate limit, by limit.",
+                &["limit"],
+            )?,
+            state_store_errors: counter(
+                &registry,
+                "state_store_errors_total",
+                "Failed commands to the single-use state store, by command and failure.",
+                &["op", "error"],
+            )?,
+            state_store_up: gauge(
+                &registry,
+                "state_store_up",
+                "1 while the single-use state store answers.",
+            )?,
             pool: PoolMetrics::detached()?,
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,

@@ -40,6 +40,7 @@ use crate::error::FrontError;
 use crate::metrics::Metrics;
 use crate::mrtr::{AnswerLimits, Binding, Journal, LegacyVersion, StateCodec};
 use crate::protocol::methods::MrtrMethod;
+use crate::state_store::StateStore;
 use crate::upstream::Pool;
 
 /// One MRTR front request, validated.
@@ -75,6 +76,8 @@ pub struct Bridge {
     upstream_version: LegacyVersion,
     clock: Clock,
     memory: memory::GatherMemory,
+    /// Records consumed states when `state.single_use` is on.
+    single_use: Option<Arc<StateStore>>,
 }
 
 // === impl MrtrRequest ===
@@ -99,7 +102,27 @@ impl Bridge {
         upstream_version: LegacyVersion,
     ) -> Self {
         let memory = memory::GatherMemory::new(limits.gather_memory_tools, &limits.gather_expect);
-        Self { pool, codec, metrics, limits, upstream_version, clock: Clock::System, memory }
+        Self {
+            pool,
+            codec,
+            metrics,
+            limits,
+            upstream_version,
+            clock: Clock::System,
+            memory,
+            single_use: None,
+        }
+    }
+
+    /// Accepts each state once across every replica sharing `store`.
+    pub fn with_single_use(mut self, store: Arc<StateStore>) -> Self {
+        self.single_use = Some(store);
+        self
+    }
+
+    /// The single-use state store, when there is one.
+    pub fn single_use(&self) -> Option<&Arc<StateStore>> {
+        self.single_use.as_ref()
     }
 
     /// Reads deadlines and state times from `clock` instead of the system's.
@@ -113,7 +136,7 @@ impl Bridge {
         let binding = OnceLock::new();
         let (round, journal) = match req.state.as_deref() {
             None => (0, Journal::new()),
-            Some(token) => self.open_state(token, binding.get_or_init(|| req.binding()))?,
+            Some(token) => self.open_state(token, binding.get_or_init(|| req.binding())).await?,
         };
         let key = (req.principal.clone(), req.caps.fingerprint());
         let (caps, version) = (req.caps, self.upstream_version);
@@ -125,15 +148,32 @@ impl Bridge {
         run.execute(lease, journal).await
     }
 
-    /// Opens the incoming state.
-    fn open_state(&self, token: &str, binding: &Binding) -> Result<(u32, Journal), FrontError> {
-        match self.codec.open_at(token, binding, self.clock.unix_now()) {
-            Ok(claims) => Ok((claims.round, claims.journal)),
+    /// Opens the incoming state, and with single use on consumes it once its checks pass.
+    async fn open_state(&self, token: &str, binding: &Binding) -> Result<(u32, Journal), FrontError> {
+        let now = self.clock.unix_now();
+        let claims = match self.codec.open_at(token, binding, now) {
+            Ok(claims) => claims,
             Err(e) => {
                 // The reason and the detail go on the request's log line with the error.
                 self.metrics.state_rejections.with_label_values(&[e.reason()]).inc();
-                Err(e.into())
+                return Err(e.into());
             }
+        };
+        if let Some(store) = &self.single_use {
+            if let Err(e) = store.consume(token, claims.expires_at, now).await {
+                self.count_store_failure(&e);
+                return Err(e.into());
+            }
+        }
+        Ok((claims.round, claims.journal))
+    }
+
+    fn count_store_failure(&self, e: &crate::state_store::StoreError) {
+        match e {
+            crate::state_store::StoreError::Replayed => {
+                self.metrics.state_rejections.with_label_values(&[e.label()]).inc();
+            }
+            _ => self.metrics.state_store_errors.with_label_values(&["consume", e.label()]).inc(),
         }
     }
 

@@ -55,6 +55,7 @@ pub struct Config {
     pub auth: AuthConfig,
     pub log: LogConfig,
     pub legacy: LegacyConfig,
+    pub limits: LimitsConfig,
 }
 
 /// The 2026-07-28 listener.
@@ -180,6 +181,15 @@ pub struct StateConfig {
     pub ttl: Duration,
     pub clock_skew: Duration,
     pub max_token_bytes: usize,
+    /// Single-use tokens: `Some` when `state.single_use` is on.
+    pub single_use: Option<SingleUseConfig>,
+}
+
+/// Where consumed single-use tokens are recorded.
+#[derive(Debug, Clone)]
+pub struct SingleUseConfig {
+    /// A `redis://` or `redis+unix://` URL; a secret, it may hold a password.
+    pub redis_url: Secret,
 }
 
 /// One configured key and where it came from (for error messages that never show the key).
@@ -195,6 +205,22 @@ pub struct LegacyConfig {
     pub enabled: bool,
     pub max_sessions: usize,
     pub idle: Duration,
+}
+
+/// Rate limits; each is off when `None` or absent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LimitsConfig {
+    /// Each principal's requests.
+    pub principal: Option<Rate>,
+    /// Each principal's calls of one tool: (tool name, rate).
+    pub tools: Vec<(String, Rate)>,
+}
+
+/// One token bucket: a token every `period`, at most `burst` held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    pub period: Duration,
+    pub burst: std::num::NonZeroU32,
 }
 
 /// Logging.

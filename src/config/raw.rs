@@ -20,6 +20,7 @@ pub struct RawConfig {
     pub auth: RawAuth,
     pub log: RawLog,
     pub legacy: RawLegacy,
+    pub limits: RawLimits,
 }
 
 /// `[front]`: the 2026-07-28 listener.
@@ -179,6 +180,11 @@ pub struct RawState {
     pub clock_skew_secs: Option<u64>,
     /// Largest accepted token in bytes. Default 256 KiB.
     pub max_token_bytes: Option<usize>,
+    /// Accept each token once across every replica (needs `redis_url`). Default false.
+    pub single_use: Option<bool>,
+    /// The Redis server that records consumed tokens, e.g. `redis://127.0.0.1:6379/0`. A
+    /// secret (it may carry a password).
+    pub redis_url: Option<Secret>,
 }
 
 /// `[auth]`: who the client is.
@@ -267,4 +273,25 @@ pub struct RawLegacy {
     /// Seconds a legacy session may go without a request or an open stream before it is
     /// ended (upstream session deleted, stdio process stopped). Default 600.
     pub idle_secs: Option<u64>,
+}
+
+/// `[limits]`: token-bucket rate limits. Every limit is off unless configured.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawLimits {
+    /// Each principal's requests, whatever the method. Absent: no limit.
+    pub principal: Option<RawRate>,
+    /// Tool name → each principal's `tools/call` requests of that tool.
+    pub tools: Option<BTreeMap<String, RawRate>>,
+}
+
+/// One token bucket.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRate {
+    /// Tokens added per second (fractions allowed, e.g. 0.5 for one every two seconds).
+    pub rate_per_sec: f64,
+    /// Most tokens the bucket holds: the burst allowed after a quiet spell. Default: the rate
+    /// per second rounded up, at least 1.
+    pub burst: Option<u32>,
 }

@@ -27,6 +27,7 @@ pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         auth: super::auth::validate(raw.auth)?,
         log: log(raw.log)?,
         legacy: legacy(raw.legacy)?,
+        limits: limits::limits(raw.limits)?,
     })
 }
 
@@ -342,6 +343,7 @@ fn state(raw: RawState) -> Result<StateConfig, ConfigError> {
     if ttl.is_zero() {
         return Err(ConfigError::invalid("state.ttl_secs", "must be positive"));
     }
+    let single_use = limits::single_use(raw.single_use, raw.redis_url)?;
     Ok(StateConfig {
         keys,
         ttl,
@@ -350,6 +352,7 @@ fn state(raw: RawState) -> Result<StateConfig, ConfigError> {
             "state.max_token_bytes",
             raw.max_token_bytes.unwrap_or(d::MAX_TOKEN_BYTES),
         )?,
+        single_use,
     })
 }
 
@@ -425,6 +428,7 @@ fn positive(field: &str, n: usize) -> Result<usize, ConfigError> {
     Ok(n)
 }
 
+mod limits;
 #[cfg(test)]
 mod tests;
 

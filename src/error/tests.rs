@@ -114,3 +114,39 @@ fn a_key_problem_of_the_gateway_is_only_an_invalid_token_for_the_client() {
     let expired = FrontError::from(AuthError::Invalid(Error::from(ErrorKind::ExpiredSignature)));
     assert_eq!(expired.to_object().message, "unauthorized: token expired");
 }
+
+#[test]
+fn a_replayed_single_use_state_looks_like_any_invalid_state() {
+    let replayed = FrontError::from(StoreError::Replayed);
+    let expired = FrontError::from(StateError::Expired { expires_at: 1, now: 2 });
+    assert_eq!(replayed.to_object(), expired.to_object());
+    assert_eq!((replayed.status(), replayed.label()), (expired.status(), expired.label()));
+    assert!(replayed.detail().contains("already used"), "the log line says why");
+}
+
+#[test]
+fn an_unreachable_state_store_fails_closed_with_a_fixed_message() {
+    let io = redis::RedisError::from(io_refused());
+    let e = FrontError::from(StoreError::Unavailable(io));
+    assert_eq!((e.code(), e.status()), (-32603, StatusCode::SERVICE_UNAVAILABLE));
+    assert_eq!(e.to_object().message, "state store unavailable");
+    assert_eq!(e.label(), OutcomeLabel::StateStoreUnavailable);
+    assert!(e.detail().len() > "state store unavailable".len(), "the cause stays in the log line");
+    let e = FrontError::from(StoreError::Timeout(std::time::Duration::from_secs(1)));
+    assert_eq!(
+        (e.to_object().message.as_str(), e.status()),
+        ("state store unavailable", StatusCode::SERVICE_UNAVAILABLE)
+    );
+}
+
+#[test]
+fn a_rate_limited_request_is_429_naming_its_limit() {
+    use crate::limits::{Limit, LimitError};
+    let limit = Limit::Tool(std::sync::Arc::from("search"));
+    let e = FrontError::from(LimitError { limit, retry_after: std::time::Duration::from_millis(1500) });
+    assert_eq!((e.code(), e.status()), (-32000, StatusCode::TOO_MANY_REQUESTS));
+    let object = e.to_object();
+    assert_eq!(object.message, r#"rate limit exceeded: tool "search""#);
+    assert_eq!(object.data, Some(json!({"limit": "tool", "tool": "search", "retryAfterSeconds": 2})));
+    assert_eq!(e.label(), OutcomeLabel::RateLimited);
+}

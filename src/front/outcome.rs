@@ -50,6 +50,10 @@ pub enum OutcomeLabel {
     Internal,
     /// The client closed its connection (or its stream) before the response was complete.
     Abandoned,
+    /// Refused by a `[limits]` rate limit (429).
+    RateLimited,
+    /// A single-use state could not be checked: the state store did not answer (503).
+    StateStoreUnavailable,
 }
 
 /// What the log line and the counters need of a failed request.
@@ -106,6 +110,8 @@ impl OutcomeLabel {
             Self::Overloaded => "overloaded",
             Self::Internal => "internal",
             Self::Abandoned => "abandoned",
+            Self::RateLimited => "rate_limited",
+            Self::StateStoreUnavailable => "state_store_unavailable",
         }
     }
 }

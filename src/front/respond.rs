@@ -37,6 +37,9 @@ pub(super) fn error(id: Option<&RequestId>, e: &FrontError) -> Response<FrontBod
         FrontError::HttpMethodNotAllowed(_) => {
             r.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
         }
+        FrontError::RateLimited(limit) => {
+            r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(limit.retry_after_secs()));
+        }
         _ => {}
     }
     r

@@ -18,7 +18,7 @@ use tower::{BoxError, Service};
 use super::body::FrontBody;
 use super::guard::{self, Accepts};
 use super::outcome::{Outcome, OutcomeLabel};
-use super::tool_headers::{Limits, ToolHeaders};
+use super::tool_headers::{Limits as HeaderLimits, ToolHeaders};
 use super::validate::{self, RequestMeta};
 use super::{discover, relay, respond, stream};
 use crate::auth::{Auth, Grants, Identity};
@@ -27,6 +27,7 @@ use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;
 use crate::error::FrontError;
 use crate::legacy::LegacyFront;
+use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::mrtr::{input_responses, request_state, LegacyVersion};
 use crate::protocol::jsonrpc::{Envelope, Request as RpcRequest};
@@ -52,6 +53,8 @@ pub struct FrontState {
     /// Whether `tools/call` headers are checked against them (not on the stdio front, whose
     /// headers are made from the body).
     param_headers: bool,
+    /// `[limits]`: taken once per call (an MRTR chain's retries take none).
+    limits: Limits,
 }
 
 /// A validated request on its way to dispatch.
@@ -81,7 +84,8 @@ impl FrontState {
         upstream_version: LegacyVersion,
     ) -> Self {
         let cache_fields = respond::cache_fields(cfg.cache_ttl_ms, cfg.cache_scope.as_str());
-        let tool_headers = ToolHeaders::new(Limits::default(), pool.tools_changed().clone());
+        let tool_headers = ToolHeaders::new(HeaderLimits::default(), pool.tools_changed().clone());
+        let limits = Limits::new(&crate::config::LimitsConfig::default());
         Self {
             cfg,
             auth,
@@ -93,7 +97,14 @@ impl FrontState {
             legacy: None,
             tool_headers,
             param_headers: true,
+            limits,
         }
+    }
+
+    /// Applies `limits` to every request.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Skips the `Mcp-Param-*` checks: for a front whose headers are made from the body, which
@@ -250,7 +261,7 @@ impl FrontState {
         let Some(kind) = FrontMethod::parse(&r.method) else {
             return ("unknown", Outcome::error(Some(&id), &unknown_method(&r.method)));
         };
-        let outcome = match Self::validate(parts, kind, r, identity) {
+        let outcome = match Self::validate(parts, kind, r, identity).and_then(|c| self.limit(c)) {
             Ok(call) => match self.check_param_headers(parts, &call).await {
                 Ok(()) => self.dispatch(call).await,
                 Err(e) => Outcome::error(Some(&id), &e),
@@ -298,6 +309,28 @@ impl FrontState {
         self.tool_headers.fetch_once(name, list).await?;
         // A tool the upstream does not list has no annotations to check: its answer is the upstream's.
         self.tool_headers.check(name, &parts.headers, arguments).unwrap_or(Ok(()))
+    }
+
+    /// Takes the call's rate-limit tokens: a retry of an MRTR chain (it carries a
+    /// `requestState`) takes none, its chain's first round did.
+    fn limit(&self, call: Call) -> Result<Call, FrontError> {
+        let FrontMethod::Mrtr(method) = call.kind else {
+            self.limits.check(&call.principal, None).map_err(|e| self.rate_limited(e))?;
+            return Ok(call);
+        };
+        if matches!(request_state(call.params.as_ref()), Ok(Some(_))) {
+            return Ok(call);
+        }
+        let tool = (method == MrtrMethod::ToolsCall)
+            .then(|| call.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str))
+            .flatten();
+        self.limits.check(&call.principal, tool).map_err(|e| self.rate_limited(e))?;
+        Ok(call)
+    }
+
+    fn rate_limited(&self, e: crate::limits::LimitError) -> FrontError {
+        self.metrics.rate_limited.with_label_values(&[&e.limit.label()]).inc();
+        e.into()
     }
 
     async fn dispatch(self: &Arc<Self>, call: Call) -> Outcome {

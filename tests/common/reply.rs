@@ -18,6 +18,8 @@ pub(crate) struct Reply {
     pub(crate) body: Value,
     /// Every SSE event's data, in order (empty for a JSON reply).
     pub(crate) events: Vec<Value>,
+    /// The response headers.
+    pub(crate) headers: HeaderMap,
 }
 
 // === impl Reply ===
@@ -40,7 +42,7 @@ impl Reply {
             }
             _ => (Value::String(text), Vec::new()),
         };
-        Ok(Self { status, content_type, body, events })
+        Ok(Self { status, content_type, body, events, headers: headers.clone() })
     }
 
     /// The `result` object; fails on an error reply.

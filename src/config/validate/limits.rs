@@ -1,0 +1,133 @@
+//! Validation of `[limits]` (rates and bursts) and of `state.single_use` (which needs a Redis
+//! URL the client crate accepts). Kept apart from the other sections so each stays short.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use super::super::raw::{RawLimits, RawRate};
+use super::super::{ConfigError, LimitsConfig, Rate, Secret, SingleUseConfig};
+use crate::defaults as d;
+
+pub(super) fn limits(raw: RawLimits) -> Result<LimitsConfig, ConfigError> {
+    let principal = raw.principal.map(|r| rate("limits.principal", &r)).transpose()?;
+    let tools = raw.tools.unwrap_or_default();
+    Ok(LimitsConfig { principal, tools: tool_rates(tools)? })
+}
+
+fn tool_rates(table: BTreeMap<String, RawRate>) -> Result<Vec<(String, Rate)>, ConfigError> {
+    table
+        .into_iter()
+        .map(|(name, r)| {
+            if name.is_empty() {
+                return Err(ConfigError::invalid("limits.tools", "a tool name must not be empty"));
+            }
+            let rate = rate(&format!("limits.tools.{name}"), &r)?;
+            Ok((name, rate))
+        })
+        .collect()
+}
+
+fn rate(field: &str, raw: &RawRate) -> Result<Rate, ConfigError> {
+    let per_sec = raw.rate_per_sec;
+    if !per_sec.is_finite() || per_sec <= 0.0 || per_sec > d::MAX_RATE_PER_SEC {
+        return Err(ConfigError::invalid(
+            format!("{field}.rate_per_sec"),
+            format!("must be above 0 and at most {}", d::MAX_RATE_PER_SEC),
+        ));
+    }
+    let burst = raw.burst.unwrap_or_else(|| d::limit_burst(per_sec));
+    let burst = NonZeroU32::new(burst)
+        .ok_or_else(|| ConfigError::invalid(format!("{field}.burst"), "must be positive"))?;
+    Ok(Rate { period: Duration::from_secs_f64(1.0 / per_sec), burst })
+}
+
+pub(super) fn single_use(
+    on: Option<bool>,
+    url: Option<Secret>,
+) -> Result<Option<SingleUseConfig>, ConfigError> {
+    if !on.unwrap_or(d::SINGLE_USE) {
+        return Ok(None);
+    }
+    let Some(redis_url) = url else {
+        return Err(ConfigError::invalid("state.redis_url", "state.single_use needs a redis_url"));
+    };
+    // Parsed once here so a bad URL fails at load time; the message never repeats the URL,
+    // which may hold a password.
+    redis::Client::open(redis_url.expose())
+        .map_err(|_| ConfigError::invalid("state.redis_url", "not a redis:// or redis+unix:// URL"))?;
+    Ok(Some(SingleUseConfig { redis_url }))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Config, LimitsConfig};
+
+    fn err(toml: &str) -> String {
+        Config::from_toml(toml).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn everything_is_off_by_default() {
+        let c = Config::from_toml("").unwrap();
+        assert_eq!(c.limits, LimitsConfig::default());
+        assert!(c.state.single_use.is_none());
+        let c = Config::from_toml("[state]\nredis_url = \"redis://127.0.0.1:1\"").unwrap();
+        assert!(c.state.single_use.is_none(), "a URL alone does not turn single use on");
+    }
+
+    #[test]
+    fn rates_and_bursts() {
+        let c = Config::from_toml(
+            "[limits]\nprincipal = { rate_per_sec = 2.5 }\n[limits.tools.search]\nrate_per_sec = 0.5\nburst = 3\n",
+        )
+        .unwrap();
+        let p = c.limits.principal.unwrap();
+        assert_eq!(p.period.as_millis(), 400);
+        assert_eq!(p.burst.get(), 3, "the default burst is the rate rounded up");
+        let (name, t) = &c.limits.tools[0];
+        assert_eq!(name, "search");
+        assert_eq!((t.period.as_secs(), t.burst.get()), (2, 3));
+    }
+
+    #[test]
+    fn bad_rates_name_the_field() {
+        let e = err("[limits]\nprincipal = { rate_per_sec = 0 }");
+        assert!(e.starts_with("limits.principal.rate_per_sec:"), "{e}");
+        let e = err("[limits.tools.x]\nrate_per_sec = 1\nburst = 0");
+        assert!(e.starts_with("limits.tools.x.burst:"), "{e}");
+        let e = err("[limits.tools.x]\nrate_per_sec = -1");
+        assert!(e.starts_with("limits.tools.x.rate_per_sec:"), "{e}");
+        let e = err("[limits]\nprincipal = { rate_per_sec = 1, brust = 2 }");
+        assert!(e.contains("brust"), "{e}");
+    }
+
+    /// The shipped example, with its commented `[limits]` and single-use lines switched on.
+    #[test]
+    fn the_example_configs_limits_and_single_use_lines_are_valid() {
+        let example = include_str!("../../../config/gateway.example.toml");
+        Config::from_toml(example).unwrap();
+        let on = example
+            .replace("single_use = false", "single_use = true")
+            .replace("# redis_url = ", "redis_url = ")
+            .replace("# principal = ", "principal = ")
+            .replace("# [limits.tools]", "[limits.tools]")
+            .replace("# search = ", "search = ");
+        let c = Config::from_toml(&on).unwrap();
+        assert!(c.state.single_use.is_some());
+        assert_eq!(c.limits.principal.unwrap().burst.get(), 20);
+        assert_eq!(c.limits.tools[0].0, "search");
+    }
+
+    #[test]
+    fn single_use_needs_a_valid_url_and_never_shows_it() {
+        let e = err("[state]\nsingle_use = true");
+        assert!(e.starts_with("state.redis_url:"), "{e}");
+        let e = err("[state]\nsingle_use = true\nredis_url = \"http://user:hunter2@x\"");
+        assert!(e.starts_with("state.redis_url:") && !e.contains("hunter2"), "{e}");
+        let c = Config::from_toml("[state]\nsingle_use = true\nredis_url = \"redis://:pw@127.0.0.1:6379/0\"")
+            .unwrap();
+        let su = c.state.single_use.unwrap();
+        assert!(!format!("{su:?}").contains("pw@"));
+    }
+}
