@@ -177,6 +177,10 @@ pub struct StateConfig {
     pub ttl: Duration,
     pub clock_skew: Duration,
     pub max_token_bytes: usize,
+    /// `state.key_file`: re-read when its content changes and on SIGHUP.
+    pub key_file: Option<PathBuf>,
+    /// How often the key file's content is checked for a change.
+    pub key_file_poll: Duration,
 }
 
 /// One configured key and where it came from (for error messages that never show the key).
@@ -184,6 +188,8 @@ pub struct StateConfig {
 pub struct KeyLine {
     pub source: String,
     pub text: Secret,
+    /// Read from `state.key_file` (replaced on reload) rather than given inline.
+    pub from_file: bool,
 }
 
 /// Client authentication.

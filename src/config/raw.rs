@@ -171,8 +171,11 @@ pub struct RawMrtr {
 pub struct RawState {
     /// Base64 32-byte keys, optionally `id:` before each; the first seals, all open. Secrets.
     pub keys: Option<Vec<Secret>>,
-    /// A file with one key per line (same syntax), e.g. a mounted Kubernetes Secret.
+    /// A file with one key per line (same syntax), e.g. a mounted Kubernetes Secret. Re-read
+    /// when its content changes and on SIGHUP; a bad new file is refused and the old ring kept.
     pub key_file: Option<String>,
+    /// How often `key_file` is checked for a change, in milliseconds. Default 5000.
+    pub key_file_poll_ms: Option<u64>,
     /// Lifetime of a state token in seconds. Default 600.
     pub ttl_secs: Option<u64>,
     /// Clock skew tolerated between replicas in seconds. Default 30.

@@ -332,10 +332,10 @@ fn state(raw: RawState) -> Result<StateConfig, ConfigError> {
         .unwrap_or_default()
         .into_iter()
         .enumerate()
-        .map(|(i, text)| KeyLine { source: format!("state.keys[{i}]"), text })
+        .map(|(i, text)| KeyLine { source: format!("state.keys[{i}]"), text, from_file: false })
         .collect();
-    if let Some(path) = raw.key_file {
-        keys.extend(key_file(&path)?);
+    if let Some(path) = &raw.key_file {
+        keys.extend(key_file(path)?);
     }
     check_keys(&keys)?;
     let ttl = raw.ttl_secs.map_or(d::STATE_TTL, Duration::from_secs);
@@ -350,6 +350,8 @@ fn state(raw: RawState) -> Result<StateConfig, ConfigError> {
             "state.max_token_bytes",
             raw.max_token_bytes.unwrap_or(d::MAX_TOKEN_BYTES),
         )?,
+        key_file: raw.key_file.map(Into::into),
+        key_file_poll: millis("state.key_file_poll_ms", raw.key_file_poll_ms, d::KEY_FILE_POLL)?,
     })
 }
 
@@ -383,6 +385,7 @@ fn key_file(path: &str) -> Result<Vec<KeyLine>, ConfigError> {
         .map(|(n, l)| KeyLine {
             source: format!("state.key_file {path} line {}", n + 1),
             text: Secret::new(l.trim().to_owned()),
+            from_file: true,
         })
         .collect::<Vec<_>>();
     if lines.is_empty() {
