@@ -16,6 +16,7 @@ mod faults;
 mod front;
 mod https;
 mod inputs;
+mod key_rotation;
 mod legacy_clients;
 mod legacy_seam;
 mod progress;
