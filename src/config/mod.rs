@@ -6,6 +6,7 @@
 
 pub mod cli;
 mod command;
+mod credentials;
 pub mod raw;
 pub mod secret;
 mod validate;
@@ -132,7 +133,7 @@ pub struct UpstreamConfig {
     pub target: UpstreamTarget,
     /// The revision proposed in `initialize`.
     pub protocol_version: LegacyVersion,
-    /// Marked sensitive, so `Debug` hides the values.
+    /// `upstream.headers` and the bearer token; marked sensitive, so `Debug` hides the values.
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,

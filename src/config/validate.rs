@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use http::{HeaderName, HeaderValue, Uri};
+use http::Uri;
 
 use super::raw::{
     RawAdmin, RawAuth, RawConfig, RawFront, RawLegacy, RawLog, RawMrtr, RawState, RawUpstream, RawUpstreamTls,
@@ -114,7 +114,11 @@ fn upstream(mut raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
     Ok(UpstreamConfig {
         target,
         protocol_version,
-        headers: headers(raw.headers.unwrap_or_default())?,
+        headers: super::credentials::upstream_headers(
+            raw.headers.take().unwrap_or_default(),
+            raw.bearer_token.take(),
+            raw.bearer_token_file.take(),
+        )?,
         connect_timeout: millis("upstream.connect_timeout_ms", raw.connect_timeout_ms, d::CONNECT_TIMEOUT)?,
         request_timeout: millis("upstream.request_timeout_ms", raw.request_timeout_ms, d::REQUEST_TIMEOUT)?,
         pool_max_sessions,
@@ -241,34 +245,6 @@ fn upstream_url(field: &'static str, url: &str) -> Result<Uri, ConfigError> {
         Some("http" | "https") if uri.host().is_some() => Ok(uri),
         _ => Err(ConfigError::invalid(field, format!("{url:?} is not an http:// or https:// URL"))),
     }
-}
-
-fn headers(
-    raw: std::collections::BTreeMap<String, Secret>,
-) -> Result<Vec<(HeaderName, HeaderValue)>, ConfigError> {
-    raw.into_iter()
-        .map(|(name, value)| {
-            let field = format!("upstream.headers.{name}");
-            let n = HeaderName::try_from(name.as_str())
-                .map_err(|_| ConfigError::invalid(&field, "not a valid header name"))?;
-            if forbidden_upstream_header(&n) {
-                return Err(ConfigError::invalid(
-                    &field,
-                    "is managed by the gateway and cannot be configured",
-                ));
-            }
-            let mut v = HeaderValue::from_str(value.expose())
-                .map_err(|_| ConfigError::invalid(&field, "value is not a valid header value"))?;
-            v.set_sensitive(true);
-            Ok((n, v))
-        })
-        .collect()
-}
-
-fn forbidden_upstream_header(name: &HeaderName) -> bool {
-    use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
-    [PROTOCOL_VERSION, SESSION_ID, "content-type", "accept", "content-length", "host", "last-event-id"]
-        .contains(&name.as_str())
 }
 
 fn mrtr(raw: RawMrtr) -> Result<MrtrConfig, ConfigError> {
