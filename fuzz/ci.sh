@@ -35,5 +35,5 @@ for target in $(cargo fuzz list); do
     exit 1
   fi
   # The final coverage line and the execution count.
-  grep -E '^#[0-9]+ +DONE|^stat::number_of_executed_units' "$log"
+  grep -E '^#[0-9]+[[:space:]]+DONE|^stat::number_of_executed_units' "$log"
 done
