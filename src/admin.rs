@@ -68,7 +68,6 @@ impl Readiness {
         self.0.extra.get().is_none_or(|c| (c.0)())
     }
 
-
     /// Records whether the single-use state store answered its latest ping.
     pub fn set_state_store(&self, up: bool) {
         self.0.state_store_down.store(!up, Ordering::Release);

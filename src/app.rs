@@ -1,5 +1,7 @@
 //! Wiring: builds every long-lived piece once from a validated [`Config`] (metrics, key ring,
 //! codec, upstream pool, bridge, front state), binds the listeners and runs them until shutdown.
+//! The key ring is the one piece that changes while the gateway runs: `keys.rs` derives it,
+//! `reload.rs` swaps it when the key file changes or on SIGHUP.
 //! Tests start a [`Gateway`] on `127.0.0.1:0` in-process; the binary calls [`run`], or
 //! [`run_stdio`] for the stdio front (`app/stdio.rs`), which builds the same pieces.
 
@@ -24,25 +26,30 @@ use crate::front::{self, FrontState};
 use crate::legacy::{LegacyError, LegacyFront};
 use crate::limits::Limits;
 use crate::metrics::{Metrics, MetricsError};
-use crate::mrtr::{parse_key_lines, CodecSettings, KeyError, KeyRing, LegacyVersion, StateCodec};
+use crate::mrtr::{CodecSettings, LegacyVersion, LiveRing};
 use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
 use crate::state_store::{StateStore, StoreError};
 use crate::stdio_front::StdioFrontError;
 use crate::upstream::{Pool, StdioSettings, UpstreamError, UpstreamSettings};
 
+mod keys;
+mod reload;
 #[cfg(test)]
 mod shutdown_tests;
 mod stdio;
 
+pub use keys::KeyFileError;
+pub use reload::{ReloadHandle, ReloadOutcome};
 pub use stdio::run_stdio;
+
+use keys::KeySource;
+use reload::Watcher;
 
 /// Errors that stop the gateway from starting (or, for the stdio front, from serving).
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
-    #[error("{source_name}: {source}")]
-    Key { source_name: String, source: KeyError },
-    #[error("state key ring: {0}")]
-    Ring(KeyError),
+    #[error("{0}")]
+    Keys(#[from] KeyFileError),
     #[error("metrics: {0}")]
     Metrics(#[from] MetricsError),
     #[error("upstream: {0}")]
@@ -74,6 +81,8 @@ pub struct Gateway {
     pub demo: Option<DemoHandle>,
     pub metrics: Arc<Metrics>,
     pub ready: Readiness,
+    /// Reloads the state key file now (what SIGHUP does).
+    pub keys: ReloadHandle,
     pool: Arc<Pool>,
     legacy: Option<Arc<LegacyFront>>,
     stop: watch::Sender<bool>,
@@ -94,13 +103,14 @@ impl Gateway {
     /// [`Gateway::start`], with the bridge's rounds timed by `clock` (tests move a manual one).
     pub async fn start_with_clock(cfg: Config, clock: Clock) -> Result<Self, AppError> {
         let metrics = Arc::new(Metrics::new()?);
+        let (live, watcher) = live_keys(&cfg, &metrics)?;
         let demo = embedded_demo(&cfg)?;
         let settings = upstream_settings(&cfg, demo.as_ref());
-        let legacy = legacy_front(&cfg, &settings, &metrics)?;
+        let legacy = legacy_front(&cfg, &settings, &metrics, &live)?;
         let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
         let auth = Auth::start(&cfg.auth, &cfg.front.path, metrics.auth.clone()).await?;
         let keys_check = auth.readiness_check();
-        let mut front_state = front_state_with(&cfg, &metrics, &pool, clock, auth)?;
+        let mut front_state = front_state_with(&cfg, &metrics, &pool, clock, auth, live)?;
         if let Some(legacy) = &legacy {
             front_state = front_state.with_legacy(legacy.clone());
         }
@@ -111,6 +121,10 @@ impl Gateway {
             ready.require(check);
         }
         let mut tasks = JoinSet::new();
+        let keys = match watcher {
+            Some(watcher) => watcher.spawn(&mut tasks, signal(stopped.clone())),
+            None => ReloadHandle::none(),
+        };
         let front_listener = bind(cfg.front.listen).await?;
         let front_addr = local(&front_listener, cfg.front.listen)?;
         let tls = match &cfg.front.tls {
@@ -147,6 +161,7 @@ impl Gateway {
             demo,
             metrics,
             ready,
+            keys,
             pool,
             legacy,
             stop,
@@ -186,9 +201,15 @@ impl Gateway {
 /// Runs the gateway until `shutdown` completes.
 pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
     let path = cfg.front.path.clone();
+    // Before anything can report ready: from here on SIGHUP reloads keys instead of ending us.
+    let hangups = reload::Hangups::install();
     let gateway = Gateway::start(cfg).await?;
     announce(&gateway, &path);
-    shutdown.await;
+    tokio::select! {
+        biased;
+        () = shutdown => {}
+        never = hangups.reload_each(&gateway.keys) => match never {},
+    }
     tracing::info!("shutting down: draining in-flight requests");
     gateway.shutdown().await;
     Ok(())
@@ -224,32 +245,48 @@ fn example_curl(url: &str) -> String {
     )
 }
 
-/// The front's state over `pool`: the bridge, its state codec and the client authentication.
+/// The front's state over `pool`: the bridge, its state codec and the client authentication;
+/// its key ring is never reloaded (the front stack's own tests).
+#[cfg(test)]
 pub(crate) fn front_state(
     cfg: &Config,
     metrics: &Arc<Metrics>,
     pool: &Arc<Pool>,
 ) -> Result<FrontState, AppError> {
-    front_state_with(cfg, metrics, pool, Clock::System, Auth::new(&cfg.auth, metrics.auth.clone()))
+    let (keys, _no_reloads) = live_keys(cfg, metrics)?;
+    front_state_with(cfg, metrics, pool, Clock::System, Auth::new(&cfg.auth, metrics.auth.clone()), keys)
 }
 
-fn front_state_with(
+pub(crate) fn front_state_with(
     cfg: &Config,
     metrics: &Arc<Metrics>,
     pool: &Arc<Pool>,
     clock: Clock,
     auth: Auth,
+    keys: Arc<LiveRing>,
 ) -> Result<FrontState, AppError> {
-    let codec = StateCodec::new(key_ring(&cfg.state)?, codec_settings(&cfg.state));
     let version = cfg.upstream.protocol_version;
-    let mut bridge =
-        Bridge::new(pool.clone(), codec, metrics.clone(), cfg.mrtr.clone(), version).with_clock(clock);
+    let (codec, mrtr) = (codec_settings(&cfg.state), cfg.mrtr.clone());
+    let mut bridge = Bridge::new(pool.clone(), keys, codec, metrics.clone(), mrtr, version).with_clock(clock);
     if let Some(single_use) = &cfg.state.single_use {
         let store = StateStore::new(single_use, cfg.state.clock_skew)?;
         bridge = bridge.with_single_use(Arc::new(store));
     }
     let front = FrontState::new(cfg.front.clone(), auth, metrics.clone(), pool.clone(), bridge, version);
     Ok(front.with_limits(Limits::new(&cfg.limits)))
+}
+
+/// The key ring every request reads, derived once, and the watcher of its key file if any.
+pub(crate) fn live_keys(
+    cfg: &Config,
+    metrics: &Arc<Metrics>,
+) -> Result<(Arc<LiveRing>, Option<Watcher>), AppError> {
+    let source = KeySource::new(&cfg.state);
+    let (ring, digest) = source.initial()?;
+    metrics.state_keys.set(ring.len() as i64);
+    let live = Arc::new(LiveRing::new(ring));
+    let watcher = Watcher::new(source, live.clone(), metrics.clone(), cfg.state.key_file_poll, digest);
+    Ok((live, watcher))
 }
 
 /// The front's backstop timeout: past every bound of its own the bridge and the pool apply (a
@@ -320,49 +357,19 @@ fn stdio_settings(c: &crate::config::CommandConfig) -> StdioSettings {
 }
 
 /// The relay of legacy clients, unless they are refused (`legacy.enabled = false`). It seals
-/// session ids with its own copy of the state key ring (derived under the session-id label).
+/// session ids with the state key ring in use (derived under the session-id label).
 fn legacy_front(
     cfg: &Config,
     settings: &UpstreamSettings,
     metrics: &Metrics,
+    keys: &Arc<LiveRing>,
 ) -> Result<Option<Arc<LegacyFront>>, AppError> {
     if !cfg.legacy.enabled {
         tracing::info!("legacy clients are refused (legacy.enabled = false)");
         return Ok(None);
     }
-    let ring = match cfg.state.keys.is_empty() {
-        true => KeyRing::ephemeral().map_err(AppError::Ring)?,
-        false => configured_ring(&cfg.state)?,
-    };
     let settings = Arc::new(settings.clone());
-    Ok(Some(LegacyFront::new(&cfg.legacy, settings, ring, metrics.legacy.clone())?))
-}
-
-/// Derives the ring once. With no key configured, an ephemeral one, loudly.
-fn key_ring(state: &StateConfig) -> Result<KeyRing, AppError> {
-    if state.keys.is_empty() {
-        tracing::warn!(
-            "NO STATE KEY CONFIGURED: using an ephemeral key. input_required retries and legacy \
-             sessions will fail on other replicas and after a restart. Set state.keys, \
-             MRTR_GATEWAY__STATE__KEYS or --state-key-file."
-        );
-        return KeyRing::ephemeral().map_err(AppError::Ring);
-    }
-    let ring = configured_ring(state)?;
-    let ids: Vec<String> = ring.ids().map(|id| id.to_string()).collect();
-    tracing::info!(key_ids = ?ids, "state key ring loaded (first key seals)");
-    Ok(ring)
-}
-
-/// The configured ring (never empty here).
-fn configured_ring(state: &StateConfig) -> Result<KeyRing, AppError> {
-    let mut secrets = Vec::with_capacity(state.keys.len());
-    for line in &state.keys {
-        let parsed = parse_key_lines(line.text.expose())
-            .map_err(|source| AppError::Key { source_name: line.source.clone(), source })?;
-        secrets.extend(parsed);
-    }
-    KeyRing::new(secrets).map_err(AppError::Ring)
+    Ok(Some(LegacyFront::new(&cfg.legacy, settings, keys.clone(), metrics.legacy.clone())?))
 }
 
 fn codec_settings(state: &StateConfig) -> CodecSettings {

@@ -88,6 +88,10 @@ pub const MAX_ANSWERS: usize = 64;
 pub const STATE_TTL: Duration = Duration::from_secs(600);
 pub const CLOCK_SKEW: Duration = Duration::from_secs(30);
 pub const MAX_TOKEN_BYTES: usize = 256 * 1024;
+/// How often `state.key_file` is checked for new content. A Kubernetes Secret volume is
+/// updated by a symlink swap within about a minute of the Secret changing; a few seconds more
+/// is noise, and reading a small file that often costs nothing.
+pub const KEY_FILE_POLL: Duration = Duration::from_secs(5);
 
 // [log]
 pub const LOG_LEVEL: &str = "info";

@@ -3,7 +3,9 @@
 //!
 //! Every label value comes from a fixed set (method names the front accepts, error labels, state
 //! rejection reasons, capability names), except the tool label of replay divergences, which is
-//! bounded by [`MAX_DIVERGENCE_TOOLS`] distinct values before folding into `"other"`.
+//! bounded by [`MAX_DIVERGENCE_TOOLS`] distinct values before folding into `"other"`, and the
+//! key id of the per-key state counts, which names only keys of the configured ring (at most
+//! [`crate::mrtr::keyring::MAX_KEYS`] at a time; the hex id, never key material).
 
 use std::collections::HashSet;
 
@@ -12,6 +14,7 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
 };
 
+use crate::mrtr::KeyId;
 use crate::upstream::PoolMetrics;
 
 /// Distinct tool labels kept on the divergence counter before folding into `"other"`.
@@ -64,6 +67,15 @@ pub struct Metrics {
     pub state_store_errors: IntCounterVec,
     /// 1 while the single-use state store answers its pings.
     pub state_store_up: IntGauge,
+    /// `requestState` tokens sealed, by the id of the key that sealed them.
+    pub state_seals: IntCounterVec,
+    /// `requestState` tokens opened, by key id (`unknown` when the token names no key of the
+    /// ring) and result (`ok` or the rejection reason).
+    pub state_opens: IntCounterVec,
+    /// Reloads of the state key file, by result (`applied`, `unchanged`, `refused`).
+    pub key_reloads: IntCounterVec,
+    /// Keys in the state key ring in use.
+    pub state_keys: IntGauge,
 }
 
 // === impl Metrics ===
@@ -140,6 +152,25 @@ impl Metrics {
                 "state_store_up",
                 "1 while the single-use state store answers.",
             )?,
+            state_seals: counter(
+                &registry,
+                "state_seals_total",
+                "requestState tokens sealed, by key id.",
+                &["key_id"],
+            )?,
+            state_opens: counter(
+                &registry,
+                "state_opens_total",
+                "requestState tokens opened, by key id and result (ok or the rejection reason).",
+                &["key_id", "result"],
+            )?,
+            key_reloads: counter(
+                &registry,
+                "state_key_reloads_total",
+                "Reloads of the state key file, by result (applied, unchanged, refused).",
+                &["result"],
+            )?,
+            state_keys: gauge(&registry, "state_keys", "Keys in the state key ring in use.")?,
             pool: PoolMetrics::detached()?,
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,
@@ -163,6 +194,18 @@ impl Metrics {
             }
         };
         self.replay_divergences.with_label_values(&[label]).inc();
+    }
+
+    /// Counts one token sealed with key `key`.
+    pub fn record_seal(&self, key: KeyId) {
+        self.state_seals.with_label_values(&[&key.to_string()]).inc();
+    }
+
+    /// Counts one token opened (`result` is `ok` or a fixed rejection reason) under `key`, or
+    /// under `unknown` when the token names no key of the ring.
+    pub fn record_open(&self, key: Option<KeyId>, result: &str) {
+        let key = key.map_or_else(|| "unknown".to_owned(), |k| k.to_string());
+        self.state_opens.with_label_values(&[&key, result]).inc();
     }
 
     /// Observes one upstream request of `method` (a fixed method name) whose response arrived
@@ -214,6 +257,19 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(r#"mrtr_gateway_state_rejections_total{reason="expired"} 1"#));
+    }
+
+    #[test]
+    fn state_counts_carry_hex_key_ids_only() {
+        let m = Metrics::new().unwrap();
+        let key = KeyId([0xab, 0x01, 0x02, 0x03]);
+        m.record_seal(key);
+        m.record_open(Some(key), "ok");
+        m.record_open(None, "malformed");
+        let text = String::from_utf8(m.render()).unwrap();
+        assert!(text.contains(r#"mrtr_gateway_state_seals_total{key_id="ab010203"} 1"#), "{text}");
+        assert!(text.contains(r#"mrtr_gateway_state_opens_total{key_id="ab010203",result="ok"} 1"#));
+        assert!(text.contains(r#"mrtr_gateway_state_opens_total{key_id="unknown",result="malformed"} 1"#));
     }
 
     #[test]

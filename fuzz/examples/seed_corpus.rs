@@ -3,9 +3,12 @@
 //! messages from the crate's own serialisers, and front requests with valid `_meta` and
 //! mirrored headers. Seeds are starting points only; libFuzzer mutates them.
 //!
+//! SSE streams as legacy servers write them (priming events, multi-line data, CRLF), mirrored
+//! header values in both forms, and JWTs signed with the fuzz gateway's secret.
+//!
 //! Run from the repository root: `cargo run --manifest-path fuzz/Cargo.toml --example seed_corpus`.
-//! It replaces `fuzz/corpus/{open_state,seal_open,jsonrpc_envelope,front_validate}/seed-*`.
-//! The test keys and times match the targets' own.
+//! It replaces `fuzz/corpus/<target>/seed-*` of every target, or only of the targets named
+//! after `--` (e.g. `-- sse_parser`). The test keys and times match the targets' own.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -35,21 +38,37 @@ fn codec() -> StateCodec {
 struct Out {
     dir: PathBuf,
     count: usize,
+    /// Named on the command line, or no target was named.
+    enabled: bool,
 }
 
 impl Out {
     fn new(root: &Path, target: &str) -> Self {
+        let named: Vec<String> = std::env::args().skip(1).collect();
+        let enabled = named.is_empty() || named.iter().any(|n| n == target);
         let dir = root.join(target);
+        if !enabled {
+            return Self { dir, count: 0, enabled };
+        }
         fs::create_dir_all(&dir).expect("corpus directory");
         for entry in fs::read_dir(&dir).expect("corpus directory").flatten() {
             if entry.file_name().to_string_lossy().starts_with("seed-") {
                 fs::remove_file(entry.path()).expect("old seed");
             }
         }
-        Self { dir, count: 0 }
+        Self { dir, count: 0, enabled }
+    }
+
+    fn report(&self) {
+        if self.enabled {
+            println!("{}: {} seeds", self.dir.display(), self.count);
+        }
     }
 
     fn put(&mut self, name: &str, bytes: &[u8]) {
+        if !self.enabled {
+            return;
+        }
         self.count += 1;
         fs::write(self.dir.join(format!("seed-{:02}-{name}", self.count)), bytes).expect("seed file");
     }
@@ -253,6 +272,67 @@ fn main() {
     front.put("no-headers", format!("tools/call\n\n{}", json!({"name": "x", "_meta": meta})).as_bytes());
 
     for out in [&tokens, &sealed, &rpc, &front] {
-        println!("{}: {} seeds", out.dir.display(), out.count);
+        out.report();
     }
+    sse_seeds(&root);
+    header_seeds(&root);
+    jwt_seeds(&root);
+}
+
+/// Streams as legacy servers send them; the first byte is the target's piece length.
+fn sse_seeds(root: &Path) {
+    let mut out = Out::new(root, "sse_parser");
+    let content = serde_json::value::to_raw_value(&json!({"content": []})).expect("raw JSON");
+    let result = String::from_utf8(result_bytes(&RequestId::Number(1), &content)).expect("utf-8");
+    let streams = [
+        format!("id: 0\nretry: 1000\ndata:\n\nid: 1\nevent: message\ndata: {result}\n\n"),
+        format!("\u{feff}: comment\r\ndata: {result}\r\n\r\n"),
+        "data: line one\rdata: line two\r\revent: ping\ndata\n\n".to_owned(),
+        format!("id: 7\ndata: {}\n\n", "x".repeat(300)),
+    ];
+    for (i, stream) in streams.iter().enumerate() {
+        for piece in [0u8, 2, 255] {
+            out.put(&format!("stream{i}-piece{piece}"), &[&[piece], stream.as_bytes()].concat());
+        }
+    }
+    out.report();
+}
+
+/// Mirrored header values: plain, and the sentinel form of non-ASCII and edge-space text.
+fn header_seeds(root: &Path) {
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine as _;
+    let mut out = Out::new(root, "header_value");
+    for text in ["tools/call", "get_weather", "=?base64?x?="] {
+        out.put("plain", text.as_bytes());
+    }
+    for text in ["café ☕", " padded ", "=?base64?", "line\nbreak"] {
+        out.put("sentinel", format!("=?base64?{}?=", STANDARD.encode(text)).as_bytes());
+    }
+    out.report();
+}
+
+/// Bearer headers with JWTs signed by the fuzz gateway's secret, and ones it must refuse.
+fn jwt_seeds(root: &Path) {
+    use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
+    let mut out = Out::new(root, "jwt_header");
+    let key = EncodingKey::from_secret(b"mrtr-gateway-fuzz-hs256-secret");
+    let claims = [
+        json!({"sub": "alice", "iss": "https://issuer.test", "exp": 4_000_000_000u64}),
+        json!({"sub": "bob", "exp": 4_000_000_000u64, "aud": "mrtr"}),
+        json!({"sub": "carol", "exp": 1}),
+        json!({"iss": "no-subject", "exp": 4_000_000_000u64}),
+    ];
+    for (i, c) in claims.iter().enumerate() {
+        let token = encode(&Header::new(Algorithm::HS256), c, &key).expect("HS256 token");
+        out.put(&format!("hs256-{i}"), format!("Bearer {token}").as_bytes());
+    }
+    let other = encode(&Header::new(Algorithm::HS384), &claims[0], &key).expect("HS384 token");
+    out.put("hs384", format!("bearer {other}").as_bytes());
+    out.put(
+        "alg-none",
+        b"Bearer eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJhIiwiZXhwIjo0MDAwMDAwMDAwfQ.",
+    );
+    out.put("basic", b"Basic YWxhZGRpbjpvcGVuc2VzYW1l");
+    out.report();
 }

@@ -5,7 +5,16 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use super::{close_sessions, embedded_demo, front_state, front_timeout, upstream_settings, AppError};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::reload::Hangups;
+use super::{
+    close_sessions, embedded_demo, front_state_with, front_timeout, live_keys, signal, upstream_settings,
+    AppError, ReloadHandle,
+};
+use crate::auth::Auth;
+use crate::bridge::Clock;
 use crate::config::{AuthConfig, Config};
 use crate::front;
 use crate::metrics::Metrics;
@@ -17,13 +26,23 @@ use crate::upstream::Pool;
 pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
     let cfg = for_stdio(cfg);
     let metrics = Arc::new(Metrics::new()?);
+    let hangups = Hangups::install();
+    let (keys, watcher) = live_keys(&cfg, &metrics)?;
+    let (stop, stopped) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    let reloads = match watcher {
+        Some(watcher) => watcher.spawn(&mut tasks, signal(stopped)),
+        None => ReloadHandle::none(),
+    };
     let demo = embedded_demo(&cfg)?;
     if let Some(demo) = &demo {
         tracing::info!(demo_upstream = %demo.url(), "no upstream configured: fronting the embedded demo legacy server");
     }
     let settings = upstream_settings(&cfg, demo.as_ref());
     let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
-    let state = Arc::new(front_state(&cfg, &metrics, &pool)?.without_param_headers());
+    let auth = Auth::new(&cfg.auth, metrics.auth.clone());
+    let state = front_state_with(&cfg, &metrics, &pool, Clock::System, auth, keys)?;
+    let state = Arc::new(state.without_param_headers());
     let service = front::stack(state, front_timeout(&cfg));
     let opts = StdioOptions {
         path: cfg.front.path.clone(),
@@ -32,7 +51,14 @@ pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Resul
         drain: cfg.front.drain,
     };
     tracing::info!("mrtr-gateway serving MCP 2026-07-28 on stdin/stdout");
-    let served = stdio_front::serve(service, tokio::io::stdin(), tokio::io::stdout(), opts, shutdown).await;
+    let serving = stdio_front::serve(service, tokio::io::stdin(), tokio::io::stdout(), opts, shutdown);
+    let served = tokio::select! {
+        biased;
+        served = serving => served,
+        never = hangups.reload_each(&reloads) => match never {},
+    };
+    let _ = stop.send(true);
+    while tasks.join_next().await.is_some() {}
     close_sessions(&pool).await;
     if let Some(demo) = demo {
         let _ = demo.shutdown().await;

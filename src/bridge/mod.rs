@@ -38,7 +38,7 @@ use crate::capabilities::ClientCaps;
 use crate::config::MrtrConfig;
 use crate::error::FrontError;
 use crate::metrics::Metrics;
-use crate::mrtr::{AnswerLimits, Binding, Journal, LegacyVersion, StateCodec};
+use crate::mrtr::{AnswerLimits, Binding, CodecSettings, Journal, LegacyVersion, LiveRing, StateCodec};
 use crate::protocol::methods::MrtrMethod;
 use crate::state_store::StateStore;
 use crate::upstream::Pool;
@@ -69,7 +69,9 @@ pub enum Reply {
 /// Runs MRTR front requests; built once, shared by every request.
 pub struct Bridge {
     pool: Arc<Pool>,
-    codec: StateCodec,
+    /// The key ring in use; each run reads it once (rotation never splits a run).
+    keys: Arc<LiveRing>,
+    codec_settings: CodecSettings,
     metrics: Arc<Metrics>,
     limits: MrtrConfig,
     /// The protocol version proposed upstream, which shapes the declared capabilities.
@@ -96,7 +98,8 @@ impl MrtrRequest {
 impl Bridge {
     pub fn new(
         pool: Arc<Pool>,
-        codec: StateCodec,
+        keys: Arc<LiveRing>,
+        codec_settings: CodecSettings,
         metrics: Arc<Metrics>,
         limits: MrtrConfig,
         upstream_version: LegacyVersion,
@@ -104,7 +107,8 @@ impl Bridge {
         let memory = memory::GatherMemory::new(limits.gather_memory_tools, &limits.gather_expect);
         Self {
             pool,
-            codec,
+            keys,
+            codec_settings,
             metrics,
             limits,
             upstream_version,
@@ -134,9 +138,12 @@ impl Bridge {
     /// Runs one round of `req`; progress and log notifications go to `notes` when given.
     pub async fn run(&self, req: MrtrRequest, notes: Option<Notes>) -> Result<Reply, FrontError> {
         let binding = OnceLock::new();
+        // The ring current now opens this request's state and seals its next one, whatever
+        // reload happens meanwhile.
+        let codec = StateCodec::shared(self.keys.current(), self.codec_settings);
         let (round, journal) = match req.state.as_deref() {
             None => (0, Journal::new()),
-            Some(token) => self.open_state(token, binding.get_or_init(|| req.binding())).await?,
+            Some(token) => self.open_state(&codec, token, binding.get_or_init(|| req.binding())).await?,
         };
         let key = (req.principal.clone(), req.caps.fingerprint());
         let (caps, version) = (req.caps, self.upstream_version);
@@ -144,18 +151,29 @@ impl Bridge {
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::internal("upstream negotiated an unknown version"))?;
         let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
-        let run = round::Run { bridge: self, req: &req, binding, round, notes, tainted: false };
+        let run = round::Run { bridge: self, codec, req: &req, binding, round, notes, tainted: false };
         run.execute(lease, journal).await
     }
 
-    /// Opens the incoming state, and with single use on consumes it once its checks pass.
-    async fn open_state(&self, token: &str, binding: &Binding) -> Result<(u32, Journal), FrontError> {
+    /// Opens the incoming state, counting the open under the key that sealed it, and with
+    /// single use on consumes it once its checks pass.
+    async fn open_state(
+        &self,
+        codec: &StateCodec,
+        token: &str,
+        binding: &Binding,
+    ) -> Result<(u32, Journal), FrontError> {
+        let key = codec.key_id_of(token);
         let now = self.clock.unix_now();
-        let claims = match self.codec.open_at(token, binding, now) {
-            Ok(claims) => claims,
+        let claims = match codec.open_at(token, binding, now) {
+            Ok(claims) => {
+                self.metrics.record_open(key, "ok");
+                claims
+            }
             Err(e) => {
                 // The reason and the detail go on the request's log line with the error.
                 self.metrics.state_rejections.with_label_values(&[e.reason()]).inc();
+                self.metrics.record_open(key, e.reason());
                 return Err(e.into());
             }
         };

@@ -14,7 +14,7 @@ use super::{memory, url};
 use super::{Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
 use crate::error::{map_upstream_error, FrontError};
-use crate::mrtr::{next_round, Binding, Decision, Journal, Replay, ReplayError, UrlVerdict};
+use crate::mrtr::{next_round, Binding, Decision, Journal, Replay, ReplayError, StateCodec, UrlVerdict};
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::{codes, methods, RequestId};
 use crate::upstream::{Lease, Session, UpstreamError, UpstreamEvent};
@@ -25,6 +25,8 @@ const ASKED_REASON: &str =
 /// The state of one run.
 pub(super) struct Run<'a> {
     pub bridge: &'a Bridge,
+    /// Over the ring current when the request started.
+    pub codec: StateCodec,
     pub req: &'a MrtrRequest,
     /// Filled when a state was opened, else on the first seal (see [`MrtrRequest::binding`]).
     pub binding: OnceLock<Binding>,
@@ -307,12 +309,13 @@ impl Run<'_> {
         for pending in &outcome.journal.pending {
             self.bridge.metrics.input_required.with_label_values(&[pending.kind.method()]).inc();
         }
-        let state = self.bridge.codec.seal_at(
+        let state = self.codec.seal_at(
             self.binding.get_or_init(|| self.req.binding()),
             round,
             &outcome.journal,
             self.bridge.clock.unix_now(),
         )?;
+        self.bridge.metrics.record_seal(self.codec.sealing_key());
         Ok(Reply::InputRequired { requests: outcome.input_requests, state, round })
     }
 

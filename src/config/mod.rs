@@ -7,6 +7,7 @@
 mod auth;
 pub mod cli;
 mod command;
+mod credentials;
 pub mod raw;
 pub mod secret;
 mod validate;
@@ -136,7 +137,7 @@ pub struct UpstreamConfig {
     pub target: UpstreamTarget,
     /// The revision proposed in `initialize`.
     pub protocol_version: LegacyVersion,
-    /// Marked sensitive, so `Debug` hides the values.
+    /// `upstream.headers` and the bearer token; marked sensitive, so `Debug` hides the values.
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
@@ -183,6 +184,10 @@ pub struct StateConfig {
     pub max_token_bytes: usize,
     /// Single-use tokens: `Some` when `state.single_use` is on.
     pub single_use: Option<SingleUseConfig>,
+    /// `state.key_file`: re-read when its content changes and on SIGHUP.
+    pub key_file: Option<PathBuf>,
+    /// How often the key file's content is checked for a change.
+    pub key_file_poll: Duration,
 }
 
 /// Where consumed single-use tokens are recorded.
@@ -197,6 +202,8 @@ pub struct SingleUseConfig {
 pub struct KeyLine {
     pub source: String,
     pub text: Secret,
+    /// Read from `state.key_file` (replaced on reload) rather than given inline.
+    pub from_file: bool,
 }
 
 /// Legacy (2025-era) clients on the same endpoint.

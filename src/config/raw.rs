@@ -74,8 +74,13 @@ pub struct RawUpstream {
     pub sse_url: Option<String>,
     /// Protocol version proposed in `initialize`. Default `2025-11-25`.
     pub protocol_version: Option<String>,
-    /// Extra headers on every upstream request (e.g. an API key). Values are secrets.
-    pub headers: Option<BTreeMap<String, Secret>>,
+    /// Extra headers on every upstream request (e.g. an API key). Values are secrets, given
+    /// inline or as `{ file = "…" }` (e.g. a mounted Kubernetes Secret).
+    pub headers: Option<BTreeMap<String, RawSecretValue>>,
+    /// A static bearer token for the upstream: sent as `Authorization: Bearer <token>`. A secret.
+    pub bearer_token: Option<Secret>,
+    /// A file holding `bearer_token` (read once at start; trailing whitespace trimmed).
+    pub bearer_token_file: Option<String>,
     /// Connect timeout in milliseconds. Default 5000.
     pub connect_timeout_ms: Option<u64>,
     /// Longest one upstream request may take (a call's whole life included), in ms. Default 120000.
@@ -133,6 +138,21 @@ pub struct RawUpstreamTls {
     pub client_key_file: Option<String>,
 }
 
+/// A secret value: inline, or read from a file at start (trailing whitespace trimmed).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawSecretValue {
+    Inline(Secret),
+    File(RawSecretFile),
+}
+
+/// `{ file = "…" }`: a secret read from a file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSecretFile {
+    pub file: String,
+}
+
 /// `upstream.command`: an argument vector, or a command line to split.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
@@ -172,8 +192,11 @@ pub struct RawMrtr {
 pub struct RawState {
     /// Base64 32-byte keys, optionally `id:` before each; the first seals, all open. Secrets.
     pub keys: Option<Vec<Secret>>,
-    /// A file with one key per line (same syntax), e.g. a mounted Kubernetes Secret.
+    /// A file with one key per line (same syntax), e.g. a mounted Kubernetes Secret. Re-read
+    /// when its content changes and on SIGHUP; a bad new file is refused and the old ring kept.
     pub key_file: Option<String>,
+    /// How often `key_file` is checked for a change, in milliseconds. Default 5000.
+    pub key_file_poll_ms: Option<u64>,
     /// Lifetime of a state token in seconds. Default 600.
     pub ttl_secs: Option<u64>,
     /// Clock skew tolerated between replicas in seconds. Default 30.

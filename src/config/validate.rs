@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use http::{HeaderName, HeaderValue, Uri};
+use http::Uri;
 
 use super::raw::{
     RawAdmin, RawConfig, RawFront, RawLegacy, RawLog, RawMrtr, RawState, RawUpstream, RawUpstreamTls,
@@ -115,7 +115,11 @@ fn upstream(mut raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
     Ok(UpstreamConfig {
         target,
         protocol_version,
-        headers: headers(raw.headers.unwrap_or_default())?,
+        headers: super::credentials::upstream_headers(
+            raw.headers.take().unwrap_or_default(),
+            raw.bearer_token.take(),
+            raw.bearer_token_file.take(),
+        )?,
         connect_timeout: millis("upstream.connect_timeout_ms", raw.connect_timeout_ms, d::CONNECT_TIMEOUT)?,
         request_timeout: millis("upstream.request_timeout_ms", raw.request_timeout_ms, d::REQUEST_TIMEOUT)?,
         pool_max_sessions,
@@ -244,34 +248,6 @@ fn upstream_url(field: &'static str, url: &str) -> Result<Uri, ConfigError> {
     }
 }
 
-fn headers(
-    raw: std::collections::BTreeMap<String, Secret>,
-) -> Result<Vec<(HeaderName, HeaderValue)>, ConfigError> {
-    raw.into_iter()
-        .map(|(name, value)| {
-            let field = format!("upstream.headers.{name}");
-            let n = HeaderName::try_from(name.as_str())
-                .map_err(|_| ConfigError::invalid(&field, "not a valid header name"))?;
-            if forbidden_upstream_header(&n) {
-                return Err(ConfigError::invalid(
-                    &field,
-                    "is managed by the gateway and cannot be configured",
-                ));
-            }
-            let mut v = HeaderValue::from_str(value.expose())
-                .map_err(|_| ConfigError::invalid(&field, "value is not a valid header value"))?;
-            v.set_sensitive(true);
-            Ok((n, v))
-        })
-        .collect()
-}
-
-fn forbidden_upstream_header(name: &HeaderName) -> bool {
-    use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
-    [PROTOCOL_VERSION, SESSION_ID, "content-type", "accept", "content-length", "host", "last-event-id"]
-        .contains(&name.as_str())
-}
-
 fn mrtr(raw: RawMrtr) -> Result<MrtrConfig, ConfigError> {
     let max_rounds = raw.max_rounds.unwrap_or(d::MAX_ROUNDS);
     if !(1..=64).contains(&max_rounds) {
@@ -333,10 +309,10 @@ fn state(raw: RawState) -> Result<StateConfig, ConfigError> {
         .unwrap_or_default()
         .into_iter()
         .enumerate()
-        .map(|(i, text)| KeyLine { source: format!("state.keys[{i}]"), text })
+        .map(|(i, text)| KeyLine { source: format!("state.keys[{i}]"), text, from_file: false })
         .collect();
-    if let Some(path) = raw.key_file {
-        keys.extend(key_file(&path)?);
+    if let Some(path) = &raw.key_file {
+        keys.extend(key_file(path)?);
     }
     check_keys(&keys)?;
     let ttl = raw.ttl_secs.map_or(d::STATE_TTL, Duration::from_secs);
@@ -353,6 +329,8 @@ fn state(raw: RawState) -> Result<StateConfig, ConfigError> {
             raw.max_token_bytes.unwrap_or(d::MAX_TOKEN_BYTES),
         )?,
         single_use,
+        key_file: raw.key_file.map(Into::into),
+        key_file_poll: millis("state.key_file_poll_ms", raw.key_file_poll_ms, d::KEY_FILE_POLL)?,
     })
 }
 
@@ -386,6 +364,7 @@ fn key_file(path: &str) -> Result<Vec<KeyLine>, ConfigError> {
         .map(|(n, l)| KeyLine {
             source: format!("state.key_file {path} line {}", n + 1),
             text: Secret::new(l.trim().to_owned()),
+            from_file: true,
         })
         .collect::<Vec<_>>();
     if lines.is_empty() {

@@ -42,14 +42,15 @@ use self::table::{Entry, Link, Table};
 use crate::bridge::Clock;
 use crate::config::LegacyConfig;
 use crate::front::body::FrontBody;
-use crate::mrtr::{KeyRing, Reach, SessionClaims, SessionIdError, SessionSealer};
+use crate::mrtr::{LiveRing, Reach, SessionClaims, SessionIdError, SessionSealer};
 use crate::protocol::jsonrpc::Request;
 use crate::protocol::{headers, meta, methods, Envelope, FRONT_SUPPORTED_VERSIONS, MODERN_VERSION};
 use crate::upstream::UpstreamSettings;
 
 /// The legacy relay of one gateway; built once, shared by every request.
 pub struct LegacyFront {
-    sealer: SessionSealer,
+    /// The state key ring in use (session ids are sealed under their own label).
+    keys: Arc<LiveRing>,
     table: Arc<Table>,
     upstream: Upstream,
     metrics: LegacyMetrics,
@@ -101,7 +102,7 @@ impl LegacyFront {
     pub fn new(
         cfg: &LegacyConfig,
         settings: Arc<UpstreamSettings>,
-        ring: KeyRing,
+        keys: Arc<LiveRing>,
         metrics: LegacyMetrics,
     ) -> Result<Arc<Self>, LegacyError> {
         let upstream = if settings.stdio.is_some() || settings.legacy_sse {
@@ -117,7 +118,12 @@ impl LegacyFront {
                 async move { ender.end(&entry).await }
             }));
         }
-        Ok(Arc::new(Self { sealer: SessionSealer::new(ring), table, upstream, metrics }))
+        Ok(Arc::new(Self { keys, table, upstream, metrics }))
+    }
+
+    /// A sealer over the key ring current now.
+    fn sealer(&self) -> SessionSealer {
+        SessionSealer::shared(self.keys.current())
     }
 
     /// Relays one legacy request and counts it.
@@ -175,7 +181,7 @@ impl LegacyFront {
             };
         };
         let token = front_id.to_str().map_err(|_| malformed("not visible ASCII"))?;
-        let claims = self.sealer.open(token, principal).map_err(LegacyError::BadSessionId)?;
+        let claims = self.sealer().open(token, principal).map_err(LegacyError::BadSessionId)?;
         let entry = self.table.find_or_adopt(claims, |c| self.adopt(&c))?;
         if entry.is_ended() {
             return Err(LegacyError::NotHere);
@@ -221,7 +227,7 @@ impl LegacyFront {
             Upstream::Seam(connector) => {
                 let (session, response) = connector.open(&body).await?;
                 let claims = SessionClaims::new(None, Reach::Local, principal, Clock::System.unix_now());
-                let token = self.sealer.seal(&claims).map_err(seal_failed)?;
+                let token = self.sealer().seal(&claims).map_err(seal_failed)?;
                 reservation.fill(Entry::new(claims, Link::Seam(session), true));
                 return with_session(response, &token);
             }
@@ -233,7 +239,7 @@ impl LegacyFront {
         let upstream_id =
             resp.headers().get(headers::SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let claims = SessionClaims::new(upstream_id, Reach::Shared, principal, Clock::System.unix_now());
-        let token = match self.sealer.seal(&claims) {
+        let token = match self.sealer().seal(&claims) {
             Ok(token) => HeaderValue::from_str(&token).map_err(|_| malformed("sealed id"))?,
             Err(e) => {
                 if let Some(id) = &claims.upstream {

@@ -15,6 +15,7 @@
 //! fixed [`StateError::reason`] label for metrics and logs; the client is told only that the
 //! state is invalid or expired.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -26,9 +27,7 @@ use crate::mrtr::envelope::{self, EnvelopeError};
 #[cfg(test)]
 use crate::mrtr::envelope::{HEADER_LEN, NONCE_LEN, TAG_LEN};
 use crate::mrtr::journal::Journal;
-#[cfg(test)]
-use crate::mrtr::keyring::KEY_ID_LEN;
-use crate::mrtr::keyring::{KeyId, KeyRing};
+use crate::mrtr::keyring::{KeyId, KeyRing, KEY_ID_LEN};
 
 /// Token prefix: format version 1.
 pub const TOKEN_PREFIX: &str = "v1.";
@@ -83,10 +82,11 @@ pub struct CodecSettings {
     pub max_token_bytes: usize,
 }
 
-/// Seals and opens state tokens with a [`KeyRing`].
+/// Seals and opens state tokens with a [`KeyRing`]. Cheap to build over a shared ring, so a
+/// request builds one over the ring current when it starts.
 #[derive(Debug)]
 pub struct StateCodec {
-    ring: KeyRing,
+    ring: Arc<KeyRing>,
     settings: CodecSettings,
 }
 
@@ -128,7 +128,28 @@ impl Default for CodecSettings {
 
 impl StateCodec {
     pub fn new(ring: KeyRing, settings: CodecSettings) -> Self {
+        Self::shared(Arc::new(ring), settings)
+    }
+
+    /// A codec over a ring other codecs share (see [`crate::mrtr::LiveRing`]).
+    pub fn shared(ring: Arc<KeyRing>, settings: CodecSettings) -> Self {
         Self { ring, settings }
+    }
+
+    /// The id of the key this codec seals with, for per-key counts.
+    pub fn sealing_key(&self) -> KeyId {
+        self.ring.sealing_id()
+    }
+
+    /// The key id a token names, when the ring holds that key; `None` for a token too short or
+    /// malformed to name one, or naming a key this ring does not know. It reads only the first
+    /// eight base64 characters, so counting opens per key costs no second decode, and an
+    /// attacker's made-up ids never become metric labels.
+    pub fn key_id_of(&self, token: &str) -> Option<KeyId> {
+        let head = token.strip_prefix(TOKEN_PREFIX)?.get(..base64_len(KEY_ID_LEN + 2))?;
+        let bytes = URL_SAFE_NO_PAD.decode(head).ok()?;
+        let id = KeyId(bytes.get(..KEY_ID_LEN)?.try_into().ok()?);
+        self.ring.contains(id).then_some(id)
     }
 
     pub fn settings(&self) -> &CodecSettings {

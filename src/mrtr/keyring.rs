@@ -11,8 +11,16 @@
 //! so that opening picks the right key without trial decryption; the id comes from the
 //! operator's label when one is given, else from HKDF of the secret, never from the secret's
 //! bytes themselves.
+//!
+//! A ring is immutable once derived. Rotation replaces the whole ring in a [`LiveRing`]: each
+//! request reads the current ring once and keeps it to its end, so a request that opened a
+//! token under the old ring never sees half of a new one. Reading the key file and deciding
+//! when to swap belong to the app layer; nothing here does I/O.
 
 use std::fmt;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use base64::Engine as _;
@@ -249,6 +257,26 @@ impl KeyRing {
         self.keys().find(|k| k.id == id).map(|k| &k.cipher)
     }
 
+    /// The id of the key that seals.
+    pub fn sealing_id(&self) -> KeyId {
+        self.sealing.id
+    }
+
+    /// True when a key of this ring has id `id`.
+    pub fn contains(&self, id: KeyId) -> bool {
+        self.keys().any(|k| k.id == id)
+    }
+
+    /// How many keys the ring holds.
+    pub fn len(&self) -> usize {
+        1 + self.older.len()
+    }
+
+    /// A ring is never empty; for clippy's `len_without_is_empty`.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
     /// The session-id cipher of the sealing key.
     pub(crate) fn session_sealing(&self) -> (KeyId, &XChaCha20Poly1305) {
         (self.sealing.id, &self.sealing.session)
@@ -263,6 +291,40 @@ impl KeyRing {
 impl fmt::Debug for KeyRing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.ids()).finish()
+    }
+}
+
+/// The ring in use, replaced whole on rotation while requests run.
+///
+/// A read-write lock around an `Arc`: a request takes a clone of the `Arc` once (a read lock
+/// held for one reference-count increment) and uses that ring to its end; a reload derives the
+/// new ring outside the lock and holds the write lock only to swap the pointer.
+pub struct LiveRing(RwLock<Arc<KeyRing>>);
+
+// === impl LiveRing ===
+
+impl LiveRing {
+    pub fn new(ring: KeyRing) -> Self {
+        Self(RwLock::new(Arc::new(ring)))
+    }
+
+    /// The ring new requests use.
+    pub fn current(&self) -> Arc<KeyRing> {
+        self.0.read().clone()
+    }
+
+    /// Makes `ring` the one new requests use; requests that already hold the old one keep it.
+    pub fn replace(&self, ring: KeyRing) {
+        let ring = Arc::new(ring);
+        let old = std::mem::replace(&mut *self.0.write(), ring);
+        // The old ring's keys are dropped here, outside the lock, or by the last request holding it.
+        drop(old);
+    }
+}
+
+impl fmt::Debug for LiveRing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("LiveRing").field(&*self.current()).finish()
     }
 }
 
@@ -375,6 +437,19 @@ mod tests {
         assert_eq!(format!("{id:?}"), "KeyId(dead0bef)");
         let ring = KeyRing::new(vec![KeySecret::new([5; 32], Some("k".into())).unwrap()]).unwrap();
         assert_eq!(format!("{ring:?}"), format!("[KeyId({})]", label_id("k")));
+    }
+
+    #[test]
+    fn a_live_ring_swaps_whole_and_keeps_what_requests_hold() {
+        let secret = |b: u8, l: &str| KeySecret::new([b; 32], Some(l.into())).unwrap();
+        let live = LiveRing::new(KeyRing::new(vec![secret(1, "a")]).unwrap());
+        let held = live.current();
+        live.replace(KeyRing::new(vec![secret(2, "b"), secret(1, "a")]).unwrap());
+        assert_eq!(held.ids().collect::<Vec<_>>(), vec![label_id("a")]);
+        let now = live.current();
+        assert_eq!((now.sealing_id(), now.len()), (label_id("b"), 2));
+        assert!(now.contains(label_id("a")) && !held.contains(label_id("b")));
+        assert!(!now.is_empty());
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub use canonical::{arguments_digest, question_digest, Digest};
 pub use claims::{next_round, request_state, Binding, ClaimsError, StateClaims};
 pub use codec::{CodecSettings, StateCodec, StateError};
 pub use journal::{input_responses, Accepted, AnswerLimits, InputError, Journal};
-pub use keyring::{parse_key_lines, KeyError, KeyId, KeyRing, KeySecret};
+pub use keyring::{parse_key_lines, KeyError, KeyId, KeyRing, KeySecret, LiveRing};
 pub use replay::{Decision, Replay, ReplayError, RoundOutcome, UrlVerdict};
 pub use session_id::{Reach, SessionClaims, SessionIdError, SessionSealer};
 pub use translate::{url_elicitations, InputKind, LegacyVersion, TranslateError};

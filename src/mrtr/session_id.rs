@@ -17,6 +17,8 @@
 //! when the client deletes it, when it idles out, or when the upstream forgets it (the client is
 //! then told 404 and starts a new one, as the legacy protocol says).
 
+use std::sync::Arc;
+
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use rand::RngCore;
@@ -92,7 +94,7 @@ pub struct SessionClaims {
 /// Seals and opens session ids with a [`KeyRing`].
 #[derive(Debug)]
 pub struct SessionSealer {
-    ring: KeyRing,
+    ring: Arc<KeyRing>,
 }
 
 // === impl SessionIdError ===
@@ -136,6 +138,11 @@ impl SessionClaims {
 
 impl SessionSealer {
     pub fn new(ring: KeyRing) -> Self {
+        Self::shared(Arc::new(ring))
+    }
+
+    /// A sealer over a ring other sealers share (see [`crate::mrtr::LiveRing`]).
+    pub fn shared(ring: Arc<KeyRing>) -> Self {
         Self { ring }
     }
 

@@ -58,10 +58,15 @@ impl GatewayProcess {
 
     /// Sends SIGTERM, as an orchestrator does, and returns at once.
     pub(crate) fn send_term(&self) -> TestResult {
+        self.send_signal("TERM")
+    }
+
+    /// Sends the signal named `name` (`TERM`, `HUP`) to this process and returns at once.
+    pub(crate) fn send_signal(&self, name: &str) -> TestResult {
         let pid = self.child.id().to_string();
-        let sent = Command::new("kill").args(["-TERM", &pid]).status()?;
+        let sent = Command::new("kill").arg(format!("-{name}")).arg(&pid).status()?;
         if !sent.success() {
-            return Err(HarnessError::Unexpected(format!("kill -TERM {pid} failed: {sent}")));
+            return Err(HarnessError::Unexpected(format!("kill -{name} {pid} failed: {sent}")));
         }
         Ok(())
     }

@@ -1,5 +1,6 @@
 //! README claims about client credentials, through a running gateway: the client's
-//! `Authorization` never reaches the upstream (which gets `upstream.headers` instead), and JWTs
+//! `Authorization` never reaches the upstream (which gets `upstream.headers` and the
+//! configured `upstream.bearer_token` instead, inline or from secret files), and JWTs
 //! are checked against `auth.jwt_public_key_file` (RSA and EC keys made here, never stored) and
 //! `auth.jwt_issuer`.
 
@@ -64,6 +65,35 @@ async fn a_validated_bearer_never_reaches_the_upstream() -> TestResult {
     let client = client.with_bearer(&hs_token(ISSUER)?);
     every_kind_of_upstream_request(gateway, &client).await?;
     assert_only_upstream_credentials(&upstream);
+    Ok(())
+}
+
+/// The upstream's own bearer token and API key come from secret files; the client's validated
+/// bearer is replaced by the configured one on every upstream request, never added to it.
+#[tokio::test]
+async fn the_configured_upstream_bearer_is_sent_instead_of_the_clients() -> TestResult {
+    const UPSTREAM_BEARER: &str = "upstream-bearer-7";
+    let upstream = FaultyLegacy::spawn().await?;
+    let dir = tempfile::tempdir()?;
+    let (bearer_file, key_file) = (dir.path().join("bearer"), dir.path().join("api-key"));
+    std::fs::write(&bearer_file, format!("{UPSTREAM_BEARER}\n"))?;
+    std::fs::write(&key_file, UPSTREAM_KEY)?;
+    let setup = Setup::new()
+        .set("upstream", &format!("bearer_token_file = {:?}", bearer_file.display().to_string()))
+        .set(
+            "upstream",
+            &format!("headers = {{ \"x-api-key\" = {{ file = {:?} }} }}", key_file.display().to_string()),
+        )
+        .set("auth", "mode = \"jwt\"")
+        .set("auth", &format!("jwt_hs256_secret = {HS_SECRET:?}"));
+    let (gateway, client) = setup.attach_url(&upstream.url()).await?;
+    let client_token = hs_token(ISSUER)?;
+    every_kind_of_upstream_request(gateway, &client.with_bearer(&client_token)).await?;
+    let stats = upstream.stats();
+    let n = stats.requests();
+    assert!(n >= 6, "initialize, calls, answers, cancels and DELETEs: {n}");
+    assert_eq!(stats.header_values("authorization"), vec![format!("Bearer {UPSTREAM_BEARER}"); n]);
+    assert_eq!(stats.header_values("x-api-key"), vec![UPSTREAM_KEY.to_owned(); n]);
     Ok(())
 }
 

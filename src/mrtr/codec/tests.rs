@@ -371,6 +371,23 @@ fn reasons_are_distinct_labels() {
     assert_eq!(labels.len(), errors.len(), "{labels:?}");
 }
 
+#[test]
+fn key_id_of_names_only_keys_the_ring_holds() {
+    let old = codec(&[(1, Some("2026-10"))]);
+    let token = old.seal_at(&binding(), 1, &journal(&["a"]), NOW).unwrap();
+    let rotated = codec(&[(2, Some("2026-11")), (1, Some("2026-10"))]);
+    assert_eq!(rotated.key_id_of(&token), Some(old.sealing_key()));
+    assert_ne!(rotated.sealing_key(), old.sealing_key());
+    let fresh = rotated.seal_at(&binding(), 2, &journal(&["a"]), NOW).unwrap();
+    assert_eq!(rotated.key_id_of(&fresh), Some(rotated.sealing_key()));
+    // A retired key, a made-up id, and text too short or not base64 name no key.
+    assert_eq!(codec(&[(2, Some("2026-11"))]).key_id_of(&token), None);
+    assert_eq!(rotated.key_id_of(&token_of(&[0xee; 64])), None);
+    for bad in ["", "v1.", "v1.AAAA", "v2.AAAAAAAAAAAA", "v1.!!!!!!!!!!!!"] {
+        assert_eq!(rotated.key_id_of(bad), None, "{bad}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
