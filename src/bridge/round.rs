@@ -67,8 +67,11 @@ impl Run<'_> {
         let clock = &self.bridge.clock;
         let total_deadline = clock.now() + limits.total_timeout;
         let session = lease.session().clone();
-        // Boxed like the other rare paths: it sends a request upstream only when the level changes.
-        Box::pin(align_level(&session, self.notes.as_ref().and_then(|n| n.log_level))).await;
+        // Boxed like the other rare paths (it sends a request upstream only when the level
+        // changes), and only for a request that asked for logs.
+        if let Some(level) = self.notes.as_ref().and_then(|n| n.log_level) {
+            Box::pin(align_level(&session, Some(level))).await;
+        }
         let started = clock.now();
         let call = session.call_with(self.req.method.name(), Some(&self.req.upstream_params));
         let mut guard = CallGuard::new(lease, call);
