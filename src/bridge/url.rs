@@ -4,9 +4,10 @@
 //! 2026-07-28 has no such error code (the schema keeps `-32042` reserved, "2025-11-25 only"):
 //! a server that needs the user to visit a URL asks for it as an `inputRequests` entry instead.
 //! So for a client that declared `elicitation.url`, the elicitations the error lists become
-//! this round's questions (see [`crate::mrtr::UrlVerdict`] for how the retry goes on). Any
-//! other client, an error that lists nothing usable, or a client that declined, gets a fixed
-//! `-32603` message naming the cause; what the upstream said goes only to the log line.
+//! this round's questions (see [`crate::mrtr::UrlVerdict`] for how the retry goes on). A client
+//! that did not declare it gets -32021 naming `elicitation.url`; an error that lists nothing
+//! usable, or a client that declined, gets a fixed `-32603` message naming the cause. What the
+//! upstream said goes only to the log line.
 
 use serde_json::{json, Value};
 
@@ -24,11 +25,18 @@ pub(super) fn required(error: &ErrorObject, caps: &ClientCaps) -> Option<Result<
         return None;
     }
     let needs = ClientCaps::required_for(ELICITATION_CREATE, Some(&json!({"mode": "url"})));
-    if needs.map_or(true, |required| caps.missing(&required).is_some()) {
-        log(error, "the request did not declare elicitation.url");
-        return Some(Err(fixed(
-            "the upstream requires a URL elicitation, which this request did not declare",
-        )));
+    // A client without `elicitation.url` gets -32021 naming it, as it does when the upstream
+    // pushes a URL elicitation mid-call: the same requirement, told the same way.
+    match needs.map(|required| caps.missing(&required)) {
+        Ok(None) => {}
+        Ok(Some(missing)) => {
+            log(error, "the request did not declare elicitation.url");
+            return Some(Err(FrontError::MissingCapability { required: missing }));
+        }
+        Err(e) => {
+            log(error, &e.to_string());
+            return Some(Err(fixed("the upstream requires a URL elicitation it did not describe")));
+        }
     }
     Some(url_elicitations(error.data.as_ref()).map_err(|e| {
         log(error, &e.to_string());

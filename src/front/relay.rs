@@ -93,6 +93,11 @@ fn modern_tools(raw: Box<RawValue>, tools: &ToolHeaders) -> Box<RawValue> {
     }
     let Ok(mut result) = serde_json::from_str::<Value>(raw.get()) else { return raw };
     if let Some(Value::Array(list)) = result.get_mut("tools") {
+        let tasks: Vec<&str> = list.iter().filter(|t| task_only(t)).filter_map(tool_name).collect();
+        if !tasks.is_empty() {
+            // A 2026-07-28 client cannot call these (the gateway does not bridge legacy tasks).
+            tracing::info!(tools = ?tasks, "left tools out of tools/list: they can only be called as legacy tasks");
+        }
         list.retain(|t| !invalid_annotations(t, &invalid) && !task_only(t));
         list.iter_mut().filter_map(Value::as_object_mut).for_each(|t| {
             t.remove("execution");
@@ -103,6 +108,10 @@ fn modern_tools(raw: Box<RawValue>, tools: &ToolHeaders) -> Box<RawValue> {
 
 fn invalid_annotations(tool: &Value, invalid: &HashSet<String>) -> bool {
     tool.get("name").and_then(Value::as_str).is_some_and(|n| invalid.contains(n))
+}
+
+fn tool_name(tool: &Value) -> Option<&str> {
+    tool.get("name").and_then(Value::as_str)
 }
 
 fn task_only(tool: &Value) -> bool {

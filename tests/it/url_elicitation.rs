@@ -1,8 +1,8 @@
 //! A legacy `-32042` (URL elicitation required) answer: a client that declared
 //! `elicitation.url` gets a URL-mode `input_required` and completes the call by retrying after
 //! the out-of-band interaction; a retry before it is done is asked again; a client that
-//! declines, or did not declare `elicitation.url`, gets a fixed `-32603` message with nothing
-//! of what the upstream said.
+//! declines gets a fixed `-32603` message, and one that did not declare `elicitation.url`
+//! -32021 naming it, with nothing of what the upstream said.
 
 use http::StatusCode;
 use serde_json::{json, Map, Value};
@@ -92,13 +92,14 @@ async fn declining_the_url_ends_the_call_with_a_fixed_message() -> TestResult {
 }
 
 #[tokio::test]
-async fn a_client_without_url_elicitation_gets_the_error_with_a_fixed_message() -> TestResult {
+async fn a_client_without_url_elicitation_gets_32021_naming_it() -> TestResult {
     let upstream = Chatty::spawn(true).await?;
     let (gateway, client) = Setup::new().attach_url(&upstream.url()).await?;
     for caps in [json!({}), json!({"elicitation": {}}), json!({"elicitation": {"form": {}}})] {
         let reply = client.call_tool("url_required", json!({})).caps(caps.clone()).send().await?;
-        let message = reply.expect_error(StatusCode::OK, -32603)?;
-        assert_eq!(message, "the upstream requires a URL elicitation, which this request did not declare");
+        reply.expect_error(StatusCode::BAD_REQUEST, -32021)?;
+        let required = &reply.error()?["data"]["requiredCapabilities"];
+        assert_eq!(required, &json!({"elicitation": {"url": {}}}), "{caps}");
         let text = reply.body.to_string();
         assert!(!text.contains(UPSTREAM_WORDS) && !text.contains("login.example.com"), "{caps}: {text}");
     }
