@@ -68,6 +68,14 @@ async fn finish(client: &Client, state: &str, q: &Map<String, Value>) -> TestRes
     Ok(())
 }
 
+/// A gateway whose only keys come from the file at `path`, polled every `poll_ms`.
+fn key_file_setup(path: &Path, poll_ms: u64) -> Setup {
+    Setup::new()
+        .set("state", "keys = []")
+        .set("state", &format!("key_file = {:?}", path.display().to_string()))
+        .set("state", &format!("key_file_poll_ms = {poll_ms}"))
+}
+
 fn series(name: &str, key: &str, result: Option<&str>) -> String {
     match result {
         Some(r) => format!("mrtr_gateway_{name}{{key_id=\"{key}\",result=\"{r}\"}}"),
@@ -80,12 +88,7 @@ async fn a_key_file_change_rotates_mid_conversation_and_loses_no_retry() -> Test
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("state-keys");
     write_keys(&path, &[key_a()])?;
-    let h = Setup::new()
-        .set("state", "keys = []")
-        .set("state", &format!("key_file = {:?}", path.display().to_string()))
-        .set("state", "key_file_poll_ms = 20")
-        .start()
-        .await?;
+    let h = key_file_setup(&path, 20).start().await?;
     let applied = |n: f64| {
         let gw = &h.gateway;
         move || metric(gw, "mrtr_gateway_state_key_reloads_total{result=\"applied\"}") == n
@@ -131,12 +134,7 @@ async fn a_bad_key_file_is_refused_and_the_ring_in_use_keeps_serving() -> TestRe
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("state-keys");
     write_keys(&path, &[key_a()])?;
-    let h = Setup::new()
-        .set("state", "keys = []")
-        .set("state", &format!("key_file = {:?}", path.display().to_string()))
-        .set("state", "key_file_poll_ms = 3600000")
-        .start()
-        .await?;
+    let h = key_file_setup(&path, 3_600_000).start().await?;
     let (q, state) = confirm(&h.client).send().await?.input_required()?;
     std::fs::write(&path, "key-b:not-a-key\n")?;
     let outcome = h.gateway.keys.reload().await;
@@ -157,12 +155,7 @@ async fn reloads_under_concurrent_conversations_lose_no_request() -> TestResult 
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("state-keys");
     write_keys(&path, &[key_a(), key_b()])?;
-    let h = Setup::new()
-        .set("state", "keys = []")
-        .set("state", &format!("key_file = {:?}", path.display().to_string()))
-        .set("state", "key_file_poll_ms = 3600000")
-        .start()
-        .await?;
+    let h = key_file_setup(&path, 3_600_000).start().await?;
     let mut conversations = tokio::task::JoinSet::new();
     for _ in 0..3 {
         let client = h.client.clone();
