@@ -1,10 +1,11 @@
 //! Arbitrary bytes as a client's `Authorization` header, through the gateway's own
-//! authentication entry ([`Auth::authenticate`], HS256 with a fuzz secret, built from config text
+//! authentication entry ([`Auth::authenticate`], an HMAC secret, built from config text
 //! as an operator writes it) and through `jsonwebtoken::decode_header`, which it relies on.
 //!
 //! Checks: no panic in either; a token is accepted only when its header parses and names the
-//! configured algorithm (`alg: none` or any other algorithm never passes), its bearer scheme
-//! is one the gateway documents, and the principal is `iss|sub` of the token's claims.
+//! algorithm family of the configured key (HS256/384/512 for a shared secret: `alg: none` or any
+//! asymmetric algorithm never passes), its bearer scheme is one the gateway documents, and the
+//! principal is `iss|sub` of the token's claims.
 
 #![no_main]
 
@@ -21,7 +22,7 @@ use libfuzzer_sys::fuzz_target;
 use mrtr_gateway::auth::{Auth, AuthMetrics};
 use mrtr_gateway::config::Config;
 
-/// The HS256 secret of the fuzz gateway (and of the seed tokens, so mutations of valid tokens
+/// The HMAC secret of the fuzz gateway (and of the seed tokens, so mutations of valid tokens
 /// reach the claim checks).
 pub const SECRET: &str = "mrtr-gateway-fuzz-hs256-secret";
 
@@ -67,6 +68,7 @@ fuzz_target!(|data: &[u8]| {
         text.strip_prefix("Bearer ").or_else(|| text.strip_prefix("bearer ")).expect("a bearer scheme");
     let token = token.trim();
     let header = jsonwebtoken::decode_header(token).expect("an accepted token's header parses");
-    assert_eq!(header.alg, Algorithm::HS256, "accepted under another algorithm");
+    let hmac = matches!(header.alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512);
+    assert!(hmac, "accepted under an algorithm the shared secret cannot verify: {:?}", header.alg);
     assert_eq!(Some(&*principal), expected_principal(token).as_deref(), "principal is not iss|sub");
 });

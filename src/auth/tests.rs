@@ -75,6 +75,23 @@ async fn a_valid_token_gives_issuer_and_subject_for_each_allowed_hs_algorithm() 
     assert!(matches!(e, AuthError::UnknownKey), "{e:?}");
 }
 
+/// The case fuzzing found when the secret grew from HS256 to the HS family: an HS384 token
+/// signed with `jwt_hs256_secret` is accepted, an RS256 header over the same bytes is not.
+#[tokio::test]
+async fn a_configured_shared_secret_verifies_every_hs_algorithm_and_nothing_else() {
+    let toml = "[auth]\nmode = \"jwt\"\njwt_hs256_secret = \"test-secret\"\n";
+    let cfg = crate::config::Config::from_toml(toml).unwrap();
+    let a = Auth::new(&cfg.auth, AuthMetrics::detached().unwrap());
+    let plain = json!({"sub": "alice", "iss": "https://issuer.test", "exp": now() + 600});
+    for alg in [Algorithm::HS256, Algorithm::HS384, Algorithm::HS512] {
+        assert_eq!(&*check(&a, &hs(&plain, alg, SECRET)).await.unwrap(), "https://issuer.test|alice");
+    }
+    let token = hs(&plain, Algorithm::HS256, SECRET);
+    let rs_header = URL_SAFE_NO_PAD.encode(br#"{"typ":"JWT","alg":"RS256"}"#);
+    let forged = format!("{rs_header}.{}", token.split_once('.').unwrap().1);
+    assert!(check(&a, &forged).await.is_err());
+}
+
 #[tokio::test]
 async fn claims_are_checked_with_the_leeway() {
     let a = auth(vec![hs_key()]);

@@ -99,20 +99,23 @@ mod tests {
     }
 
     #[test]
-    fn other_clients_and_bad_lists_get_a_fixed_message() {
-        for (client, data) in [
-            (json!({}), listed()),
-            (json!({"elicitation": {}}), listed()),
-            (json!({"elicitation": {"form": {}}}), listed()),
-            (json!({"elicitation": {"url": {}}}), json!({"elicitations": []})),
-        ] {
-            let Some(Err(e)) = required(&url_error(data), &caps(client.clone())) else {
+    fn other_clients_get_32021_naming_url_mode_and_bad_lists_a_fixed_message() {
+        let url_mode = json!({"elicitation": {"url": {}}});
+        for client in [json!({}), json!({"elicitation": {}}), json!({"elicitation": {"form": {}}})] {
+            let Some(Err(e)) = required(&url_error(listed()), &caps(client.clone())) else {
                 panic!("expected an error for {client}")
             };
             let object = e.to_object();
-            assert_eq!(object.code, -32603, "{client}");
+            assert_eq!(object.code, -32021, "{client}");
+            assert_eq!(object.data, Some(json!({"requiredCapabilities": url_mode})), "{client}");
             assert!(!object.message.contains("secret"), "{}", object.message);
-            assert_eq!(object.data, None);
         }
+        let Some(Err(e)) = required(&url_error(json!({"elicitations": []})), &caps(url_mode)) else {
+            panic!("expected an error for an empty list")
+        };
+        let object = e.to_object();
+        assert_eq!(object.code, -32603);
+        assert!(!object.message.contains("secret"), "{}", object.message);
+        assert_eq!(object.data, None);
     }
 }
