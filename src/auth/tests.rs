@@ -149,9 +149,12 @@ async fn bearer_parsing() {
     basic.insert(AUTHORIZATION, HeaderValue::from_static("Basic YTpi"));
     assert!(matches!(a.authenticate(&basic).await, Err(AuthError::NotBearer)));
     let token = hs(&claims("bob"), Algorithm::HS256, SECRET);
-    let mut lower = HeaderMap::new();
-    lower.insert(AUTHORIZATION, HeaderValue::from_str(&format!("bearer {token}")).unwrap());
-    assert_eq!(&*a.authenticate(&lower).await.unwrap().principal, "https://issuer.test|bob");
+    // The scheme is case-insensitive (RFC 7235), in any mix of cases (a case fuzzing found).
+    for scheme in ["bearer", "BEARER", "BearEr"] {
+        let mut h = HeaderMap::new();
+        h.insert(AUTHORIZATION, HeaderValue::from_str(&format!("{scheme} {token}")).unwrap());
+        assert_eq!(&*a.authenticate(&h).await.unwrap().principal, "https://issuer.test|bob");
+    }
 }
 
 #[tokio::test]
