@@ -1,5 +1,5 @@
-//! The admin listener: `/metrics` (Prometheus text), `/healthz` (the process serves) and
-//! `/readyz` (the upstream has answered an `initialize`, no shutdown has begun and, with
+//! The admin listener: `/metrics` (Prometheus text), `/admin/tools` (the per-tool migration
+//! report as JSON, see [`crate::tool_report`]), `/healthz` (the process serves) and `/readyz` (the upstream has answered an `initialize`, no shutdown has begun and, with
 //! single-use states, the state store answers its pings, so traffic can be sent here). It outlives the front's drain, so probes see `/readyz` fail first. It runs on
 //! its own port so that metrics and probes never share limits or auth with client traffic.
 
@@ -112,6 +112,7 @@ impl Admin {
                     .insert(CONTENT_TYPE, http::HeaderValue::from_static("text/plain; version=0.0.4"));
                 r
             }
+            "/admin/tools" => self.tool_report(),
             "/healthz" => text(StatusCode::OK, "ok\n"),
             "/readyz" if self.ready.is_ready() => text(StatusCode::OK, "ready\n"),
             "/readyz" if self.ready.is_draining() => text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n"),
@@ -124,6 +125,20 @@ impl Admin {
             }
             "/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "upstream has not answered initialize yet\n"),
             _ => text(StatusCode::NOT_FOUND, "not found\n"),
+        }
+    }
+
+    fn tool_report(&self) -> Response<Full<Bytes>> {
+        match self.metrics.tools.to_json() {
+            Ok(json) => {
+                let mut r = Response::new(Full::new(Bytes::from(json)));
+                r.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+                r
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the tool report could not be serialised");
+                text(StatusCode::INTERNAL_SERVER_ERROR, "tool report unavailable\n")
+            }
         }
     }
 }
@@ -181,5 +196,8 @@ mod tests {
         assert_eq!(admin.metrics.pool_sessions.get(), 3);
         assert_eq!(admin.respond(&Method::POST, "/metrics").status(), StatusCode::METHOD_NOT_ALLOWED);
         assert_eq!(admin.respond(&Method::GET, "/nope").status(), StatusCode::NOT_FOUND);
+        let tools = admin.respond(&Method::GET, "/admin/tools");
+        assert_eq!(tools.status(), StatusCode::OK);
+        assert_eq!(tools.headers()[CONTENT_TYPE], "application/json");
     }
 }

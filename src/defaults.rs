@@ -157,3 +157,13 @@ pub const STATE_STORE_TIMEOUT: Duration = Duration::from_secs(1);
 pub const STATE_STORE_PING: Duration = Duration::from_secs(2);
 /// Prefix of the keys that mark a consumed token (not configurable).
 pub const STATE_STORE_KEY_PREFIX: &str = "mrtr-gateway:used:";
+
+// [admin] the per-tool migration report (not configurable)
+/// Tools with an entry of their own in `/admin/tools` and a `tool` label on the `tool_*`
+/// series; the runs of any further tool are summed in one `(other)` entry.
+pub const TOOL_REPORT_MAX_TOOLS: usize = 256;
+/// Longest tool name given an entry of its own, in bytes; longer names count under `(other)`.
+pub const TOOL_REPORT_MAX_NAME_BYTES: usize = 256;
+/// Mean rounds per completed call from which a tool's verdict is `many rounds`: each round
+/// replays the call from the top, so by the third the replays cost more than the questions.
+pub const TOOL_REPORT_MANY_ROUNDS: f64 = 3.0;

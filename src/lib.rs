@@ -16,6 +16,7 @@
 //! - [`demo`]: a real legacy Streamable HTTP server used as the embedded default and in tests.
 //! - [`config`]: TOML + environment + CLI, validated into typed settings.
 //! - [`metrics`], [`admin`]: Prometheus metrics and the admin listener.
+//! - [`tool_report`]: the per-tool migration report behind `GET /admin/tools`.
 //! - [`error`]: the front-facing error model (JSON-RPC code, HTTP status, metric label).
 //! - [`auth`]: the principal of a request (anonymous, or a JWT's issuer and subject, checked
 //!   against static or JWKS keys), the RFC 9728 metadata, and what the principal may call.
@@ -44,6 +45,7 @@ pub mod protocol;
 pub mod server;
 pub mod state_store;
 pub mod stdio_front;
+pub mod tool_report;
 pub mod upstream;
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C): the gateway then drains and exits.

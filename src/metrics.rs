@@ -5,7 +5,9 @@
 //! rejection reasons, capability names), except the tool label of replay divergences, which is
 //! bounded by [`MAX_DIVERGENCE_TOOLS`] distinct values before folding into `"other"`, and the
 //! key id of the per-key state counts, which names only keys of the configured ring (at most
-//! [`crate::mrtr::keyring::MAX_KEYS`] at a time; the hex id, never key material).
+//! [`crate::mrtr::keyring::MAX_KEYS`] at a time; the hex id, never key material). The `tool_*`
+//! series of the migration report ([`ToolSeries`]) carry only the tool names that report gives
+//! an entry of its own (at most [`crate::defaults::TOOL_REPORT_MAX_TOOLS`], then `(other)`).
 
 use std::collections::HashSet;
 
@@ -20,10 +22,15 @@ use crate::upstream::PoolMetrics;
 /// Distinct tool labels kept on the divergence counter before folding into `"other"`.
 pub const MAX_DIVERGENCE_TOOLS: usize = 256;
 
-const LATENCY_BUCKETS: &[f64] = &[
+pub(crate) const LATENCY_BUCKETS: &[f64] = &[
     0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0, 30.0,
 ];
+
+/// Rounds of a completed call (at most `mrtr.max_rounds`, itself at most 64).
+pub const ROUND_BUCKETS: &[f64] = &[0.0, 1.0, 2.0, 3.0, 4.0, 8.0, 16.0, 64.0];
+/// Questions of one round (at most `mrtr.max_questions_per_round`).
+pub const QUESTION_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 8.0, 16.0, 64.0];
 
 /// Errors from registering metrics.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +83,25 @@ pub struct Metrics {
     pub key_reloads: IntCounterVec,
     /// Keys in the state key ring in use.
     pub state_keys: IntGauge,
+    /// The per-tool migration report of this replica, which feeds the `tool_*` series.
+    pub tools: crate::tool_report::ToolReport,
+}
+
+/// The `tool_*` series of the migration report (see [`crate::tool_report`]), by tool.
+#[derive(Debug, Clone)]
+pub struct ToolSeries {
+    /// Calls that ended, by `result` (`completed`, `failed`, `abandoned`).
+    pub calls: IntCounterVec,
+    /// Runs (front requests) that reached the upstream, by how they were served.
+    pub runs: IntCounterVec,
+    /// Rounds of each completed call.
+    pub call_rounds: HistogramVec,
+    /// Questions of each round.
+    pub round_questions: HistogramVec,
+    /// Runs whose replay diverged.
+    pub divergences: IntCounterVec,
+    /// Run duration, from the run's start to its reply.
+    pub run_duration: HistogramVec,
 }
 
 // === impl Metrics ===
@@ -171,6 +197,7 @@ impl Metrics {
                 &["result"],
             )?,
             state_keys: gauge(&registry, "state_keys", "Keys in the state key ring in use.")?,
+            tools: crate::tool_report::ToolReport::new(tool_series(&registry)?),
             pool: PoolMetrics::detached()?,
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,
@@ -223,6 +250,49 @@ impl Metrics {
     }
 }
 
+fn tool_series(registry: &Registry) -> Result<ToolSeries, MetricsError> {
+    Ok(ToolSeries {
+        calls: counter(
+            registry,
+            "tool_calls_total",
+            "Tool calls that ended on this replica, by tool and result (completed, failed, abandoned).",
+            &["tool", "result"],
+        )?,
+        runs: counter(
+            registry,
+            "tool_runs_total",
+            "Tool runs that reached the upstream, by tool and how they were served.",
+            &["tool", "served"],
+        )?,
+        call_rounds: count_histogram(
+            registry,
+            "tool_call_rounds",
+            "input_required rounds of each completed tool call, by tool.",
+            &["tool"],
+            ROUND_BUCKETS,
+        )?,
+        round_questions: count_histogram(
+            registry,
+            "tool_round_questions",
+            "Questions of each input_required round, by tool.",
+            &["tool"],
+            QUESTION_BUCKETS,
+        )?,
+        divergences: counter(
+            registry,
+            "tool_divergences_total",
+            "Tool runs whose replay asked a new question while recorded answers went unused.",
+            &["tool"],
+        )?,
+        run_duration: histogram(
+            registry,
+            "tool_run_duration_seconds",
+            "Tool run duration, from the run's start in the gateway to its reply, by tool.",
+            &["tool"],
+        )?,
+    })
+}
+
 fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, MetricsError> {
     let c = IntCounterVec::new(Opts::new(name, help), labels)?;
     r.register(Box::new(c.clone()))?;
@@ -232,6 +302,19 @@ fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntC
 fn histogram(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<HistogramVec, MetricsError> {
     let opts = HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec());
     let h = HistogramVec::new(opts, labels)?;
+    r.register(Box::new(h.clone()))?;
+    Ok(h)
+}
+
+/// A histogram of counts (rounds, questions) over `buckets`.
+fn count_histogram(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+    buckets: &[f64],
+) -> Result<HistogramVec, MetricsError> {
+    let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets.to_vec()), labels)?;
     r.register(Box::new(h.clone()))?;
     Ok(h)
 }

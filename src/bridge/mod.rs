@@ -22,6 +22,7 @@ mod guard;
 mod memory;
 mod notes;
 mod params;
+mod report;
 mod round;
 mod url;
 
@@ -41,6 +42,7 @@ use crate::metrics::Metrics;
 use crate::mrtr::{AnswerLimits, Binding, CodecSettings, Journal, LegacyVersion, LiveRing, StateCodec};
 use crate::protocol::methods::MrtrMethod;
 use crate::state_store::StateStore;
+use crate::tool_report::Served;
 use crate::upstream::Pool;
 
 /// One MRTR front request, validated.
@@ -137,6 +139,19 @@ impl Bridge {
 
     /// Runs one round of `req`; progress and log notifications go to `notes` when given.
     pub async fn run(&self, req: MrtrRequest, notes: Option<Notes>) -> Result<Reply, FrontError> {
+        let report = report::ToolRun::start(self, &req);
+        let reply = self.run_reported(&req, notes, &report).await;
+        report.end(&reply);
+        reply
+    }
+
+    /// [`Self::run`], telling `report` what the migration report needs to know of the run.
+    async fn run_reported(
+        &self,
+        req: &MrtrRequest,
+        notes: Option<Notes>,
+        report: &report::ToolRun<'_>,
+    ) -> Result<Reply, FrontError> {
         let binding = OnceLock::new();
         // The ring current now opens this request's state and seals its next one, whatever
         // reload happens meanwhile.
@@ -145,13 +160,15 @@ impl Bridge {
             None => (0, Journal::new()),
             Some(token) => self.open_state(&codec, token, binding.get_or_init(|| req.binding())).await?,
         };
+        report.resumed(round);
         let key = (req.principal.clone(), req.caps.fingerprint());
         let (caps, version) = (req.caps, self.upstream_version);
         let lease = self.pool.lease_with(key, || caps.legacy_initialize(version)).await?;
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::internal("upstream negotiated an unknown version"))?;
         let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
-        let run = round::Run { bridge: self, codec, req: &req, binding, round, notes, tainted: false };
+        report.serve(if req.state.is_some() { Served::Replay } else { Served::Direct });
+        let run = round::Run { bridge: self, codec, req, binding, round, notes, tainted: false, report };
         run.execute(lease, journal).await
     }
 

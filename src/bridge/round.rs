@@ -38,6 +38,8 @@ pub(super) struct Run<'a> {
     /// expect `notifications/roots/list_changed`, which a 2026-07-28 client never sends), so such
     /// a session must not serve another request: it is evicted when the run ends.
     pub tainted: bool,
+    /// What the migration report learns of this run (a divergence).
+    pub report: &'a super::report::ToolRun<'a>,
 }
 
 /// What the loop decided about one event.
@@ -307,6 +309,7 @@ impl Run<'_> {
         let outcome = replay.finish();
         if outcome.diverged {
             self.bridge.metrics.record_divergence(&self.req.target);
+            self.report.diverged();
         }
         let limit = self.bridge.limits.max_rounds;
         let round = next_round(self.round, limit)?;
