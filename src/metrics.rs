@@ -197,7 +197,46 @@ impl Metrics {
                 &["result"],
             )?,
             state_keys: gauge(&registry, "state_keys", "Keys in the state key ring in use.")?,
-            tools: crate::tool_report::ToolReport::new(tool_series(&registry)?),
+            tools: crate::tool_report::ToolReport::new(ToolSeries {
+                calls: counter(
+                    &registry,
+                    "tool_calls_total",
+                    "Tool calls that ended on this replica, by tool and result.",
+                    &["tool", "result"],
+                )?,
+                runs: counter(
+                    &registry,
+                    "tool_runs_total",
+                    "Tool runs that reached the upstream, by tool and how they were served.",
+                    &["tool", "served"],
+                )?,
+                call_rounds: count_histogram(
+                    &registry,
+                    "tool_call_rounds",
+                    "input_required rounds of each completed tool call, by tool.",
+                    &["tool"],
+                    ROUND_BUCKETS,
+                )?,
+                round_questions: count_histogram(
+                    &registry,
+                    "tool_round_questions",
+                    "Questions of each input_required round, by tool.",
+                    &["tool"],
+                    QUESTION_BUCKETS,
+                )?,
+                divergences: counter(
+                    &registry,
+                    "tool_divergences_total",
+                    "Tool runs whose replay asked a new question while recorded answers went unused.",
+                    &["tool"],
+                )?,
+                run_duration: histogram(
+                    &registry,
+                    "tool_run_duration_seconds",
+                    "Tool run duration, from the run's start in the gateway to its reply, by tool.",
+                    &["tool"],
+                )?,
+            }),
             pool: PoolMetrics::detached()?,
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,
@@ -248,49 +287,6 @@ impl Metrics {
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         out
     }
-}
-
-fn tool_series(registry: &Registry) -> Result<ToolSeries, MetricsError> {
-    Ok(ToolSeries {
-        calls: counter(
-            registry,
-            "tool_calls_total",
-            "Tool calls that ended on this replica, by tool and result (completed, failed, abandoned).",
-            &["tool", "result"],
-        )?,
-        runs: counter(
-            registry,
-            "tool_runs_total",
-            "Tool runs that reached the upstream, by tool and how they were served.",
-            &["tool", "served"],
-        )?,
-        call_rounds: count_histogram(
-            registry,
-            "tool_call_rounds",
-            "input_required rounds of each completed tool call, by tool.",
-            &["tool"],
-            ROUND_BUCKETS,
-        )?,
-        round_questions: count_histogram(
-            registry,
-            "tool_round_questions",
-            "Questions of each input_required round, by tool.",
-            &["tool"],
-            QUESTION_BUCKETS,
-        )?,
-        divergences: counter(
-            registry,
-            "tool_divergences_total",
-            "Tool runs whose replay asked a new question while recorded answers went unused.",
-            &["tool"],
-        )?,
-        run_duration: histogram(
-            registry,
-            "tool_run_duration_seconds",
-            "Tool run duration, from the run's start in the gateway to its reply, by tool.",
-            &["tool"],
-        )?,
-    })
 }
 
 fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, MetricsError> {
