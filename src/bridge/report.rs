@@ -65,32 +65,32 @@ impl<'a> ToolRun<'a> {
     pub(crate) fn end(mut self, reply: &Result<Reply, FrontError>) {
         self.ended = true;
         let Some(tool) = self.tool else { return };
-        let (end, tool_error) = match reply {
+        match reply {
             // Whether the result is a tool error matters only to a tool without an entry: the
             // result is read only then.
             Ok(Reply::Complete(raw)) => {
-                (RunEnd::Completed, !self.report.has_entry(tool) && is_tool_error(raw))
+                self.report.record_checking(tool, self.record(RunEnd::Completed), || is_tool_error(raw))
             }
-            Ok(Reply::InputRequired { requests, .. }) => (RunEnd::Asked { questions: requests.len() }, false),
-            Err(_) => (RunEnd::Failed, false),
-        };
-        self.record(end, tool_error);
+            Ok(Reply::InputRequired { requests, .. }) => {
+                self.report.record(tool, &self.record(RunEnd::Asked { questions: requests.len() }))
+            }
+            Err(_) => self.report.record(tool, &self.record(RunEnd::Failed)),
+        }
     }
 
-    fn record(&self, end: RunEnd, tool_error: bool) {
-        let Some(tool) = self.tool else { return };
+    /// The run's figures, as it ended with `end`.
+    fn record(&self, end: RunEnd) -> RunRecord {
         let served = self.served.load(Relaxed).checked_sub(1).and_then(|i| Served::ALL.get(usize::from(i)));
         let elapsed = (served.is_some() && end != RunEnd::Abandoned)
             .then(|| self.bridge.clock.now().saturating_duration_since(self.started));
-        let run = RunRecord {
+        RunRecord {
             served: served.copied(),
             rounds: self.rounds.load(Relaxed),
             diverged: self.diverged.load(Relaxed),
             end,
-            tool_error,
+            tool_error: false,
             elapsed,
-        };
-        self.report.record(tool, &run);
+        }
     }
 }
 
@@ -106,8 +106,8 @@ fn is_tool_error(raw: &RawValue) -> bool {
 
 impl Drop for ToolRun<'_> {
     fn drop(&mut self) {
-        if !self.ended {
-            self.record(RunEnd::Abandoned, false);
+        if let (false, Some(tool)) = (self.ended, self.tool) {
+            self.report.record(tool, &self.record(RunEnd::Abandoned));
         }
     }
 }

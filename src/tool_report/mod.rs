@@ -149,6 +149,16 @@ impl ToolReport {
         self.table.lock().tools.contains_key(tool)
     }
 
+    /// Adds one run of `tool`, asking `tool_error` (whether its result is a tool error) only
+    /// when the tool has no entry yet, outside the lock: reading a result costs its length.
+    pub fn record_checking(&self, tool: &str, run: RunRecord, tool_error: impl FnOnce() -> bool) {
+        if let Some(entry) = self.table.lock().tools.get_mut(tool) {
+            entry.record(&run);
+            return;
+        }
+        self.record(tool, &RunRecord { tool_error: tool_error(), ..run });
+    }
+
     /// Adds one run of `tool`.
     pub fn record(&self, tool: &str, run: &RunRecord) {
         let mut table = self.table.lock();

@@ -66,8 +66,11 @@ fn only_a_run_that_completed_or_asked_earns_an_entry() {
 
     m.tools.record("slow", &run(Served::Direct, 0, RunEnd::Asked { questions: 1 }));
     m.tools.record("slow", &run(Served::Replay, 1, RunEnd::Failed));
-    m.tools.record("not_listed", &run(Served::Direct, 0, RunEnd::Completed));
+    m.tools.record_checking("not_listed", run(Served::Direct, 0, RunEnd::Completed), || false);
     assert!(m.tools.has_entry("not_listed"), "a result that is not a tool error earns it one");
+    let asked = std::cell::Cell::new(false);
+    m.tools.record_checking("not_listed", run(Served::Direct, 0, RunEnd::Completed), || asked.replace(true));
+    assert!(!asked.get(), "a tool with an entry has its result left unread");
     let report = m.tools.snapshot();
     let slow = entry(&report, "slow");
     assert_eq!((slow.calls.failed, slow.calls.abandoned, slow.runs), (1, 0, 2));
