@@ -9,7 +9,8 @@
 //! gap, bounded by the gather window; see `gather.rs`), after which the upstream call is
 //! cancelled and the questions go back to the client with a freshly sealed state. Nothing the
 //! next round needs survives the request in this process, so any replica can serve it; the only
-//! thing a replica keeps is a bounded hint of how many questions each tool asks at once.
+//! things a replica keeps are a bounded hint of how many questions each tool asks at once, and
+//! the per-tool figures of the migration report (`report.rs`, [`crate::tool_report`]).
 //!
 //! Progress and log messages the upstream sends during a run go to the request's stream when
 //! it asked for them (`notes.rs`, which also sets the session's upstream log level); a legacy

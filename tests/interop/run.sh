@@ -179,14 +179,32 @@ gateway_checks() {
   ts fixture-via-gateway fixture "http://127.0.0.1:$P_G2/mcp" pin
 }
 
+# retry_runs ADMIN_PORT TOOLS: the runs of TOOLS (comma-separated) that a
+# gateway's migration report (GET /admin/tools) counts as retries (served any
+# way but direct), or "error" when the report cannot be read.
+retry_runs() {
+  curl -s -m 10 "http://127.0.0.1:$1/admin/tools" | "$PY_MODERN" -c '
+import json, sys
+tools = set(sys.argv[1].split(","))
+try:
+    report = json.load(sys.stdin)["tools"]
+except (ValueError, KeyError):
+    print("error")
+else:
+    print(sum(t["runs"] - t["served"]["direct"] for t in report if t["tool"] in tools))
+' "$2"
+}
+
 # Two gateways, one key file, requests alternating between them: multi-round
 # calls must still complete, both gateways must have served requests, and
 # every retry carrying a requestState must have reached the other replica than
 # the one whose answer carried that state (the proxy logs both ends), as many
 # retries as the clients report rounds.
 two_gateway_checks() {
-  local rr="http://127.0.0.1:$P_RR/mcp" only
+  local rr="http://127.0.0.1:$P_RR/mcp" only reported_a reported_b
   only="test_input_required_result_multi_round,test_input_required_result_multiple_inputs,test_input_required_result_elicitation"
+  reported_a="$(retry_runs "$P_G2A" "$only")"
+  reported_b="$(retry_runs "$P_G3A" "$only")"
   py fixture-two-gateways fixture "$rr" 2026-07-28 --only "$only"
   ts fixture-two-gateways fixture "$rr" pin --only "$only"
   local log="$RUN_DIR/round-robin.log" to_a to_b
@@ -209,6 +227,18 @@ two_gateway_checks() {
     record PASS "PASS proxy two-gateways cross-replica-retries: $detail"
   else
     record FAIL "FAIL proxy two-gateways cross-replica-retries: $detail (see $log)"
+  fi
+  # Each replica's migration report counted the retries it served, and
+  # together they counted every one of them.
+  local after_a after_b
+  after_a="$(retry_runs "$P_G2A" "$only")"
+  after_b="$(retry_runs "$P_G3A" "$only")"
+  detail="gateway-a=$reported_a->$after_a gateway-b=$reported_b->$after_b client-rounds=$rounds"
+  if [[ "$reported_a$after_a$reported_b$after_b" =~ ^[0-9]+$ ]] &&
+    ((after_a > reported_a && after_b > reported_b && after_a - reported_a + after_b - reported_b == rounds)); then
+    record PASS "PASS report two-gateways retry-runs: $detail"
+  else
+    record FAIL "FAIL report two-gateways retry-runs: $detail"
   fi
 }
 
@@ -358,7 +388,7 @@ print_matrix() {
                printf "%-28s %-44s %-4s %-4s\n", part[1], part[2],
                  (cell[key, "py"] == "" ? "-" : cell[key, "py"]), (cell[key, "ts"] == "" ? "-" : cell[key, "ts"]) } }' \
     "$RESULTS" | sort
-  grep -E '^(PASS|FAIL) proxy ' "$RESULTS" || true
+  grep -E '^(PASS|FAIL) (proxy|report) ' "$RESULTS" || true
   say ""
   say "== conformance =="
   say "fixture alone, 2025-11-25 wire (control):"
