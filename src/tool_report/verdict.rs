@@ -88,8 +88,8 @@ impl Verdict {
             }
             Self::Plain => "it never asks the client anything: the gateway relays it as it is",
             Self::Folded => {
-                "the sum of the tools past the report's bound, and of the failed calls of tools \
-                 without an entry: see the gateway's request log lines"
+                "the sum of the tools past the report's bound, and of the runs of tools that have no \
+                 entry yet: see the gateway's request log lines for their names"
             }
         }
     }
