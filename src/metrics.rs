@@ -76,6 +76,8 @@ pub struct Metrics {
     pub key_reloads: IntCounterVec,
     /// Keys in the state key ring in use.
     pub state_keys: IntGauge,
+    /// The `subscriptions/listen` bridge's: open streams, their upstream sessions, deliveries.
+    pub subscriptions: crate::subscriptions::ListenMetrics,
 }
 
 // === impl Metrics ===
@@ -174,11 +176,13 @@ impl Metrics {
             pool: PoolMetrics::detached()?,
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,
+            subscriptions: crate::subscriptions::ListenMetrics::detached()?,
             registry,
         };
         m.pool.register(&m.registry)?;
         m.legacy.register(&m.registry)?;
         m.auth.register(&m.registry)?;
+        m.subscriptions.register(&m.registry)?;
         Ok(m)
     }
 

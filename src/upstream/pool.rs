@@ -187,6 +187,15 @@ impl Pool {
         Lease { session, key, pool: self.inner.clone(), poisoned: false, _slot: slot }
     }
 
+    /// Opens a session outside the pool, on the pool's connector (its HTTP client or command):
+    /// for a holder that keeps it for a long time, such as the `subscriptions/listen` bridge.
+    /// Leases never see it, and it counts against no pool bound; its holder closes it.
+    pub async fn open_unpooled(&self, capabilities: &Value) -> Result<Session, UpstreamError> {
+        let session = self.inner.transport.connect(capabilities).await?;
+        *self.inner.initialize.lock() = Some(session.initialize_result().clone());
+        Ok(session)
+    }
+
     /// The upstream's `initialize` answer for `server/discover`: the cached one, or the one of
     /// a session opened (and returned to the pool) for the purpose.
     pub async fn discover(
