@@ -204,3 +204,38 @@ async fn discover_carries_the_flags_the_upstream_declared() -> TestResult {
     off.stop().await?;
     h.stop().await
 }
+
+#[tokio::test]
+async fn a_stdio_upstream_listens_through_its_own_process() -> TestResult {
+    let _serial = crate::common::stdio::serial().await;
+    let gw = crate::common::stdio::StdioGateway::start(&["--subscriptions"], &[], &[]).await?;
+    let children = crate::common::stdio::python_children();
+    let mut first = Events::open(
+        &gw.client,
+        1,
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///a"]}),
+    )
+    .await?;
+    let ack = first.message().await?;
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///a"]})
+    );
+    // The fixture answers a second subscription (same principal, so the same process) with an
+    // update of the URIs it already holds and a tool list change.
+    let mut second = Events::open(&gw.client, 2, json!({"resourceSubscriptions": ["file:///b"]})).await?;
+    assert_eq!(
+        second.message().await?["params"]["notifications"],
+        json!({"resourceSubscriptions": ["file:///b"]})
+    );
+    let update = first.message().await?;
+    assert_eq!(update["params"], json!({"uri": "file:///a", "_meta": {SUBSCRIPTION_ID: 1}}));
+    let change = first.message().await?;
+    assert_eq!(change["method"], "notifications/tools/list_changed");
+    assert_eq!(change["params"]["_meta"][SUBSCRIPTION_ID], 1);
+    assert_eq!(crate::common::stdio::python_children(), children + 1, "one listening process for both");
+    drop((first, second));
+    eventually("the listening process to be stopped", || crate::common::stdio::python_children() == children)
+        .await?;
+    gw.stop().await
+}
