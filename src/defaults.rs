@@ -174,3 +174,6 @@ pub const LISTEN_QUEUE: usize = 64;
 pub const LISTEN_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a listen session's health is checked besides its own failures (not configurable).
 pub const LISTEN_HEALTH_CHECK: Duration = Duration::from_secs(5);
+/// How often a listen session, which otherwise sends nothing upstream, pings the server, so
+/// that one which ends quiet sessions keeps it (not configurable).
+pub const LISTEN_KEEPALIVE: Duration = Duration::from_secs(60);

@@ -81,23 +81,26 @@ impl Hub {
         !*self.lost.borrow() && self.session.is_healthy()
     }
 
-    /// Subscribes upstream the URIs no listener holds yet; returns those now held for this
-    /// listener (the honoured ones), each counted once more.
+    /// Subscribes upstream the URIs no listener holds yet (concurrently, so the whole takes
+    /// one bounded request time); returns those now held for this listener (the honoured
+    /// ones), each counted once more.
     pub(super) async fn hold(&self, uris: &[String]) -> Vec<String> {
         if !self.offer.subscribe || uris.is_empty() {
             return Vec::new();
         }
         let mut held = self.uris.lock().await;
+        let fresh: Vec<&String> = uris.iter().filter(|u| !held.contains_key(*u)).collect();
+        let sent = fresh.iter().map(|uri| self.send(methods::RESOURCES_SUBSCRIBE, uri));
+        let accepted = futures_util::future::join_all(sent).await;
+        for (uri, _) in fresh.iter().zip(&accepted).filter(|(_, ok)| **ok) {
+            held.insert((*uri).clone(), 0);
+        }
         let mut honoured = Vec::with_capacity(uris.len());
         for uri in uris {
             if let Some(count) = held.get_mut(uri) {
                 *count += 1;
-            } else if self.send(methods::RESOURCES_SUBSCRIBE, uri).await {
-                held.insert(uri.clone(), 1);
-            } else {
-                continue;
+                honoured.push(uri.clone());
             }
-            honoured.push(uri.clone());
         }
         honoured
     }
@@ -136,6 +139,15 @@ impl Hub {
                 tracing::warn!(method, uri, "upstream resource subscription change timed out");
                 false
             }
+        }
+    }
+
+    /// A `ping`, so that a server which ends sessions that send nothing keeps this one (its
+    /// failure marks the session unhealthy, which the health check then sees).
+    async fn ping(&self) {
+        let ping = self.session.request(methods::PING, None);
+        if tokio::time::timeout(defaults::LISTEN_UPSTREAM_TIMEOUT, ping).await.is_err() {
+            tracing::debug!("a listen session's keep-alive ping timed out");
         }
     }
 
@@ -212,11 +224,19 @@ async fn fan_out(
     mut lost: watch::Receiver<bool>,
 ) {
     let mut health = tokio::time::interval(defaults::LISTEN_HEALTH_CHECK);
+    let mut keepalive = tokio::time::interval(defaults::LISTEN_KEEPALIVE);
+    keepalive.tick().await;
     loop {
         let event = tokio::select! {
             biased;
             _ = lost.wait_for(|l| *l) => return,
             event = notes.recv() => event,
+            _ = keepalive.tick() => {
+                if let Some(h) = hub.upgrade() {
+                    tokio::spawn(async move { h.ping().await });
+                }
+                continue;
+            }
             _ = health.tick() => match hub.upgrade() {
                 Some(h) if !h.session.is_healthy() => None,
                 Some(_) => continue,

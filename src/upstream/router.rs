@@ -269,6 +269,23 @@ mod tests {
     }
 
     #[test]
+    fn a_listening_session_sends_listenable_notifications_to_its_listener() {
+        let (mut router, _rx) = router_with(3, false);
+        let (tx, _listener) = mpsc::channel(4);
+        router.set_listener(tx.clone());
+        let update =
+            parse(r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"u"}}"#);
+        let Action::Deliver(to, _) = router.route(update, Origin::Post(3)).0 else { panic!("not delivered") };
+        assert!(to.same_channel(&tx), "an update on a call's stream still goes to the listener");
+        let log = parse(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#);
+        let Action::Deliver(to, _) = router.route(log, Origin::Post(3)).0 else { panic!("not delivered") };
+        assert!(!to.same_channel(&tx), "a log message is the call's, never the listener's");
+        let idle = parse(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#);
+        assert!(matches!(Router::default().route(idle, Origin::Unattributed).0, Action::Ignore(_)));
+        assert!(router.drain().iter().any(|q| q.same_channel(&tx)), "a dead session tells its listener");
+    }
+
+    #[test]
     fn ping_is_answered_with_an_empty_result() {
         let (mut router, _rx) = router_with(1, true);
         let env = parse(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#);
