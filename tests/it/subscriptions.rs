@@ -239,3 +239,23 @@ async fn a_stdio_upstream_listens_through_its_own_process() -> TestResult {
         .await?;
     gw.stop().await
 }
+
+#[tokio::test]
+async fn an_http_sse_upstream_listens_on_its_event_stream() -> TestResult {
+    let upstream =
+        crate::common::sse_legacy::SseLegacy::spawn("2024-11-05", crate::common::sse_legacy::same_origin)
+            .await?;
+    let (gateway, client) = upstream.gateway().await?;
+    let mut first = Events::open(&client, 1, json!({"resourceSubscriptions": ["file:///a"]})).await?;
+    assert_eq!(
+        first.message().await?["params"]["notifications"],
+        json!({"resourceSubscriptions": ["file:///a"]})
+    );
+    // The second subscription of the same session makes the fixture announce the first URI.
+    let mut second = Events::open(&client, 2, json!({"resourceSubscriptions": ["file:///b"]})).await?;
+    second.message().await?;
+    let update = first.message().await?;
+    assert_eq!(update["params"], json!({"uri": "file:///a", "_meta": {SUBSCRIPTION_ID: 1}}));
+    drop((first, second));
+    bounded("the gateway to drain", gateway.shutdown()).await
+}
