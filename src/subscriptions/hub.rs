@@ -3,7 +3,8 @@
 //!
 //! Why a session of its own, outside the pool: a pooled session is leased to one call at a time
 //! and may be closed whenever it idles, while a listen stream lives for as long as its client
-//! keeps it open. So the hub opens one session on the pool's connector and keeps it: its GET
+//! keeps it open. So the hub takes an idle session of its key out of the pool (or opens one on
+//! the pool's connector when none is idle) and keeps it: its GET
 //! stream (or a stdio child's stdout, or an HTTP+SSE stream) carries the list changes and the
 //! resource updates, which the session's router sends to the hub whatever stream they came on.
 //! Server requests on it are refused as on any session with no call in flight.

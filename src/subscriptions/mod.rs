@@ -128,8 +128,8 @@ impl Subscriptions {
             .entry
             .hub
             .get_or_try_init(|| async {
-                let session =
-                    self.pool.open_unpooled(req.capabilities).await.map_err(ListenError::Upstream)?;
+                let taken = self.pool.take_unpooled(&req.key, req.capabilities).await;
+                let session = taken.map_err(ListenError::Upstream)?;
                 Ok::<_, ListenError>(Hub::start(session, self.metrics.clone()))
             })
             .await?
