@@ -30,6 +30,7 @@ use crate::mrtr::{CodecSettings, LegacyVersion, LiveRing};
 use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
 use crate::state_store::{StateStore, StoreError};
 use crate::stdio_front::StdioFrontError;
+use crate::subscriptions::Subscriptions;
 use crate::upstream::{Pool, StdioSettings, UpstreamError, UpstreamSettings};
 
 mod keys;
@@ -85,6 +86,7 @@ pub struct Gateway {
     pub keys: ReloadHandle,
     pool: Arc<Pool>,
     legacy: Option<Arc<LegacyFront>>,
+    subscriptions: Option<Arc<Subscriptions>>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
     /// The admin listener stops last, so `/readyz` answers 503 while the front drains.
@@ -113,6 +115,10 @@ impl Gateway {
         let mut front_state = front_state_with(&cfg, &metrics, &pool, clock, auth, live)?;
         if let Some(legacy) = &legacy {
             front_state = front_state.with_legacy(legacy.clone());
+        }
+        let subscriptions = subscriptions(&cfg, &pool, &metrics);
+        if let Some(subscriptions) = &subscriptions {
+            front_state = front_state.with_subscriptions(subscriptions.clone());
         }
         let version = front_state.upstream_version;
         let (stop, stopped) = watch::channel(false);
@@ -164,6 +170,7 @@ impl Gateway {
             keys,
             pool,
             legacy,
+            subscriptions,
             stop,
             tasks,
             stop_admin,
@@ -181,8 +188,16 @@ impl Gateway {
     /// leave the legacy server holding orphaned ones; the admin listener stops last.
     pub async fn shutdown(mut self) {
         self.ready.set_unready();
+        // Listen streams never end by themselves: they end now, gracefully, so the drain
+        // does not wait for them.
+        if let Some(subscriptions) = &self.subscriptions {
+            subscriptions.stop();
+        }
         let _ = self.stop.send(true);
         while self.tasks.join_next().await.is_some() {}
+        if let Some(subscriptions) = &self.subscriptions {
+            subscriptions.close_sessions().await;
+        }
         close_sessions(&self.pool).await;
         if let Some(legacy) = &self.legacy {
             let closing = legacy.close_all();
@@ -354,6 +369,12 @@ fn stdio_settings(c: &crate::config::CommandConfig) -> StdioSettings {
     s.cwd = c.cwd.clone();
     s.max_line_bytes = c.max_line_bytes;
     s
+}
+
+/// The `subscriptions/listen` bridge, unless it is off (`subscriptions.enabled = false`).
+fn subscriptions(cfg: &Config, pool: &Arc<Pool>, metrics: &Metrics) -> Option<Arc<Subscriptions>> {
+    let on = cfg.subscriptions.enabled;
+    on.then(|| Arc::new(Subscriptions::new(pool.clone(), cfg.subscriptions, metrics.subscriptions.clone())))
 }
 
 /// The relay of legacy clients, unless they are refused (`legacy.enabled = false`). It seals

@@ -167,3 +167,23 @@ pub const TOOL_REPORT_MAX_NAME_BYTES: usize = 256;
 /// Mean rounds per completed call from which a tool's verdict is `many rounds`: each round
 /// replays the call from the top, so by the third the replays cost more than the questions.
 pub const TOOL_REPORT_MANY_ROUNDS: f64 = 3.0;
+
+// [subscriptions]
+/// `subscriptions/listen` is bridged onto the upstream's list changes and resource updates.
+pub const SUBSCRIPTIONS_ENABLED: bool = true;
+/// Listen streams one replica holds at once; past it a new one is refused (503).
+pub const SUBSCRIPTIONS_MAX_LISTENERS: usize = 256;
+/// Listen streams one principal holds at once on one replica; past it a new one is refused (429).
+pub const SUBSCRIPTIONS_MAX_PER_PRINCIPAL: usize = 16;
+/// Resource URIs one listen request may name.
+pub const SUBSCRIPTIONS_MAX_URIS: usize = 64;
+/// Notifications queued for one listen stream (and between the upstream session and its
+/// listeners); a client that falls this far behind has its stream ended (not configurable).
+pub const LISTEN_QUEUE: usize = 64;
+/// Bound on one `resources/subscribe` or `resources/unsubscribe` upstream (not configurable).
+pub const LISTEN_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a listen session's health is checked besides its own failures (not configurable).
+pub const LISTEN_HEALTH_CHECK: Duration = Duration::from_secs(5);
+/// How often a listen session, which otherwise sends nothing upstream, pings the server, so
+/// that one which ends quiet sessions keeps it (not configurable).
+pub const LISTEN_KEEPALIVE: Duration = Duration::from_secs(60);

@@ -25,6 +25,7 @@ use crate::protocol::jsonrpc::{EnvelopeError, ErrorObject};
 use crate::protocol::log_level::LogLevelError;
 use crate::protocol::FRONT_SUPPORTED_VERSIONS;
 use crate::state_store::StoreError;
+use crate::subscriptions::ListenError;
 use crate::upstream::UpstreamError;
 
 /// An error and every source behind it, joined by `": "`: the text of a log line's `error`
@@ -122,6 +123,10 @@ pub enum FrontError {
     /// Single use is on and the state store did not answer: fail closed.
     #[error("state store unavailable")]
     StateStoreUnavailable(#[source] StoreError),
+    /// A `subscriptions/listen` past a bound on listen streams, or during shutdown; the
+    /// message names the bound.
+    #[error("{0}")]
+    Listen(ListenError),
 }
 
 // === impl FrontError ===
@@ -145,7 +150,8 @@ impl FrontError {
             Self::InvalidParams(_) | Self::InvalidState { .. } | Self::StateReplayed(_) => {
                 codes::INVALID_PARAMS
             }
-            Self::RateLimited(_) => RATE_LIMITED_CODE,
+            Self::RateLimited(_) | Self::Listen(ListenError::PerPrincipal { .. }) => RATE_LIMITED_CODE,
+            Self::Listen(_) => codes::INTERNAL_ERROR,
             Self::TooManyRounds { .. } | Self::TooManyQuestions { .. } | Self::StateTooLarge { .. } => {
                 codes::INVALID_PARAMS
             }
@@ -181,7 +187,10 @@ impl FrontError {
             Self::Overloaded | Self::UpstreamBusy(_) | Self::StateStoreUnavailable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
-            Self::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::RateLimited(_) | Self::Listen(ListenError::PerPrincipal { .. }) => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
+            Self::Listen(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_REQUEST,
         }
@@ -219,6 +228,7 @@ impl FrontError {
             Self::NotAcceptable(_) => L::NotAcceptable,
             Self::Overloaded | Self::UpstreamBusy(_) => L::Overloaded,
             Self::Internal(_) => L::Internal,
+            Self::Listen(_) => L::ListenRefused,
         }
     }
 
@@ -469,6 +479,18 @@ impl From<StoreError> for FrontError {
         match e {
             StoreError::Replayed => Self::StateReplayed(e),
             StoreError::Unavailable(_) | StoreError::Timeout(_) => Self::StateStoreUnavailable(e),
+        }
+    }
+}
+
+/// A malformed filter is the client's own input; a bound or a shutdown keeps its fixed message;
+/// an upstream failure is one like any other.
+impl From<ListenError> for FrontError {
+    fn from(e: ListenError) -> Self {
+        match e {
+            ListenError::Invalid(_) | ListenError::TooManyUris { .. } => Self::InvalidParams(e.to_string()),
+            ListenError::Upstream(u) => u.into(),
+            other => Self::Listen(other),
         }
     }
 }

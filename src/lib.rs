@@ -22,6 +22,7 @@
 //!   against static or JWKS keys), the RFC 9728 metadata, and what the principal may call.
 //! - [`limits`]: token-bucket rate limits per principal and per tool.
 //! - [`state_store`]: single-use `requestState`, recorded in Redis across replicas.
+//! - [`subscriptions`]: `subscriptions/listen`, bridged onto upstream sessions that listen.
 //! - [`healthcheck`]: `mrtr-gateway healthcheck`, the image's shell-free probe of `/healthz`.
 //! - [`server`]: the accept loop (TLS, connection cap, graceful drain); [`app`] wires it all.
 
@@ -45,6 +46,7 @@ pub mod protocol;
 pub mod server;
 pub mod state_store;
 pub mod stdio_front;
+pub mod subscriptions;
 pub mod tool_report;
 pub mod upstream;
 

@@ -85,6 +85,8 @@ pub struct Metrics {
     pub state_keys: IntGauge,
     /// The per-tool migration report of this replica, which feeds the `tool_*` series.
     pub tools: crate::tool_report::ToolReport,
+    /// The `subscriptions/listen` bridge's: open streams, their upstream sessions, deliveries.
+    pub subscriptions: crate::subscriptions::ListenMetrics,
 }
 
 /// The `tool_*` series of the migration report (see [`crate::tool_report`]), by tool.
@@ -240,11 +242,13 @@ impl Metrics {
             pool: PoolMetrics::detached()?,
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,
+            subscriptions: crate::subscriptions::ListenMetrics::detached()?,
             registry,
         };
         m.pool.register(&m.registry)?;
         m.legacy.register(&m.registry)?;
         m.auth.register(&m.registry)?;
+        m.subscriptions.register(&m.registry)?;
         Ok(m)
     }
 

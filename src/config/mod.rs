@@ -57,6 +57,7 @@ pub struct Config {
     pub log: LogConfig,
     pub legacy: LegacyConfig,
     pub limits: LimitsConfig,
+    pub subscriptions: SubscriptionsConfig,
 }
 
 /// The 2026-07-28 listener.
@@ -212,6 +213,30 @@ pub struct LegacyConfig {
     pub enabled: bool,
     pub max_sessions: usize,
     pub idle: Duration,
+}
+
+/// `subscriptions/listen`: whether it is bridged, and its bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubscriptionsConfig {
+    pub enabled: bool,
+    /// Listen streams one replica holds at once.
+    pub max_listeners: usize,
+    /// Listen streams one principal holds at once; at most `max_listeners`.
+    pub max_per_principal: usize,
+    /// Resource URIs one listen request may name.
+    pub max_uris: usize,
+}
+
+impl Default for SubscriptionsConfig {
+    fn default() -> Self {
+        use crate::defaults as d;
+        Self {
+            enabled: d::SUBSCRIPTIONS_ENABLED,
+            max_listeners: d::SUBSCRIPTIONS_MAX_LISTENERS,
+            max_per_principal: d::SUBSCRIPTIONS_MAX_PER_PRINCIPAL,
+            max_uris: d::SUBSCRIPTIONS_MAX_URIS,
+        }
+    }
 }
 
 /// Rate limits; each is off when `None` or absent.

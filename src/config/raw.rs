@@ -21,6 +21,7 @@ pub struct RawConfig {
     pub log: RawLog,
     pub legacy: RawLegacy,
     pub limits: RawLimits,
+    pub subscriptions: RawSubscriptions,
 }
 
 /// `[front]`: the 2026-07-28 listener.
@@ -317,4 +318,21 @@ pub struct RawRate {
     /// Most tokens the bucket holds: the burst allowed after a quiet spell. Default: the rate
     /// per second rounded up, at least 1.
     pub burst: Option<u32>,
+}
+
+/// `[subscriptions]`: `subscriptions/listen`, bridged onto the upstream's list changes and
+/// `resources/subscribe`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSubscriptions {
+    /// Bridge `subscriptions/listen`. Default true; false answers it 404 `-32601` and leaves the
+    /// list-change and subscribe flags out of `server/discover`.
+    pub enabled: Option<bool>,
+    /// Most listen streams one replica holds at once; past it a new one gets 503. Default 256.
+    pub max_listeners: Option<usize>,
+    /// Most listen streams of one principal on one replica; past it a new one gets 429.
+    /// Default 16; at most `max_listeners`.
+    pub max_per_principal: Option<usize>,
+    /// Most resource URIs in one listen request; past it the request gets 400. Default 64.
+    pub max_uris: Option<usize>,
 }

@@ -28,6 +28,7 @@ pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         log: log(raw.log)?,
         legacy: legacy(raw.legacy)?,
         limits: limits::limits(raw.limits)?,
+        subscriptions: subscriptions::subscriptions(raw.subscriptions)?,
     })
 }
 
@@ -408,6 +409,7 @@ fn positive(field: &str, n: usize) -> Result<usize, ConfigError> {
 }
 
 mod limits;
+mod subscriptions;
 #[cfg(test)]
 mod tests;
 

@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 
 use super::catalog::{self, Tool};
 use super::context::CallContext;
+use super::resources::COUNTER_URI;
 use super::session::{Session, SessionError};
 use super::sse::{SseBody, SseError, SseWriter};
 use super::tools::{self, NameAnswer, ToolOutcome};
@@ -52,6 +53,7 @@ pub(crate) fn start(shared: &Shared, session: Arc<Session>, request: Request) ->
         stats: Arc::clone(&shared.stats),
         request_timeout: shared.options.request_timeout,
         progress_token,
+        resources: Arc::clone(&shared.resources),
     };
     let (go, ready) = oneshot::channel();
     let id = request.id.clone();
@@ -91,6 +93,7 @@ pub(crate) fn sync_roots(shared: &Shared, session: &Arc<Session>) {
         stats: Arc::clone(&shared.stats),
         request_timeout: shared.options.request_timeout,
         progress_token: None,
+        resources: Arc::clone(&shared.resources),
     };
     tokio::spawn(async move {
         tokio::time::sleep(delay).await;
@@ -230,6 +233,12 @@ async fn read_resource(ctx: &CallContext, params: &Value) -> CallOutcome {
             message: format!("Resource {uri} not found"),
             data: Some(json!({"uri": uri})),
         });
+    }
+    if uri == COUNTER_URI {
+        let text = ctx.resources.counter().to_string();
+        return CallOutcome::Result(
+            json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}),
+        );
     }
     let text = match tools::ask_name(ctx, "Whose profile is this?").await {
         Ok(NameAnswer::Given(name)) => format!("Profile of {name}"),

@@ -8,6 +8,7 @@
 
 use serde_json::{json, Value};
 
+use super::resources::COUNTER_URI;
 use super::session::ClientCaps;
 
 /// The one prompt.
@@ -31,6 +32,7 @@ pub(crate) enum Tool {
     FlakyQuestion,
     Hang,
     Die,
+    BumpCounter,
 }
 
 /// The client capability a tool needs before it is offered.
@@ -47,7 +49,7 @@ enum Need {
 // === impl Tool ===
 
 impl Tool {
-    pub(crate) const ALL: [Tool; 11] = [
+    pub(crate) const ALL: [Tool; 12] = [
         Tool::Echo,
         Tool::Greet,
         Tool::ConfirmTwice,
@@ -59,6 +61,7 @@ impl Tool {
         Tool::FlakyQuestion,
         Tool::Hang,
         Tool::Die,
+        Tool::BumpCounter,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -74,6 +77,7 @@ impl Tool {
             Tool::FlakyQuestion => "flaky_question",
             Tool::Hang => "hang",
             Tool::Die => "die",
+            Tool::BumpCounter => "bump_counter",
         }
     }
 
@@ -105,7 +109,7 @@ impl Tool {
             Tool::Summarize => Need::Sampling,
             Tool::ListRoots => Need::Roots,
             Tool::AskThree => Need::All,
-            Tool::Echo | Tool::CountDown | Tool::Hang | Tool::Die => Need::Nothing,
+            Tool::Echo | Tool::CountDown | Tool::Hang | Tool::Die | Tool::BumpCounter => Need::Nothing,
         }
     }
 
@@ -122,6 +126,7 @@ impl Tool {
             Tool::FlakyQuestion => "Asks a question that differs on every run.",
             Tool::Hang => "Never answers until cancelled.",
             Tool::Die => "Drops the response stream mid-call, as a crashing server would.",
+            Tool::BumpCounter => "Adds one to demo://counter and notifies the sessions subscribed to it.",
         }
     }
 
@@ -182,22 +187,30 @@ pub(crate) fn prompt_offered(name: &str, caps: ClientCaps) -> bool {
     name == GREETING_PROMPT && has_elicitation_content(caps)
 }
 
-/// The `resources/list` result for a session.
-pub(crate) fn resources_list(caps: ClientCaps) -> Value {
-    if !has_elicitation_content(caps) {
-        return json!({"resources": []});
+/// The `resources/list` result for a session: the profile where elicitation is declared, and
+/// the counter (its value in its description, so the list changes with it).
+pub(crate) fn resources_list(caps: ClientCaps, counter: u64) -> Value {
+    let mut resources = Vec::with_capacity(2);
+    if has_elicitation_content(caps) {
+        resources.push(json!({
+            "uri": PROFILE_URI,
+            "name": "profile",
+            "description": "A profile that asks whose it is when read.",
+            "mimeType": "text/plain",
+        }));
     }
-    json!({"resources": [{
-        "uri": PROFILE_URI,
-        "name": "profile",
-        "description": "A profile that asks whose it is when read.",
+    resources.push(json!({
+        "uri": COUNTER_URI,
+        "name": "counter",
+        "description": format!("A counter that bump_counter adds one to; now {counter}."),
         "mimeType": "text/plain",
-    }]})
+    }));
+    json!({ "resources": resources })
 }
 
-/// Whether `resources/read` may serve this URI in this session.
+/// Whether `resources/read` (and `resources/subscribe`) may serve this URI in this session.
 pub(crate) fn resource_offered(uri: &str, caps: ClientCaps) -> bool {
-    uri == PROFILE_URI && has_elicitation_content(caps)
+    uri == COUNTER_URI || (uri == PROFILE_URI && has_elicitation_content(caps))
 }
 
 /// The `resources/templates/list` result: the demo has no templates.
@@ -235,7 +248,7 @@ mod tests {
     #[test]
     fn tools_are_gated_by_capability() {
         let bare = tools_list(ClientCaps::default());
-        assert_eq!(names(&bare), ["echo", "count_down", "hang", "die"]);
+        assert_eq!(names(&bare), ["echo", "count_down", "hang", "die", "bump_counter"]);
         let full = ClientCaps { elicitation: true, elicitation_url: true, sampling: true, roots: true };
         assert_eq!(names(&tools_list(full)).len(), Tool::ALL.len());
         let form_only = ClientCaps { elicitation: true, ..ClientCaps::default() };

@@ -49,6 +49,8 @@ pub(crate) struct CallContext {
     pub(crate) stats: Arc<DemoStats>,
     pub(crate) request_timeout: Duration,
     pub(crate) progress_token: Option<Value>,
+    /// The server-wide resources (the counter a tool changes).
+    pub(crate) resources: Arc<super::resources::Resources>,
 }
 
 /// Keeps the outstanding count and the session's pending table right however the wait ends.

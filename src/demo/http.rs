@@ -202,7 +202,15 @@ fn request_response(
         methods::PING | LOGGING_SET_LEVEL => Ok(Value::Object(Default::default())),
         methods::TOOLS_LIST => Ok(catalog::tools_list(caps)),
         methods::PROMPTS_LIST => Ok(catalog::prompts_list(caps)),
-        methods::RESOURCES_LIST => Ok(catalog::resources_list(caps)),
+        methods::RESOURCES_LIST => Ok(catalog::resources_list(caps, shared.resources.counter())),
+        methods::RESOURCES_SUBSCRIBE => subscribe(shared, &session, call.params.as_ref()),
+        methods::RESOURCES_UNSUBSCRIBE => {
+            let uri = call.params.as_ref().and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or("");
+            if session.unsubscribe(uri) {
+                shared.stats.record_unsubscribe();
+            }
+            Ok(Value::Object(Default::default()))
+        }
         methods::RESOURCES_TEMPLATES_LIST => Ok(catalog::resource_templates_list()),
         methods::COMPLETION_COMPLETE => catalog::complete(call.params.as_ref())
             .ok_or_else(|| rpc_error(codes::INVALID_PARAMS, "unknown completion reference".into())),
@@ -214,6 +222,17 @@ fn request_response(
         Err(error) => error_bytes(Some(&call.id), &error),
     };
     Ok(json_response(StatusCode::OK, bytes))
+}
+
+/// `resources/subscribe`: only a resource this session may read can be subscribed to.
+fn subscribe(shared: &Shared, session: &Session, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or("");
+    if !catalog::resource_offered(uri, session.caps()) {
+        return Err(rpc_error(codes::LEGACY_RESOURCE_NOT_FOUND, format!("Resource {uri} not found")));
+    }
+    session.subscribe(uri).map_err(|e| rpc_error(codes::INVALID_REQUEST, e.to_string()))?;
+    shared.stats.record_subscribe();
+    Ok(Value::Object(Default::default()))
 }
 
 fn rpc_error(code: i64, message: String) -> ErrorObject {

@@ -24,7 +24,7 @@ const INSTRUCTIONS: &str = "Demo legacy MCP server. `echo` needs nothing; `greet
 `confirm_twice` and `flaky_question` ask through elicitation, `summarize` through sampling, \
 `list_roots` through roots/list on the GET stream, `ask_three` through all three at once, \
 `url_login` through a URL-mode elicitation. `count_down` reports progress, `hang` never answers \
-and `die` drops its stream.";
+and `die` drops its stream. `bump_counter` changes the subscribable resource demo://counter.";
 
 /// Errors of the handshake.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +49,7 @@ pub(crate) fn answer(shared: &Shared, request: &Request) -> Result<Response<Demo
     let raw = serde_json::value::to_raw_value(&result(version))?;
     let header = HeaderValue::from_str(&id).map_err(|_| InitializeError::Collision)?;
     let session = Arc::new(Session::new(id, version, caps, limits));
+    shared.resources.register(&session);
     // Counted before it is visible, so that a concurrent eviction never counts it down first.
     shared.stats.record_initialize();
     if shared.store.insert(session).is_err() {
@@ -71,7 +72,7 @@ fn result(version: &str) -> Value {
         "capabilities": {
             "tools": {"listChanged": false},
             "prompts": {"listChanged": false},
-            "resources": {"subscribe": false, "listChanged": false},
+            "resources": {"subscribe": true, "listChanged": true},
             "completions": {},
             "logging": {},
         },

@@ -14,7 +14,8 @@
 //!   `initialize`: the handshake.
 //! - `session` and `store`: per-session state and the bounded session table.
 //! - `calls`, `context`, `tools`: running calls, asking the client, the tool handlers.
-//! - `catalog`: the tools, prompt, resource and completions on offer.
+//! - `catalog`: the tools, prompt, resources and completions on offer; `resources`: the
+//!   counter resource and its subscriptions (`resources/subscribe`, update notifications).
 //! - `sse`: the event-stream writer; `stats`: counters for tests.
 
 mod calls;
@@ -22,6 +23,7 @@ mod catalog;
 mod context;
 mod http;
 mod initialize;
+mod resources;
 mod server;
 mod session;
 mod sse;
@@ -103,6 +105,7 @@ pub(crate) struct Shared {
     options: DemoOptions,
     stats: Arc<DemoStats>,
     store: SessionStore,
+    resources: Arc<resources::Resources>,
 }
 
 /// A demo server, built before it serves so that its [`DemoStats`] can be taken first.
@@ -116,7 +119,7 @@ impl DemoServer {
     pub fn new(options: DemoOptions) -> Self {
         let stats = Arc::new(DemoStats::default());
         let store = SessionStore::new(options.max_sessions, options.session_idle_timeout, Arc::clone(&stats));
-        let shared = Shared { options, stats, store };
+        let shared = Shared { options, stats, store, resources: Arc::default() };
         Self { shared: Arc::new(shared) }
     }
 

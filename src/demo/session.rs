@@ -5,7 +5,7 @@
 //! Every collection here is bounded by the limits the server was started with, and closing a
 //! session stops its calls, fails its waiting requests and ends its GET stream.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -29,7 +29,12 @@ pub(crate) enum SessionError {
     TooManyCalls(usize),
     #[error("request id {0} is already in use by a running call")]
     DuplicateCall(RequestId),
+    #[error("too many resource subscriptions in this session (limit {0})")]
+    TooManySubscriptions(usize),
 }
+
+/// Resource subscriptions one session may hold.
+const MAX_SUBSCRIPTIONS: usize = 16;
 
 /// Resumable streams a session keeps; the oldest is finished and forgotten past this.
 const MAX_RESUMABLE_STREAMS: usize = 16;
@@ -71,6 +76,8 @@ pub(crate) struct Session {
     next_call_serial: AtomicU64,
     standalone: Mutex<Option<SseWriter>>,
     standalone_opened: Notify,
+    /// Resource URIs this session subscribed to (`resources/subscribe`).
+    subscriptions: Mutex<HashSet<String>>,
 }
 
 // === impl ClientCaps ===
@@ -112,6 +119,7 @@ impl Session {
             next_call_serial: AtomicU64::new(0),
             standalone: Mutex::new(None),
             standalone_opened: Notify::new(),
+            subscriptions: Mutex::new(HashSet::new()),
         }
     }
 
@@ -202,8 +210,28 @@ impl Session {
         }
     }
 
-    fn live_standalone(&self) -> Option<SseWriter> {
+    /// The standalone GET stream, if one is open and its client still reads it.
+    pub(crate) fn live_standalone(&self) -> Option<SseWriter> {
         self.standalone.lock().as_ref().filter(|writer| !writer.is_closed()).cloned()
+    }
+
+    /// Subscribes to `uri` (again is fine), within the session's bound.
+    pub(crate) fn subscribe(&self, uri: &str) -> Result<(), SessionError> {
+        let mut held = self.subscriptions.lock();
+        if !held.contains(uri) && held.len() >= MAX_SUBSCRIPTIONS {
+            return Err(SessionError::TooManySubscriptions(MAX_SUBSCRIPTIONS));
+        }
+        held.insert(uri.to_owned());
+        Ok(())
+    }
+
+    /// Unsubscribes from `uri`; false if it was not subscribed.
+    pub(crate) fn unsubscribe(&self, uri: &str) -> bool {
+        self.subscriptions.lock().remove(uri)
+    }
+
+    pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscriptions.lock().contains(uri)
     }
 
     /// Allocates the next server → client request id (integers from 0, per session) and the
@@ -267,6 +295,7 @@ impl Session {
         let calls: Vec<AbortHandle> = self.calls.lock().drain().map(|(_, (_, t))| t).collect();
         calls.iter().for_each(AbortHandle::abort);
         self.pending.lock().clear();
+        self.subscriptions.lock().clear();
         if let Some(standalone) = self.standalone.lock().take() {
             standalone.finish();
         }

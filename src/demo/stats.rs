@@ -23,6 +23,8 @@ pub struct DemoStats {
     errors: AtomicU64,
     unmatched_answers: AtomicU64,
     outstanding: AtomicU64,
+    subscribes: AtomicU64,
+    unsubscribes: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -54,6 +56,24 @@ impl DemoStats {
     /// Sessions ended by `DELETE /mcp`.
     pub fn deletes(&self) -> u64 {
         read(&self.deletes)
+    }
+
+    /// `resources/subscribe` requests accepted.
+    pub fn subscribes(&self) -> u64 {
+        read(&self.subscribes)
+    }
+
+    /// `resources/unsubscribe` requests that ended a subscription.
+    pub fn unsubscribes(&self) -> u64 {
+        read(&self.unsubscribes)
+    }
+
+    pub(crate) fn record_subscribe(&self) {
+        bump(&self.subscribes);
+    }
+
+    pub(crate) fn record_unsubscribe(&self) {
+        bump(&self.unsubscribes);
     }
 
     /// `tools/call` requests for the tool `name` (known tools only; see

@@ -66,6 +66,10 @@ pub(crate) async fn run(ctx: &CallContext, tool: Tool, args: &Value) -> ToolOutc
         Tool::UrlLogin => url_login(ctx).await,
         Tool::FlakyQuestion => flaky_question(ctx).await,
         Tool::Hang => std::future::pending().await,
+        Tool::BumpCounter => {
+            let (value, notified) = ctx.resources.bump().await;
+            text(format!("demo://counter is now {value}; {notified} subscribed session(s) notified."))
+        }
         Tool::Die => {
             // Let what was written so far reach the client first, so the break is visibly
             // mid-stream rather than a refused response.

@@ -9,11 +9,13 @@ use crate::protocol::{meta, FRONT_SUPPORTED_VERSIONS};
 use crate::upstream::InitializeResult;
 
 /// Builds the `DiscoverResult` object.
-pub(super) fn discover_result(init: &InitializeResult, ttl_ms: u64, scope: &str) -> Value {
+/// The list-change and subscribe flags the upstream declared are kept when `listens` (the
+/// gateway bridges `subscriptions/listen`).
+pub(super) fn discover_result(init: &InitializeResult, ttl_ms: u64, scope: &str, listens: bool) -> Value {
     let mut result = Map::new();
     result.insert("resultType".into(), json!("complete"));
     result.insert("supportedVersions".into(), json!(FRONT_SUPPORTED_VERSIONS));
-    result.insert("capabilities".into(), modern_capabilities(&init.capabilities));
+    result.insert("capabilities".into(), modern_capabilities(&init.capabilities, listens));
     if let Some(instructions) = &init.instructions {
         result.insert("instructions".into(), json!(instructions));
     }
@@ -25,17 +27,18 @@ pub(super) fn discover_result(init: &InitializeResult, ttl_ms: u64, scope: &str)
     Value::Object(result)
 }
 
-/// Keeps the capabilities a 2026-07-28 client can use through the gateway. List-change and
-/// resource-subscription flags are dropped because `subscriptions/listen` is not bridged yet,
-/// `logging` because log notifications are not relayed, `tasks` because legacy tasks are not
-/// 2026 tasks.
-fn modern_capabilities(legacy: &Value) -> Value {
+/// Keeps the capabilities a 2026-07-28 client can use through the gateway. The list-change and
+/// resource-subscription flags the upstream declared stay when `subscriptions/listen` is
+/// bridged (`listens`), and are dropped otherwise; `logging` is dropped because log
+/// notifications are relayed per request only, `tasks` because legacy tasks are not 2026 tasks.
+fn modern_capabilities(legacy: &Value, listens: bool) -> Value {
     let Value::Object(caps) = legacy else { return json!({}) };
     let mut out = Map::new();
+    let dropped: &[&str] = if listens { &[] } else { &["listChanged", "subscribe"] };
     for (name, value) in caps {
         match name.as_str() {
             "tools" | "prompts" | "resources" => {
-                out.insert(name.clone(), without(value, &["listChanged", "subscribe"]));
+                out.insert(name.clone(), without(value, dropped));
             }
             "completions" | "experimental" | "extensions" => {
                 out.insert(name.clone(), value.clone());
@@ -67,8 +70,18 @@ mod tests {
         let legacy = json!({"tools": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": true},
             "logging": {}, "tasks": {"list": {}}, "completions": {}, "prompts": {}});
         assert_eq!(
-            modern_capabilities(&legacy),
+            modern_capabilities(&legacy, false),
             json!({"tools": {}, "resources": {}, "completions": {}, "prompts": {}})
+        );
+    }
+
+    #[test]
+    fn listen_flags_stay_as_declared_when_listen_is_bridged() {
+        let legacy = json!({"tools": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": false},
+            "prompts": {}, "logging": {}});
+        assert_eq!(
+            modern_capabilities(&legacy, true),
+            json!({"tools": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": false}, "prompts": {}})
         );
     }
 }

@@ -1,10 +1,11 @@
 //! The 2026-07-28 Streamable HTTP surface: the tower stack it is served as (limits, request
 //! ids, tracing), HTTP checks, request validation, dispatch to `server/discover`, the relayed
-//! list methods and the MRTR bridge, and response framing.
+//! list methods, the MRTR bridge and `subscriptions/listen`, and response framing.
 
 pub mod body;
 mod discover;
 pub mod guard;
+mod listen;
 mod outcome;
 mod relay;
 mod respond;

@@ -54,6 +54,8 @@ pub enum OutcomeLabel {
     RateLimited,
     /// A single-use state could not be checked: the state store did not answer (503).
     StateStoreUnavailable,
+    /// A `subscriptions/listen` past a bound on listen streams (429, 503), or during shutdown.
+    ListenRefused,
 }
 
 /// What the log line and the counters need of a failed request.
@@ -112,6 +114,7 @@ impl OutcomeLabel {
             Self::Abandoned => "abandoned",
             Self::RateLimited => "rate_limited",
             Self::StateStoreUnavailable => "state_store_unavailable",
+            Self::ListenRefused => "listen_refused",
         }
     }
 }

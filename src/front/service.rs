@@ -34,6 +34,7 @@ use crate::protocol::jsonrpc::{Envelope, Request as RpcRequest};
 use crate::protocol::log_level::LogLevel;
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
+use crate::subscriptions::Subscriptions;
 use crate::upstream::Pool;
 
 /// Everything a front request needs, built once.
@@ -55,6 +56,8 @@ pub struct FrontState {
     param_headers: bool,
     /// `[limits]`: taken once per call (an MRTR chain's retries take none).
     limits: Limits,
+    /// The `subscriptions/listen` bridge; `None` when it is off (the method is then unknown).
+    pub(super) subscriptions: Option<Arc<Subscriptions>>,
 }
 
 /// A validated request on its way to dispatch.
@@ -98,6 +101,7 @@ impl FrontState {
             tool_headers,
             param_headers: true,
             limits,
+            subscriptions: None,
         }
     }
 
@@ -111,6 +115,12 @@ impl FrontState {
     /// the spec lets ignore `x-mcp-header` (tools with invalid annotations stay hidden).
     pub fn without_param_headers(mut self) -> Self {
         self.param_headers = false;
+        self
+    }
+
+    /// Bridges `subscriptions/listen` with `subscriptions` (and says so in `server/discover`).
+    pub fn with_subscriptions(mut self, subscriptions: Arc<Subscriptions>) -> Self {
+        self.subscriptions = Some(subscriptions);
         self
     }
 
@@ -343,6 +353,7 @@ impl FrontState {
             FrontMethod::Discover => self.discover(&call).await,
             FrontMethod::Relay(m) => self.relay(&call, m).await,
             FrontMethod::Mrtr(m) => return self.mrtr(call, m).await,
+            FrontMethod::Listen => return Box::pin(super::listen::listen(self, call)).await,
         };
         match result {
             Ok(bytes) => Outcome::plain(OutcomeLabel::Complete, respond::json(StatusCode::OK, bytes)),
@@ -354,7 +365,9 @@ impl FrontState {
         let caps = call.caps.legacy_initialize(self.upstream_version);
         let key = (call.principal.clone(), call.caps.fingerprint());
         let init = self.pool.discover(key, &caps).await?;
-        let result = discover::discover_result(&init, self.cfg.cache_ttl_ms, self.cfg.cache_scope.as_str());
+        let listens = self.subscriptions.is_some();
+        let result =
+            discover::discover_result(&init, self.cfg.cache_ttl_ms, self.cfg.cache_scope.as_str(), listens);
         let raw = serde_json::value::to_raw_value(&result).map_err(FrontError::internal)?;
         Ok(crate::protocol::jsonrpc::result_bytes(&call.id, &raw))
     }

@@ -27,6 +27,14 @@ pub const MESSAGE: &str = "notifications/message";
 /// Legacy (2025-11-25) completion of a URL elicitation; removed in 2026-07-28.
 pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+/// Legacy resource subscriptions, which `subscriptions/listen` is bridged onto.
+pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+/// The first message of a 2026-07-28 listen stream.
+pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
 /// How the front treats a client method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,6 +45,8 @@ pub enum FrontMethod {
     Mrtr(MrtrMethod),
     /// A relayed method that must never answer `input_required`.
     Relay(RelayMethod),
+    /// `subscriptions/listen`: a long-lived stream of notifications.
+    Listen,
 }
 
 /// The three methods that may return `input_required` (SEP-2322).
@@ -70,6 +80,7 @@ impl FrontMethod {
             RESOURCES_LIST => Self::Relay(RelayMethod::ResourcesList),
             RESOURCES_TEMPLATES_LIST => Self::Relay(RelayMethod::ResourcesTemplatesList),
             COMPLETION_COMPLETE => Self::Relay(RelayMethod::CompletionComplete),
+            SUBSCRIPTIONS_LISTEN => Self::Listen,
             _ => return None,
         })
     }
@@ -80,6 +91,7 @@ impl FrontMethod {
             Self::Discover => DISCOVER,
             Self::Mrtr(m) => m.name(),
             Self::Relay(r) => r.name(),
+            Self::Listen => SUBSCRIPTIONS_LISTEN,
         }
     }
 }

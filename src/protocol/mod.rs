@@ -46,6 +46,9 @@ pub mod meta {
     /// Opt-in hint a legacy server may put in a pushed request's `params._meta` to name the
     /// `inputRequests` key the gateway uses for it (our own prefix; not part of MCP).
     pub const INPUT_KEY_HINT: &str = "dev.mrtr-gateway/inputKey";
+    /// Notification and result `_meta` on a `subscriptions/listen` stream: the listen
+    /// request's JSON-RPC id.
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 }
 
 /// 2026-07-28 HTTP header names (compared case-insensitively by `http`).

@@ -187,6 +187,21 @@ impl Pool {
         Lease { session, key, pool: self.inner.clone(), poisoned: false, _slot: slot }
     }
 
+    /// A session of `key` for a holder that keeps it for a long time, such as the
+    /// `subscriptions/listen` bridge: an idle session of the key is taken out of the pool (it
+    /// costs no handshake, and for stdio no process start), or else one is opened on the
+    /// pool's connector (its HTTP client or command) declaring `capabilities`. Either way it
+    /// leaves the pool: leases never see it, it counts against no pool bound, and its holder
+    /// closes it.
+    pub async fn take_unpooled(&self, key: &PoolKey, capabilities: &Value) -> Result<Session, UpstreamError> {
+        if let Some(session) = self.inner.take_idle(key) {
+            return Ok(session);
+        }
+        let session = self.inner.transport.connect(capabilities).await?;
+        *self.inner.initialize.lock() = Some(session.initialize_result().clone());
+        Ok(session)
+    }
+
     /// The upstream's `initialize` answer for `server/discover`: the cached one, or the one of
     /// a session opened (and returned to the pool) for the purpose.
     pub async fn discover(
@@ -307,6 +322,13 @@ impl PoolInner {
         warm::log_dead(&dead);
         close_in_background(evicted);
         step
+    }
+
+    /// Takes the most recently used healthy idle session of `key` out of the pool.
+    fn take_idle(&self, key: &PoolKey) -> Option<Session> {
+        let mut state = self.state.lock();
+        let pos = state.idle.iter().rposition(|e| &e.key == key && e.session.is_healthy())?;
+        state.idle.remove(pos).map(|e| e.session)
     }
 
     /// Initialises `spare`, or a new session when there is none or it died meanwhile.

@@ -9,6 +9,9 @@
 //! answer would be cached by the server as the truth. The one exception is `roots/list` when
 //! the operator configured the roots (`upstream.roots`): those are the truth, so they answer.
 //! A `notifications/tools/list_changed` is also counted ([`ToolsChanged`]), whoever it goes to.
+//! A session opened for `subscriptions/listen` has a *listener* queue: the notifications a
+//! listen stream may carry (list changes, resource updates) go there, whatever stream carried
+//! them, instead of to a call.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +20,7 @@ use serde_json::{json, Value};
 
 use super::event::{EventTx, Origin, UpstreamEvent};
 use super::settings::ToolsChanged;
-use crate::protocol::jsonrpc::{ErrorObject, Request, Response};
+use crate::protocol::jsonrpc::{ErrorObject, Notification, Request, Response};
 use crate::protocol::{codes, methods, Envelope, RequestId};
 
 /// What to do with one routed message.
@@ -41,6 +44,8 @@ pub(crate) struct Router {
     /// The configured `roots/list` result, answered when no call can be asked.
     roots: Option<Arc<Value>>,
     tools_changed: ToolsChanged,
+    /// Where the listenable notifications go on a session opened for listening.
+    listener: Option<EventTx>,
 }
 
 // === impl Router ===
@@ -54,6 +59,11 @@ impl Router {
     /// Counts the session's `notifications/tools/list_changed` in `counter`.
     pub(crate) fn counting(self, counter: ToolsChanged) -> Self {
         Self { tools_changed: counter, ..self }
+    }
+
+    /// Sends the session's listenable notifications ([`is_listenable`]) to `tx` from now on.
+    pub(crate) fn set_listener(&mut self, tx: EventTx) {
+        self.listener = Some(tx);
     }
 
     /// Registers a call; the first surfacing call becomes the GET-stream target.
@@ -77,9 +87,11 @@ impl Router {
     }
 
     /// Forgets every call and returns their queues, so a dead session can fail them.
+    /// The listener queue is among them: it learns of the death the same way.
     pub(crate) fn drain(&mut self) -> Vec<EventTx> {
         self.attached = None;
-        self.calls.drain().map(|(_, slot)| slot.tx).collect()
+        let calls = self.calls.drain().map(|(_, slot)| slot.tx);
+        calls.chain(self.listener.take()).collect()
     }
 
     /// Decides where a message goes; the flag is true when it is the response that ends the
@@ -93,14 +105,20 @@ impl Router {
                 (Action::Answer(req.id, Ok(Value::Object(Default::default()))), false)
             }
             Envelope::Request(req) => (self.route_request(req, origin), false),
-            Envelope::Notification(n) => match self.target(origin) {
-                Some(slot) => {
-                    let event = UpstreamEvent::Notification { method: n.method, params: n.params };
-                    (Action::Deliver(slot.tx.clone(), event), false)
-                }
-                None => (Action::Ignore("notification with no call to attribute it to"), false),
-            },
+            Envelope::Notification(n) => (self.route_notification(n, origin), false),
             Envelope::Response(resp) => self.route_response(resp, origin),
+        }
+    }
+
+    fn route_notification(&self, n: Notification, origin: Origin) -> Action {
+        let listener = self.listener.as_ref().filter(|_| is_listenable(&n.method)).cloned();
+        let event = UpstreamEvent::Notification { method: n.method, params: n.params };
+        if let Some(tx) = listener {
+            return Action::Deliver(tx, event);
+        }
+        match self.target(origin) {
+            Some(slot) => Action::Deliver(slot.tx.clone(), event),
+            None => Action::Ignore("notification with no call to attribute it to"),
         }
     }
 
@@ -154,6 +172,17 @@ impl Router {
         let ends_origin = origin == Origin::Post(id);
         (Action::Deliver(slot.tx, UpstreamEvent::Response(resp.outcome)), ends_origin)
     }
+}
+
+/// True for the notifications a `subscriptions/listen` stream may carry.
+pub(crate) fn is_listenable(method: &str) -> bool {
+    matches!(
+        method,
+        methods::TOOLS_LIST_CHANGED
+            | methods::PROMPTS_LIST_CHANGED
+            | methods::RESOURCES_LIST_CHANGED
+            | methods::RESOURCES_UPDATED
+    )
 }
 
 fn internal(message: &str) -> ErrorObject {
@@ -237,6 +266,23 @@ mod tests {
         let other = parse(r#"{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}"#);
         idle.route(other, Origin::Unattributed);
         assert_eq!(counter.count(), 2);
+    }
+
+    #[test]
+    fn a_listening_session_sends_listenable_notifications_to_its_listener() {
+        let (mut router, _rx) = router_with(3, false);
+        let (tx, _listener) = mpsc::channel(4);
+        router.set_listener(tx.clone());
+        let update =
+            parse(r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"u"}}"#);
+        let Action::Deliver(to, _) = router.route(update, Origin::Post(3)).0 else { panic!("not delivered") };
+        assert!(to.same_channel(&tx), "an update on a call's stream still goes to the listener");
+        let log = parse(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#);
+        let Action::Deliver(to, _) = router.route(log, Origin::Post(3)).0 else { panic!("not delivered") };
+        assert!(!to.same_channel(&tx), "a log message is the call's, never the listener's");
+        let idle = parse(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#);
+        assert!(matches!(Router::default().route(idle, Origin::Unattributed).0, Action::Ignore(_)));
+        assert!(router.drain().iter().any(|q| q.same_channel(&tx)), "a dead session tells its listener");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use prometheus::IntGauge;
 use serde_json::{json, Value};
+use tokio::sync::mpsc;
 
 use super::call::Call;
 use super::event::UpstreamEvent;
@@ -238,6 +239,15 @@ impl Session {
             }
             Outcome::Error(e) => Ok(Err(e)),
         }
+    }
+
+    /// Sends the session's listenable notifications (list changes, resource updates) to the
+    /// returned queue from now on, whatever stream carries them (a `subscriptions/listen`
+    /// bridge). An `Err` on it, or its end, is the session's death.
+    pub fn listen(&self, capacity: usize) -> mpsc::Receiver<Result<UpstreamEvent, UpstreamError>> {
+        let (tx, rx) = mpsc::channel(capacity);
+        self.state().router.lock().set_listener(tx);
+        rx
     }
 
     /// Cancels a call upstream (`notifications/cancelled`); its further events are dropped.

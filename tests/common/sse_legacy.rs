@@ -3,7 +3,9 @@
 //! every `POST /messages?session=N` is answered 202 while its reply goes out on stream N.
 //!
 //! Its tools: `echo`; `stream` (names the stream that served it); `greet` (asks an elicitation,
-//! then greets with the answer); `drop` (ends its stream instead of answering). Which protocol
+//! then greets with the answer); `drop` (ends its stream instead of answering). It declares
+//! `resources.subscribe`, and answers each `resources/subscribe` of a session after sending it
+//! `notifications/resources/updated` for every URI that session held before. Which protocol
 //! version it answers, and where its endpoint points, are the test's choice.
 
 use std::collections::HashMap;
@@ -55,6 +57,8 @@ struct Shared {
     streams: Mutex<HashMap<u64, StreamTx>>,
     /// Elicitations asked and not answered: their id and the call waiting for them.
     asked: Mutex<HashMap<String, Value>>,
+    /// Resource URIs each session subscribed to.
+    subscribed: Mutex<HashMap<u64, Vec<String>>>,
 }
 
 // === impl SseLegacy ===
@@ -71,6 +75,7 @@ impl SseLegacy {
             next_stream: AtomicU64::new(1),
             streams: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
+            subscribed: Mutex::new(HashMap::new()),
         });
         let task = tokio::spawn(accept(listener, shared));
         Ok(Self { addr, task })
@@ -159,7 +164,7 @@ async fn on_message(shared: &Shared, n: u64, tx: &StreamTx, message: &Value) {
         Some("initialize") => {
             let result = json!({
                 "protocolVersion": shared.version,
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {}, "resources": {"subscribe": true}},
                 "serverInfo": {"name": "sse-fixture", "version": "1"},
             });
             send(tx, json!({"jsonrpc": "2.0", "id": id, "result": result})).await;
@@ -172,6 +177,17 @@ async fn on_message(shared: &Shared, n: u64, tx: &StreamTx, message: &Value) {
             send(tx, json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}})).await;
         }
         Some("tools/call") => call_tool(shared, n, tx, id, &message["params"]).await,
+        Some("resources/subscribe") => {
+            let uri = message["params"]["uri"].as_str().unwrap_or_default().to_owned();
+            let held = shared.subscribed.lock().get(&n).cloned().unwrap_or_default();
+            for old in held {
+                send(tx, json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": old}}))
+                    .await;
+            }
+            shared.subscribed.lock().entry(n).or_default().push(uri);
+            send(tx, json!({"jsonrpc": "2.0", "id": id, "result": {}})).await;
+        }
+        Some("resources/unsubscribe") => send(tx, json!({"jsonrpc": "2.0", "id": id, "result": {}})).await,
         Some(_) => {}
         None => answered(shared, tx, message).await,
     }

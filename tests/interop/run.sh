@@ -420,6 +420,31 @@ with_gateways() {
   conformance_stdio
   sse_upstream_checks
   stdio_front_checks
+  listen_checks
+}
+
+# subscriptions/listen with the real TypeScript client (listen_check.mjs):
+# through gateway-everything, the acknowledgement must honour all four kinds
+# server-everything declares (it sends updates only to the session that asked
+# for them with a tool call, never to the gateway's listening session, so no
+# update is expected there); through a gateway fronting its embedded demo, a
+# bump_counter call must bring the subscribed resource's update, and nothing
+# the stream did not ask for.
+listen_checks() {
+  local all='{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["demo://resource/static/document/architecture.md"]}'
+  run_checks "ts:listen-everything" "$PROGRAM_SECONDS" node "$HERE/listen_check.mjs" --target listen-everything \
+    --url "http://127.0.0.1:$P_G1/mcp" --filter "$all" --honoured "$all" --timeout "$CHECK_SECONDS"
+  local p_gw p_gwa
+  read -r p_gw p_gwa <<<"$(free_ports 2)"
+  start gateway-demo "$RUN_DIR/gateway-demo.log" "$GATEWAY" --listen "127.0.0.1:$p_gw" \
+    --admin-listen "127.0.0.1:$p_gwa" --state-key-file "$KEY_FILE"
+  if ! wait_http gateway-demo "$LAST_PID" "http://127.0.0.1:$p_gwa/readyz" 200 "$READY_SECONDS"; then
+    record FAIL "FAIL harness gateway-demo - not ready (logs in $RUN_DIR)"
+    return 0
+  fi
+  run_checks "ts:listen-demo" "$PROGRAM_SECONDS" node "$HERE/listen_check.mjs" --target listen-demo \
+    --url "http://127.0.0.1:$p_gw/mcp" --filter '{"toolsListChanged":true,"resourceSubscriptions":["demo://counter"]}' \
+    --honoured '{"resourceSubscriptions":["demo://counter"]}' --bump demo://counter --timeout "$CHECK_SECONDS"
 }
 
 # === HTTP+SSE upstream (2024-11-05) and the stdio front ===

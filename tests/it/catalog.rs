@@ -44,7 +44,7 @@ async fn tools_follow_the_declared_capabilities() -> TestResult {
     let bare = h.client.request("tools/list").send().await?;
     let names: Vec<&str> =
         bare.result()?["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["echo", "count_down", "hang", "die"]);
+    assert_eq!(names, ["echo", "count_down", "hang", "die", "bump_counter"]);
     h.stop().await
 }
 

@@ -33,6 +33,7 @@ mod state;
 mod stdio;
 mod stdio_front;
 mod stdio_pool;
+mod subscriptions;
 mod tool_report;
 mod url_elicitation;
 
