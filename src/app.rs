@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 
 use crate::admin::{Admin, Readiness};
 use crate::auth::{Auth, ANONYMOUS};
-use crate::bridge::{Bridge, Clock};
+use crate::bridge::{Bridge, Clock, ParkRegistry};
 use crate::capabilities::ClientCaps;
 use crate::config::{Config, StateConfig, UpstreamTarget};
 use crate::defaults;
@@ -85,6 +85,8 @@ pub struct Gateway {
     pub keys: ReloadHandle,
     pool: Arc<Pool>,
     legacy: Option<Arc<LegacyFront>>,
+    /// The calls parked here, cancelled upstream at shutdown.
+    parks: Option<Arc<ParkRegistry>>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
     /// The admin listener stops last, so `/readyz` answers 503 while the front drains.
@@ -138,6 +140,7 @@ impl Gateway {
             tls,
         };
         let single_use = front_state.bridge.single_use().cloned();
+        let parks = front_state.bridge.parks().cloned();
         let service = front::stack(Arc::new(front_state), front_timeout(&cfg));
         tasks.spawn(serve(front_listener, service, opts, signal(stopped.clone())));
         let (stop_admin, admin_stopped) = watch::channel(false);
@@ -164,6 +167,7 @@ impl Gateway {
             keys,
             pool,
             legacy,
+            parks,
             stop,
             tasks,
             stop_admin,
@@ -183,6 +187,11 @@ impl Gateway {
         self.ready.set_unready();
         let _ = self.stop.send(true);
         while self.tasks.join_next().await.is_some() {}
+        if let Some(parks) = &self.parks {
+            if tokio::time::timeout(defaults::SHUTDOWN_CLOSE, parks.cancel_all()).await.is_err() {
+                tracing::warn!("gave up cancelling parked calls");
+            }
+        }
         close_sessions(&self.pool).await;
         if let Some(legacy) = &self.legacy {
             let closing = legacy.close_all();
@@ -268,6 +277,9 @@ pub(crate) fn front_state_with(
     let version = cfg.upstream.protocol_version;
     let (codec, mrtr) = (codec_settings(&cfg.state), cfg.mrtr.clone());
     let mut bridge = Bridge::new(pool.clone(), keys, codec, metrics.clone(), mrtr, version).with_clock(clock);
+    if let Some(url) = &cfg.cluster.advertise_url {
+        bridge = bridge.with_advertise_url(&url.to_string());
+    }
     if let Some(single_use) = &cfg.state.single_use {
         let store = StateStore::new(single_use, cfg.state.clock_skew)?;
         bridge = bridge.with_single_use(Arc::new(store));

@@ -122,6 +122,10 @@ pub enum FrontError {
     /// Single use is on and the state store did not answer: fail closed.
     #[error("state store unavailable")]
     StateStoreUnavailable(#[source] StoreError),
+    /// A retry of a park-mode state whose parked call an earlier retry already continued:
+    /// serving it again would mean replaying the call, repeating its side effects.
+    #[error("this requestState was already answered: its parked call continued on an earlier retry; start the call again for a new run")]
+    ParkedCallAnswered,
 }
 
 // === impl FrontError ===
@@ -142,9 +146,10 @@ impl FrontError {
             | Self::UnsupportedMediaType(_)
             | Self::NotAcceptable(_) => codes::INVALID_REQUEST,
             Self::MethodNotFound(_) => codes::METHOD_NOT_FOUND,
-            Self::InvalidParams(_) | Self::InvalidState { .. } | Self::StateReplayed(_) => {
-                codes::INVALID_PARAMS
-            }
+            Self::InvalidParams(_)
+            | Self::InvalidState { .. }
+            | Self::StateReplayed(_)
+            | Self::ParkedCallAnswered => codes::INVALID_PARAMS,
             Self::RateLimited(_) => RATE_LIMITED_CODE,
             Self::TooManyRounds { .. } | Self::TooManyQuestions { .. } | Self::StateTooLarge { .. } => {
                 codes::INVALID_PARAMS
@@ -198,7 +203,7 @@ impl FrontError {
             Self::HeaderMismatch(_) => L::HeaderMismatch,
             Self::UnsupportedVersion { .. } => L::UnsupportedVersion,
             Self::MissingCapability { .. } => L::MissingCapability,
-            Self::InvalidState { .. } | Self::StateReplayed(_) => L::InvalidState,
+            Self::InvalidState { .. } | Self::StateReplayed(_) | Self::ParkedCallAnswered => L::InvalidState,
             Self::RateLimited(_) => L::RateLimited,
             Self::StateStoreUnavailable(_) => L::StateStoreUnavailable,
             Self::TooManyRounds { .. } => L::TooManyRounds,

@@ -76,6 +76,11 @@ pub struct Metrics {
     pub key_reloads: IntCounterVec,
     /// Keys in the state key ring in use.
     pub state_keys: IntGauge,
+    /// Upstream calls parked on this replica, waiting for their retry.
+    pub parked_calls: IntGauge,
+    /// What became of rounds that park mode concerns, by a fixed outcome label
+    /// ([`crate::bridge::ParkOutcome`]).
+    pub park_outcomes: IntCounterVec,
 }
 
 // === impl Metrics ===
@@ -171,6 +176,13 @@ impl Metrics {
                 &["result"],
             )?,
             state_keys: gauge(&registry, "state_keys", "Keys in the state key ring in use.")?,
+            parked_calls: gauge(&registry, "parked_calls", "Upstream calls parked on this replica.")?,
+            park_outcomes: counter(
+                &registry,
+                "park_outcomes_total",
+                "Park mode rounds and retries, by outcome (parked, resumed, timed_out, full, ...).",
+                &["outcome"],
+            )?,
             pool: PoolMetrics::detached()?,
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,

@@ -22,6 +22,9 @@ mod guard;
 mod memory;
 mod notes;
 mod params;
+mod park;
+mod policy;
+mod resume;
 mod round;
 mod url;
 
@@ -33,15 +36,19 @@ use serde_json::{Map, Value};
 pub use clock::{Clock, ManualClock};
 pub use notes::Notes;
 pub use params::upstream_params;
+pub use park::{ParkOutcome, ParkRegistry};
 
 use crate::capabilities::ClientCaps;
 use crate::config::MrtrConfig;
 use crate::error::FrontError;
 use crate::metrics::Metrics;
-use crate::mrtr::{AnswerLimits, Binding, CodecSettings, Journal, LegacyVersion, LiveRing, StateCodec};
+use crate::mrtr::{
+    AnswerLimits, Binding, CodecSettings, Journal, LegacyVersion, LiveRing, ParkHandle, StateCodec,
+};
 use crate::protocol::methods::MrtrMethod;
 use crate::state_store::StateStore;
 use crate::upstream::Pool;
+use park::Found;
 
 /// One MRTR front request, validated.
 #[derive(Debug)]
@@ -80,6 +87,12 @@ pub struct Bridge {
     memory: memory::GatherMemory,
     /// Records consumed states when `state.single_use` is on.
     single_use: Option<Arc<StateStore>>,
+    /// The calls parked here; `None` when no tool may park.
+    parks: Option<Arc<ParkRegistry>>,
+    policy: policy::ParkPolicy,
+    /// This replica's advertised URL (`cluster.advertise_url`), the owner in its park handles;
+    /// empty when it advertises none.
+    advertise: String,
 }
 
 // === impl MrtrRequest ===
@@ -105,6 +118,16 @@ impl Bridge {
         upstream_version: LegacyVersion,
     ) -> Self {
         let memory = memory::GatherMemory::new(limits.gather_memory_tools, &limits.gather_expect);
+        let parks = limits.park.may_park().then(|| {
+            let registry = ParkRegistry::new(
+                limits.park.max_parked,
+                limits.park.timeout,
+                Clock::System,
+                metrics.clone(),
+            );
+            Arc::new(registry)
+        });
+        let policy = policy::ParkPolicy::new(limits.park.clone());
         Self {
             pool,
             keys,
@@ -115,7 +138,21 @@ impl Bridge {
             clock: Clock::System,
             memory,
             single_use: None,
+            parks,
+            policy,
+            advertise: String::new(),
         }
+    }
+
+    /// Names this replica `url` in the park handles it seals, so other replicas forward to it.
+    pub fn with_advertise_url(mut self, url: &str) -> Self {
+        self.advertise = url.trim_end_matches('/').to_owned();
+        self
+    }
+
+    /// The calls parked here, when park mode is configured for any tool.
+    pub fn parks(&self) -> Option<&Arc<ParkRegistry>> {
+        self.parks.as_ref()
     }
 
     /// Accepts each state once across every replica sharing `store`.
@@ -131,6 +168,11 @@ impl Bridge {
 
     /// Reads deadlines and state times from `clock` instead of the system's.
     pub fn with_clock(mut self, clock: Clock) -> Self {
+        if self.parks.is_some() {
+            let p = &self.limits.park;
+            let registry = ParkRegistry::new(p.max_parked, p.timeout, clock.clone(), self.metrics.clone());
+            self.parks = Some(Arc::new(registry));
+        }
         self.clock = clock;
         self
     }
@@ -141,18 +183,35 @@ impl Bridge {
         // The ring current now opens this request's state and seals its next one, whatever
         // reload happens meanwhile.
         let codec = StateCodec::shared(self.keys.current(), self.codec_settings);
-        let (round, journal) = match req.state.as_deref() {
-            None => (0, Journal::new()),
+        let (round, journal, park) = match req.state.as_deref() {
+            None => (0, Journal::new(), None),
             Some(token) => self.open_state(&codec, token, binding.get_or_init(|| req.binding())).await?,
         };
+        if let Some(handle) = park {
+            // Where this call's retry is served is decided here: resumed on this replica,
+            // refused (already answered), or replayed from the journal (fallback).
+            match self.find_parked(&handle) {
+                Found::Parked(parked) => {
+                    let run = round::Run::new(self, codec, &req, binding, round, notes);
+                    return self.resume(run, &handle, parked, journal).await;
+                }
+                Found::Answered => {
+                    self.count_park(ParkOutcome::Refused);
+                    return Err(FrontError::ParkedCallAnswered);
+                }
+                Found::Unknown => {
+                    tracing::info!(call = %handle.call, "parked call not held here: replaying from the journal");
+                    self.count_park(ParkOutcome::Fallback);
+                }
+            }
+        }
         let key = (req.principal.clone(), req.caps.fingerprint());
         let (caps, version) = (req.caps, self.upstream_version);
         let lease = self.pool.lease_with(key, || caps.legacy_initialize(version)).await?;
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::internal("upstream negotiated an unknown version"))?;
         let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
-        let run = round::Run { bridge: self, codec, req: &req, binding, round, notes, tainted: false };
-        run.execute(lease, journal).await
+        round::Run::new(self, codec, &req, binding, round, notes).execute(lease, journal).await
     }
 
     /// Opens the incoming state, counting the open under the key that sealed it, and with
@@ -162,7 +221,7 @@ impl Bridge {
         codec: &StateCodec,
         token: &str,
         binding: &Binding,
-    ) -> Result<(u32, Journal), FrontError> {
+    ) -> Result<(u32, Journal, Option<ParkHandle>), FrontError> {
         let key = codec.key_id_of(token);
         let now = self.clock.unix_now();
         let claims = match codec.open_at(token, binding, now) {
@@ -183,7 +242,7 @@ impl Bridge {
                 return Err(e.into());
             }
         }
-        Ok((claims.round, claims.journal))
+        Ok((claims.round, claims.journal, claims.park))
     }
 
     fn count_store_failure(&self, e: &crate::state_store::StoreError) {

@@ -31,6 +31,7 @@ pub(crate) enum Tool {
     FlakyQuestion,
     Hang,
     Die,
+    PlaceOrder,
 }
 
 /// The client capability a tool needs before it is offered.
@@ -47,7 +48,7 @@ enum Need {
 // === impl Tool ===
 
 impl Tool {
-    pub(crate) const ALL: [Tool; 11] = [
+    pub(crate) const ALL: [Tool; 12] = [
         Tool::Echo,
         Tool::Greet,
         Tool::ConfirmTwice,
@@ -59,6 +60,7 @@ impl Tool {
         Tool::FlakyQuestion,
         Tool::Hang,
         Tool::Die,
+        Tool::PlaceOrder,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -74,6 +76,7 @@ impl Tool {
             Tool::FlakyQuestion => "flaky_question",
             Tool::Hang => "hang",
             Tool::Die => "die",
+            Tool::PlaceOrder => "place_order",
         }
     }
 
@@ -100,7 +103,7 @@ impl Tool {
 
     fn need(self) -> Need {
         match self {
-            Tool::Greet | Tool::ConfirmTwice | Tool::FlakyQuestion => Need::Elicitation,
+            Tool::Greet | Tool::ConfirmTwice | Tool::FlakyQuestion | Tool::PlaceOrder => Need::Elicitation,
             Tool::UrlLogin => Need::UrlElicitation,
             Tool::Summarize => Need::Sampling,
             Tool::ListRoots => Need::Roots,
@@ -122,6 +125,7 @@ impl Tool {
             Tool::FlakyQuestion => "Asks a question that differs on every run.",
             Tool::Hang => "Never answers until cancelled.",
             Tool::Die => "Drops the response stream mid-call, as a crashing server would.",
+            Tool::PlaceOrder => "Places an order (a side effect, counted), then asks for a delivery note.",
         }
     }
 

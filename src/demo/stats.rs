@@ -23,6 +23,7 @@ pub struct DemoStats {
     errors: AtomicU64,
     unmatched_answers: AtomicU64,
     outstanding: AtomicU64,
+    orders: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -36,6 +37,16 @@ fn read(counter: &AtomicU64) -> u64 {
 // === impl DemoStats ===
 
 impl DemoStats {
+    /// Orders `place_order` has placed: its side effect, once per run of the tool.
+    pub fn orders(&self) -> u64 {
+        read(&self.orders)
+    }
+
+    /// Places one more order; returns its number (from 1).
+    pub(crate) fn place_order(&self) -> u64 {
+        self.orders.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
     /// `initialize` requests answered (each created a session).
     pub fn initializes(&self) -> u64 {
         read(&self.initializes)

@@ -24,6 +24,7 @@ mod legacy_seam;
 mod limits;
 mod logs;
 mod param_headers;
+mod park;
 mod progress;
 mod replicas;
 mod restart;
