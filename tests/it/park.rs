@@ -136,3 +136,33 @@ async fn a_tool_override_parks_only_that_tool() -> TestResult {
     assert_eq!(h.demo.stats.tool_calls("greet"), 2, "greet is still replayed");
     h.stop().await
 }
+
+#[tokio::test]
+async fn auto_mode_parks_a_tool_once_its_replay_diverged() -> TestResult {
+    let h = Setup::new().set("mrtr", "mode = \"auto\"").start().await?;
+    let call = || h.client.call_tool("flaky_question", json!({})).caps(form_only());
+    let (q1, s1) = call().send().await?.input_required()?;
+    assert_eq!(outcome(&h, "parked"), 0.0, "nothing is known of the tool yet: replayed");
+    // The replay asks a new question while the answer goes unused: a divergence, so auto parks.
+    let (q2, s2) = call().state(&s1).responses(answer_all(&q1)).send().await?.input_required()?;
+    assert_eq!(h.metric("mrtr_gateway_replay_divergences_total{tool=\"flaky_question\"}"), 1.0);
+    assert_eq!(outcome(&h, "parked"), 1.0);
+    let done = call().state(&s2).responses(answer_all(&q2)).send().await?;
+    assert!(done.text()?.starts_with("Roll "), "{}", done.text()?);
+    assert_eq!(h.demo.stats.tool_calls("flaky_question"), 2);
+    h.stop().await
+}
+
+#[tokio::test]
+async fn auto_mode_parks_side_effecting_tools_and_replays_the_others() -> TestResult {
+    let setup = Setup::new().set("mrtr", "mode = \"auto\"").set("mrtr", "side_effecting = [\"place_order\"]");
+    let h = setup.start().await?;
+    let (q1, s1) = order(&h).send().await?.input_required()?;
+    order(&h).state(&s1).responses(answer_all(&q1)).send().await?.text()?;
+    assert_eq!(h.demo.stats.orders(), 1, "marked side-effecting: parked from its first round");
+    let greet = || h.client.call_tool("greet", json!({})).caps(form_only());
+    let (q2, s2) = greet().send().await?.input_required()?;
+    greet().state(&s2).responses(answer_all(&q2)).send().await?.text()?;
+    assert_eq!(h.demo.stats.tool_calls("greet"), 2, "deterministic and unmarked: replayed");
+    h.stop().await
+}
