@@ -124,6 +124,10 @@ pub enum FrontError {
     StateStoreUnavailable(#[source] StoreError),
     /// A retry of a park-mode state whose parked call an earlier retry already continued:
     /// serving it again would mean replaying the call, repeating its side effects.
+    /// The answer of the replica that holds a parked call, to a retry forwarded to it: already
+    /// the fixed object it would have sent its own client.
+    #[error("{}", .error.message)]
+    Relayed { error: ErrorObject, status: StatusCode },
     #[error("this requestState was already answered: its parked call continued on an earlier retry; start the call again for a new run")]
     ParkedCallAnswered,
 }
@@ -157,7 +161,7 @@ impl FrontError {
             Self::HeaderMismatch(_) => codes::HEADER_MISMATCH,
             Self::UnsupportedVersion { .. } => codes::UNSUPPORTED_PROTOCOL_VERSION,
             Self::MissingCapability { .. } => codes::MISSING_CLIENT_CAPABILITY,
-            Self::Upstream(e) => e.code,
+            Self::Upstream(e) | Self::Relayed { error: e, .. } => e.code,
             Self::UpstreamUnavailable(_)
             | Self::UpstreamTimeout(_)
             | Self::UpstreamBusy(_)
@@ -173,6 +177,7 @@ impl FrontError {
         match self {
             Self::MethodNotFound(_) | Self::PathNotFound(_) => StatusCode::NOT_FOUND,
             Self::Upstream(_) => StatusCode::OK,
+            Self::Relayed { status, .. } => *status,
             Self::Unauthorized(AuthError::KeysUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::ForbiddenOrigin(_) | Self::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -209,7 +214,7 @@ impl FrontError {
             Self::TooManyRounds { .. } => L::TooManyRounds,
             Self::TooManyQuestions { .. } => L::TooManyQuestions,
             Self::StateTooLarge { .. } => L::StateTooLarge,
-            Self::Upstream(_) => L::UpstreamError,
+            Self::Upstream(_) | Self::Relayed { .. } => L::UpstreamError,
             Self::UpstreamUnavailable(_) => L::UpstreamUnavailable,
             Self::UpstreamTimeout(_) => L::UpstreamTimeout,
             Self::RequestTimeout => L::RequestTimeout,
@@ -255,7 +260,7 @@ impl FrontError {
     /// The JSON-RPC error object sent to the client.
     pub fn to_object(&self) -> ErrorObject {
         match self {
-            Self::Upstream(e) => e.clone(),
+            Self::Upstream(e) | Self::Relayed { error: e, .. } => e.clone(),
             Self::InvalidState { .. } | Self::StateReplayed(_) => {
                 object(self.code(), "Invalid or expired requestState".into(), None)
             }

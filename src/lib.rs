@@ -29,6 +29,7 @@ pub mod app;
 pub mod auth;
 pub mod bridge;
 pub mod capabilities;
+pub mod cluster;
 pub mod config;
 pub mod defaults;
 pub mod demo;

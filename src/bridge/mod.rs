@@ -17,6 +17,7 @@
 //! error (`url.rs`).
 
 mod clock;
+mod forward;
 mod gather;
 mod guard;
 mod memory;
@@ -27,6 +28,7 @@ mod policy;
 mod resume;
 mod round;
 mod url;
+pub mod wire;
 
 use std::sync::{Arc, OnceLock};
 
@@ -34,6 +36,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use clock::{Clock, ManualClock};
+pub use forward::{ForwardError, Forwarder};
 pub use notes::Notes;
 pub use params::upstream_params;
 pub use park::{ParkOutcome, ParkRegistry};
@@ -64,6 +67,15 @@ pub struct MrtrRequest {
     pub responses: Option<Map<String, Value>>,
 }
 
+/// Who sent a request to the bridge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hop {
+    /// A client, through the front.
+    Client,
+    /// Another replica, forwarding a retry whose parked call this one holds.
+    Replica,
+}
+
 /// How a run ended.
 #[derive(Debug)]
 pub enum Reply {
@@ -90,6 +102,8 @@ pub struct Bridge {
     /// The calls parked here; `None` when no tool may park.
     parks: Option<Arc<ParkRegistry>>,
     policy: policy::ParkPolicy,
+    /// Reaches the parked calls of other replicas, when `[cluster]` is configured.
+    forwarder: Option<Forwarder>,
     /// This replica's advertised URL (`cluster.advertise_url`), the owner in its park handles;
     /// empty when it advertises none.
     advertise: String,
@@ -141,6 +155,7 @@ impl Bridge {
             parks,
             policy,
             advertise: String::new(),
+            forwarder: None,
         }
     }
 
@@ -148,6 +163,11 @@ impl Bridge {
     pub fn with_advertise_url(mut self, url: &str) -> Self {
         self.advertise = url.trim_end_matches('/').to_owned();
         self
+    }
+
+    /// The key ring in use.
+    pub fn keys(&self) -> &Arc<LiveRing> {
+        &self.keys
     }
 
     /// The calls parked here, when park mode is configured for any tool.
@@ -177,30 +197,58 @@ impl Bridge {
         self
     }
 
+    /// Forwards retries whose parked call another replica holds to that replica.
+    pub fn with_forwarder(mut self, forwarder: Forwarder) -> Self {
+        self.forwarder = Some(forwarder);
+        self
+    }
+
     /// Runs one round of `req`; progress and log notifications go to `notes` when given.
     pub async fn run(&self, req: MrtrRequest, notes: Option<Notes>) -> Result<Reply, FrontError> {
+        let served = self.serve(req, notes, Hop::Client).await?;
+        served.ok_or_else(|| FrontError::internal("a client's retry was left unserved"))
+    }
+
+    /// Serves a retry another replica forwarded here (see [`Forwarder`]): only when its call
+    /// is parked here (or was answered here); `None` tells that replica to replay it itself.
+    /// Its state was consumed by that replica when single use is on.
+    pub async fn run_forwarded(&self, req: MrtrRequest) -> Result<Option<Reply>, FrontError> {
+        self.serve(req, None, Hop::Replica).await
+    }
+
+    async fn serve(
+        &self,
+        req: MrtrRequest,
+        notes: Option<Notes>,
+        hop: Hop,
+    ) -> Result<Option<Reply>, FrontError> {
         let binding = OnceLock::new();
         // The ring current now opens this request's state and seals its next one, whatever
         // reload happens meanwhile.
         let codec = StateCodec::shared(self.keys.current(), self.codec_settings);
         let (round, journal, park) = match req.state.as_deref() {
             None => (0, Journal::new(), None),
-            Some(token) => self.open_state(&codec, token, binding.get_or_init(|| req.binding())).await?,
+            Some(token) => self.open_state(&codec, token, binding.get_or_init(|| req.binding()), hop).await?,
         };
         if let Some(handle) = park {
-            // Where this call's retry is served is decided here: resumed on this replica,
-            // refused (already answered), or replayed from the journal (fallback).
+            // Where a parked state's retry is served is decided here: resumed on this replica,
+            // refused (already answered), forwarded to its owner, or replayed from the journal
+            // (fallback). A state without a handle is replayed (replay mode).
             match self.find_parked(&handle) {
                 Found::Parked(parked) => {
                     let run = round::Run::new(self, codec, &req, binding, round, notes);
-                    return self.resume(run, &handle, parked, journal).await;
+                    return self.resume(run, &handle, parked, journal).await.map(Some);
                 }
                 Found::Answered => {
                     self.count_park(ParkOutcome::Refused);
                     return Err(FrontError::ParkedCallAnswered);
                 }
+                Found::Unknown if hop == Hop::Replica => return Ok(None),
                 Found::Unknown => {
-                    tracing::info!(call = %handle.call, "parked call not held here: replaying from the journal");
+                    if let Some(reply) = self.forward_to_owner(&handle, &req).await {
+                        return reply.map(Some);
+                    }
+                    tracing::info!(call = %handle.call, owner = %handle.owner, "parked call out of reach: replaying from the journal");
                     self.count_park(ParkOutcome::Fallback);
                 }
             }
@@ -211,7 +259,7 @@ impl Bridge {
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::internal("upstream negotiated an unknown version"))?;
         let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
-        round::Run::new(self, codec, &req, binding, round, notes).execute(lease, journal).await
+        round::Run::new(self, codec, &req, binding, round, notes).execute(lease, journal).await.map(Some)
     }
 
     /// Opens the incoming state, counting the open under the key that sealed it, and with
@@ -221,6 +269,7 @@ impl Bridge {
         codec: &StateCodec,
         token: &str,
         binding: &Binding,
+        hop: Hop,
     ) -> Result<(u32, Journal, Option<ParkHandle>), FrontError> {
         let key = codec.key_id_of(token);
         let now = self.clock.unix_now();
@@ -236,7 +285,7 @@ impl Bridge {
                 return Err(e.into());
             }
         };
-        if let Some(store) = &self.single_use {
+        if let (Some(store), Hop::Client) = (&self.single_use, hop) {
             if let Err(e) = store.consume(token, claims.expires_at, now).await {
                 self.count_store_failure(&e);
                 return Err(e.into());

@@ -10,9 +10,10 @@
 
 use std::sync::Arc;
 
+use super::forward::Forwarded;
 use super::park::{self, Found, ParkOutcome, ParkRegistry, Parked};
 use super::round::{raw_value, respond, Live, Run, ASKED_REASON};
-use super::Reply;
+use super::{MrtrRequest, Reply};
 use crate::error::FrontError;
 use crate::mrtr::{Decision, Journal, LegacyVersion, ParkHandle, RoundOutcome};
 use crate::protocol::methods;
@@ -93,6 +94,34 @@ impl super::Bridge {
         match &self.parks {
             Some(parks) => parks.take(handle.call),
             None => Found::Unknown,
+        }
+    }
+
+    /// Forwards a retry to the replica that parked its call, when that is another one and
+    /// `[cluster]` is configured; `None`: it cannot answer, replay here.
+    pub(super) async fn forward_to_owner(
+        &self,
+        handle: &ParkHandle,
+        req: &MrtrRequest,
+    ) -> Option<Result<Reply, FrontError>> {
+        let forwarder = self.forwarder.as_ref()?;
+        if handle.is_local_to(&self.advertise) {
+            return None;
+        }
+        let state = req.state.as_deref()?;
+        match forwarder.forward(&handle.owner, req, state).await {
+            Forwarded::Served(reply) => {
+                self.count_park(ParkOutcome::Forwarded);
+                Some(reply)
+            }
+            Forwarded::NotHeld => {
+                tracing::info!(owner = %handle.owner, call = %handle.call, "the owner no longer holds the parked call");
+                None
+            }
+            Forwarded::Failed(e) => {
+                tracing::warn!(owner = %handle.owner, call = %handle.call, error = %e, "could not forward a retry to the owner of its parked call");
+                None
+            }
         }
     }
 

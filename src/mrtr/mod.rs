@@ -23,6 +23,7 @@ pub mod journal;
 pub mod keyring;
 pub mod park;
 pub mod replay;
+pub mod replica_auth;
 pub mod session_id;
 pub mod translate;
 

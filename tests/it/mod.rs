@@ -25,6 +25,7 @@ mod limits;
 mod logs;
 mod param_headers;
 mod park;
+mod park_replicas;
 mod progress;
 mod replicas;
 mod restart;
