@@ -11,6 +11,12 @@
 //! next round needs survives the request in this process, so any replica can serve it; the only
 //! thing a replica keeps is a bounded hint of how many questions each tool asks at once.
 //!
+//! Park mode (`policy.rs`, `park.rs`, `resume.rs`) is the exception, opt-in per tool: the round
+//! ends without cancelling the call, which waits in this replica's bounded registry, and the
+//! retry continues it; a retry elsewhere is forwarded to the owner (`forward.rs`, `wire.rs`).
+//! How a retry is served (resumed, forwarded, refused, replayed as a fallback) is decided in
+//! [`Bridge::run`]'s one `match`; whether a round parks, in `round.rs`'s `end_round`.
+//!
 //! Progress and log messages the upstream sends during a run go to the request's stream when
 //! it asked for them (`notes.rs`, which also sets the session's upstream log level); a legacy
 //! `-32042` (URL elicitation required) ends the call with URL-mode questions instead of an
