@@ -80,14 +80,14 @@ async fn run() {
 
 /// The gateway, on the bench's runtime or on a runtime of its own.
 enum GatewayRun {
-    Shared(Gateway),
+    Shared(Box<Gateway>),
     Own { url: String, stop: tokio::sync::oneshot::Sender<()>, thread: std::thread::JoinHandle<()> },
 }
 
 impl GatewayRun {
     async fn start(cfg: Config, threads: usize) -> Self {
         if threads == 0 {
-            return Self::Shared(Gateway::start(cfg).await.expect("gateway"));
+            return Self::Shared(Box::new(Gateway::start(cfg).await.expect("gateway")));
         }
         let (url_tx, url_rx) = tokio::sync::oneshot::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

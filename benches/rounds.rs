@@ -8,7 +8,11 @@
 //!   idle gap after the latest question, and waits for as many questions as the tool asked
 //!   before);
 //! - `fixed`: the same through a gateway whose rounds wait out the whole gather window (the
-//!   behaviour before adaptive gathering: `gather_idle_ms = gather_window_ms`, no memory).
+//!   behaviour before adaptive gathering: `gather_idle_ms = gather_window_ms`, no memory);
+//! - `park`: through a gateway in park mode (the retry continues the parked call, nothing is
+//!   replayed);
+//! - `park via 2nd`: park mode across two replicas: the first request reaches the owner, every
+//!   retry reaches a second replica, which forwards it to the owner over its internal listener.
 //!
 //! Two tools: one elicitation, and two elicitations in sequence. Each answer fills every field
 //! of the question's schema (strings with a fixed word, booleans with `true`). It prints the
@@ -66,12 +70,19 @@ async fn run() {
     let fixed = Gateway::start(config(&upstream, "gather_idle_ms = 50\ngather_memory_tools = 0\n"))
         .await
         .expect("fixed-window gateway");
+    let park = Gateway::start(config(&upstream, "mode = \"park\"\n")).await.expect("park gateway");
+    let (owner, second) = (park_replica(&upstream).await, park_replica(&upstream).await);
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     let client: HttpClient = Client::builder(TokioExecutor::new()).build(connector);
     let legacy = LegacySession::open(&client, &upstream).await;
-    let paths =
-        [Path::InBand(&legacy), Path::Gateway(adaptive.url("/mcp")), Path::Gateway(fixed.url("/mcp"))];
+    let paths = [
+        Path::InBand(&legacy),
+        Path::Gateway(adaptive.url("/mcp")),
+        Path::Gateway(fixed.url("/mcp")),
+        Path::Gateway(park.url("/mcp")),
+        Path::Replicas(owner.url("/mcp"), second.url("/mcp")),
+    ];
     let started = Instant::now();
     let mut rows = Vec::new();
     for tool in &tools {
@@ -79,25 +90,41 @@ async fn run() {
         rows.push((*tool, medians));
     }
     report(&upstream, demo.is_some(), n, &rows);
-    adaptive.shutdown().await;
-    fixed.shutdown().await;
+    for gateway in [adaptive, fixed, park, owner, second] {
+        gateway.shutdown().await;
+    }
     if let Some(demo) = demo {
         let _ = demo.shutdown().await;
     }
 }
 
 fn config(upstream: &str, mrtr: &str) -> Config {
-    let toml = format!(
+    Config::from_toml(&toml(upstream, mrtr)).expect("config")
+}
+
+fn toml(upstream: &str, mrtr: &str) -> String {
+    format!(
         "[front]\nlisten = \"127.0.0.1:0\"\n[admin]\nenabled = false\n[log]\nlevel = \"warn\"\n\
          [upstream]\nurl = \"{upstream}\"\n[state]\nkeys = [\"{}\"]\n[mrtr]\n{mrtr}",
         "A".repeat(43)
-    );
-    Config::from_toml(&toml).expect("config")
+    )
+}
+
+/// A park-mode replica with its internal listener on a free loopback port.
+async fn park_replica(upstream: &str) -> Gateway {
+    let port =
+        std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let cluster =
+        format!("[cluster]\nlisten = \"127.0.0.1:{port}\"\nadvertise_url = \"http://127.0.0.1:{port}\"\n");
+    let text = format!("{}\n{cluster}", toml(upstream, "mode = \"park\"\n"));
+    Gateway::start(Config::from_toml(&text).expect("config")).await.expect("park replica")
 }
 
 enum Path<'a> {
     InBand(&'a LegacySession),
     Gateway(String),
+    /// The first request to the first URL, every retry to the second.
+    Replicas(String, String),
 }
 
 /// Median whole-call time per path, calls interleaved across the paths.
@@ -117,7 +144,8 @@ async fn measure(
             let t = Instant::now();
             match path {
                 Path::InBand(session) => session.call(client, tool).await,
-                Path::Gateway(url) => call_through(client, url, tool).await,
+                Path::Gateway(url) => call_through(client, url, url, tool).await,
+                Path::Replicas(first, retries) => call_through(client, first, retries, tool).await,
             }
             if i >= WARM_UP {
                 times.push(t.elapsed());
@@ -132,14 +160,16 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
-/// A 2026-07-28 call through the gateway, answering each round until the result.
-async fn call_through(client: &HttpClient, url: &str, tool: &str) {
+/// A 2026-07-28 call through the gateway, answering each round until the result; the first
+/// request goes to `url`, the retries to `retry_url`.
+async fn call_through(client: &HttpClient, first_url: &str, retry_url: &str, tool: &str) {
     let caps = json!({"elicitation": {"form": {}}});
     let mut retry: Option<(Value, String)> = None;
     for _ in 0..MAX_ROUNDS {
         let mut params = json!({"name": tool, "arguments": {},
             "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                       "io.modelcontextprotocol/clientCapabilities": caps}});
+        let url = if retry.is_some() { retry_url } else { first_url };
         if let Some((answers, state)) = retry.take() {
             params["inputResponses"] = answers;
             params["requestState"] = json!(state);
@@ -285,19 +315,16 @@ fn report(upstream: &str, demo: bool, n: usize, rows: &[(&str, Vec<Duration>)]) 
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let server = if demo { "the embedded demo legacy server" } else { upstream };
     println!("rounds benchmark: whole-call median of up to {n} calls per path, loopback, against {server}");
-    println!("{:<44} {:>10} {:>16} {:>16}", "tool", "in-band ms", "adaptive ms (x)", "fixed 50 ms (x)");
+    println!(
+        "{:<44} {:>10} {:>16} {:>16} {:>16} {:>16}",
+        "tool", "in-band ms", "adaptive ms (x)", "fixed 50 ms (x)", "park ms (x)", "park 2nd ms (x)"
+    );
     for (tool, m) in rows {
-        let (inband, adaptive, fixed) = (m[0], m[1], m[2]);
+        let inband = m[0];
         let ratio = |d: Duration| ms(d) / ms(inband).max(f64::EPSILON);
-        println!(
-            "{:<44} {:>10.2} {:>9.2} ({:>4.1}) {:>9.2} ({:>4.1})",
-            tool,
-            ms(inband),
-            ms(adaptive),
-            ratio(adaptive),
-            ms(fixed),
-            ratio(fixed)
-        );
+        let cells: Vec<String> =
+            m[1..].iter().map(|d| format!("{:>9.2} ({:>4.1})", ms(*d), ratio(*d))).collect();
+        println!("{:<44} {:>10.2} {}", tool, ms(inband), cells.join(" "));
     }
 }
 

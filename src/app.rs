@@ -17,8 +17,9 @@ use tokio::task::JoinSet;
 
 use crate::admin::{Admin, Readiness};
 use crate::auth::{Auth, ANONYMOUS};
-use crate::bridge::{Bridge, Clock};
+use crate::bridge::{Bridge, Clock, Forwarder, ParkRegistry};
 use crate::capabilities::ClientCaps;
+use crate::cluster::Cluster;
 use crate::config::{Config, StateConfig, UpstreamTarget};
 use crate::defaults;
 use crate::demo::{DemoHandle, DemoOptions};
@@ -77,6 +78,8 @@ const FRONT_TIMEOUT_SLACK: Duration = Duration::from_secs(5);
 /// A running gateway.
 pub struct Gateway {
     pub front_addr: SocketAddr,
+    /// The internal listener other replicas forward retries to (`cluster.listen`).
+    pub cluster_addr: Option<SocketAddr>,
     pub admin_addr: Option<SocketAddr>,
     /// The embedded demo server, when no upstream was configured.
     pub demo: Option<DemoHandle>,
@@ -87,6 +90,8 @@ pub struct Gateway {
     pool: Arc<Pool>,
     legacy: Option<Arc<LegacyFront>>,
     subscriptions: Option<Arc<Subscriptions>>,
+    /// The calls parked here, cancelled upstream at shutdown.
+    parks: Option<Arc<ParkRegistry>>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
     /// The admin listener stops last, so `/readyz` answers 503 while the front drains.
@@ -144,7 +149,13 @@ impl Gateway {
             tls,
         };
         let single_use = front_state.bridge.single_use().cloned();
-        let service = front::stack(Arc::new(front_state), front_timeout(&cfg));
+        let parks = front_state.bridge.parks().cloned();
+        let front_state = Arc::new(front_state);
+        let cluster_addr = match cfg.cluster.listen {
+            Some(addr) => Some(spawn_cluster(&mut tasks, addr, &front_state, &metrics, &stopped).await?),
+            None => None,
+        };
+        let service = front::stack(front_state, front_timeout(&cfg));
         tasks.spawn(serve(front_listener, service, opts, signal(stopped.clone())));
         let (stop_admin, admin_stopped) = watch::channel(false);
         let mut admin_tasks = JoinSet::new();
@@ -163,6 +174,7 @@ impl Gateway {
         tasks.spawn(probe_readiness(pool.clone(), version, ready.clone(), signal(stopped)));
         Ok(Self {
             front_addr,
+            cluster_addr,
             admin_addr,
             demo,
             metrics,
@@ -171,6 +183,7 @@ impl Gateway {
             pool,
             legacy,
             subscriptions,
+            parks,
             stop,
             tasks,
             stop_admin,
@@ -197,6 +210,11 @@ impl Gateway {
         while self.tasks.join_next().await.is_some() {}
         if let Some(subscriptions) = &self.subscriptions {
             subscriptions.close_sessions().await;
+        }
+        if let Some(parks) = &self.parks {
+            if tokio::time::timeout(defaults::SHUTDOWN_CLOSE, parks.cancel_all()).await.is_err() {
+                tracing::warn!("gave up cancelling parked calls");
+            }
         }
         close_sessions(&self.pool).await;
         if let Some(legacy) = &self.legacy {
@@ -282,7 +300,13 @@ pub(crate) fn front_state_with(
 ) -> Result<FrontState, AppError> {
     let version = cfg.upstream.protocol_version;
     let (codec, mrtr) = (codec_settings(&cfg.state), cfg.mrtr.clone());
-    let mut bridge = Bridge::new(pool.clone(), keys, codec, metrics.clone(), mrtr, version).with_clock(clock);
+    let mut bridge =
+        Bridge::new(pool.clone(), keys.clone(), codec, metrics.clone(), mrtr, version).with_clock(clock);
+    if let Some(url) = &cfg.cluster.advertise_url {
+        let owner_run = cfg.mrtr.total_timeout + cfg.cluster.connect_timeout + FRONT_TIMEOUT_SLACK;
+        let forwarder = Forwarder::new(cfg.cluster.connect_timeout, keys, owner_run);
+        bridge = bridge.with_advertise_url(&url.to_string()).with_forwarder(forwarder);
+    }
     if let Some(single_use) = &cfg.state.single_use {
         let store = StateStore::new(single_use, cfg.state.clock_skew)?;
         bridge = bridge.with_single_use(Arc::new(store));
@@ -424,6 +448,27 @@ async fn spawn_admin(
         tls: None,
     };
     tasks.spawn(serve(listener, admin, opts, signal(stopped)));
+    Ok(bound)
+}
+
+/// Starts the internal listener that serves retries forwarded by other replicas.
+async fn spawn_cluster(
+    tasks: &mut JoinSet<()>,
+    addr: SocketAddr,
+    front: &Arc<FrontState>,
+    metrics: &Arc<Metrics>,
+    stopped: &watch::Receiver<bool>,
+) -> Result<SocketAddr, AppError> {
+    let listener = bind(addr).await?;
+    let bound = local(&listener, addr)?;
+    let cluster = Cluster::new(front.clone(), front.bridge.keys().clone(), metrics.clone());
+    let opts = ServeOptions {
+        max_connections: front.cfg.max_connections,
+        drain: front.cfg.drain,
+        header_read_timeout: front.cfg.read_timeout,
+        tls: None,
+    };
+    tasks.spawn(serve(listener, cluster.service(), opts, signal(stopped.clone())));
     Ok(bound)
 }
 

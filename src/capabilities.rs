@@ -84,6 +84,12 @@ impl ClientCaps {
         self.bits
     }
 
+    /// The capabilities whose [`Self::fingerprint`] is `bits` (unknown bits dropped): how a
+    /// retry forwarded between replicas carries them.
+    pub fn from_fingerprint(bits: u8) -> Self {
+        Self { bits: bits & (FORM | URL | SAMPLING | SAMPLING_TOOLS | SAMPLING_CONTEXT | ROOTS) }
+    }
+
     /// The `capabilities` to declare in a legacy `initialize` of `version`.
     pub fn legacy_initialize(&self, version: LegacyVersion) -> Value {
         let mut caps = Map::new();

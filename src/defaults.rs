@@ -81,6 +81,19 @@ pub const MAX_ROUNDS: u32 = 8;
 pub const MAX_QUESTIONS_PER_ROUND: usize = 16;
 /// One answer's serialised size.
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// Longest a parked call waits for its retry.
+pub const PARK_TIMEOUT: Duration = Duration::from_secs(60);
+/// Calls parked at once on one replica: each pins an upstream session (or process).
+pub const MAX_PARKED: usize = 256;
+/// Answered or expired parked calls a replica remembers, so that a second retry of an answered
+/// state is refused rather than replayed (not configurable).
+pub const PARK_MEMORY: usize = 4096;
+/// Connect timeout of a retry forwarded to the replica that parked its call.
+pub const FORWARD_CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// Clock difference tolerated on a forwarded retry's timestamp (not configurable).
+pub const FORWARD_SKEW: Duration = Duration::from_secs(30);
+/// Largest forwarded retry or answer body between replicas (not configurable).
+pub const MAX_FORWARD_BYTES: usize = 8 * 1024 * 1024;
 /// Answers one request chain may accumulate (not configurable).
 pub const MAX_ANSWERS: usize = 64;
 

@@ -127,6 +127,14 @@ pub enum FrontError {
     /// message names the bound.
     #[error("{0}")]
     Listen(ListenError),
+    /// The answer of the replica that holds a parked call, to a retry forwarded to it: already
+    /// the fixed object it would have sent its own client.
+    #[error("{}", .error.message)]
+    Relayed { error: ErrorObject, status: StatusCode },
+    /// A retry of a park-mode state whose parked call an earlier retry already continued:
+    /// serving it again would mean replaying the call, repeating its side effects.
+    #[error("this requestState was already answered: its parked call continued on an earlier retry; start the call again for a new run")]
+    ParkedCallAnswered,
 }
 
 // === impl FrontError ===
@@ -147,9 +155,10 @@ impl FrontError {
             | Self::UnsupportedMediaType(_)
             | Self::NotAcceptable(_) => codes::INVALID_REQUEST,
             Self::MethodNotFound(_) => codes::METHOD_NOT_FOUND,
-            Self::InvalidParams(_) | Self::InvalidState { .. } | Self::StateReplayed(_) => {
-                codes::INVALID_PARAMS
-            }
+            Self::InvalidParams(_)
+            | Self::InvalidState { .. }
+            | Self::StateReplayed(_)
+            | Self::ParkedCallAnswered => codes::INVALID_PARAMS,
             Self::RateLimited(_) | Self::Listen(ListenError::PerPrincipal { .. }) => RATE_LIMITED_CODE,
             Self::Listen(_) => codes::INTERNAL_ERROR,
             Self::TooManyRounds { .. } | Self::TooManyQuestions { .. } | Self::StateTooLarge { .. } => {
@@ -158,7 +167,7 @@ impl FrontError {
             Self::HeaderMismatch(_) => codes::HEADER_MISMATCH,
             Self::UnsupportedVersion { .. } => codes::UNSUPPORTED_PROTOCOL_VERSION,
             Self::MissingCapability { .. } => codes::MISSING_CLIENT_CAPABILITY,
-            Self::Upstream(e) => e.code,
+            Self::Upstream(e) | Self::Relayed { error: e, .. } => e.code,
             Self::UpstreamUnavailable(_)
             | Self::UpstreamTimeout(_)
             | Self::UpstreamBusy(_)
@@ -174,6 +183,7 @@ impl FrontError {
         match self {
             Self::MethodNotFound(_) | Self::PathNotFound(_) => StatusCode::NOT_FOUND,
             Self::Upstream(_) => StatusCode::OK,
+            Self::Relayed { status, .. } => *status,
             Self::Unauthorized(AuthError::KeysUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::ForbiddenOrigin(_) | Self::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -207,13 +217,13 @@ impl FrontError {
             Self::HeaderMismatch(_) => L::HeaderMismatch,
             Self::UnsupportedVersion { .. } => L::UnsupportedVersion,
             Self::MissingCapability { .. } => L::MissingCapability,
-            Self::InvalidState { .. } | Self::StateReplayed(_) => L::InvalidState,
+            Self::InvalidState { .. } | Self::StateReplayed(_) | Self::ParkedCallAnswered => L::InvalidState,
             Self::RateLimited(_) => L::RateLimited,
             Self::StateStoreUnavailable(_) => L::StateStoreUnavailable,
             Self::TooManyRounds { .. } => L::TooManyRounds,
             Self::TooManyQuestions { .. } => L::TooManyQuestions,
             Self::StateTooLarge { .. } => L::StateTooLarge,
-            Self::Upstream(_) => L::UpstreamError,
+            Self::Upstream(_) | Self::Relayed { .. } => L::UpstreamError,
             Self::UpstreamUnavailable(_) => L::UpstreamUnavailable,
             Self::UpstreamTimeout(_) => L::UpstreamTimeout,
             Self::RequestTimeout => L::RequestTimeout,
@@ -260,7 +270,7 @@ impl FrontError {
     /// The JSON-RPC error object sent to the client.
     pub fn to_object(&self) -> ErrorObject {
         match self {
-            Self::Upstream(e) => e.clone(),
+            Self::Upstream(e) | Self::Relayed { error: e, .. } => e.clone(),
             Self::InvalidState { .. } | Self::StateReplayed(_) => {
                 object(self.code(), "Invalid or expired requestState".into(), None)
             }

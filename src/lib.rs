@@ -31,6 +31,7 @@ pub mod app;
 pub mod auth;
 pub mod bridge;
 pub mod capabilities;
+pub mod cluster;
 pub mod config;
 pub mod defaults;
 pub mod demo;

@@ -87,6 +87,11 @@ pub struct Metrics {
     pub tools: crate::tool_report::ToolReport,
     /// The `subscriptions/listen` bridge's: open streams, their upstream sessions, deliveries.
     pub subscriptions: crate::subscriptions::ListenMetrics,
+    /// Upstream calls parked on this replica, waiting for their retry.
+    pub parked_calls: IntGauge,
+    /// What became of rounds that park mode concerns, by a fixed outcome label
+    /// ([`crate::bridge::ParkOutcome`]).
+    pub park_outcomes: IntCounterVec,
 }
 
 /// The `tool_*` series of the migration report (see [`crate::tool_report`]), by tool.
@@ -239,6 +244,13 @@ impl Metrics {
                     &["tool"],
                 )?,
             }),
+            parked_calls: gauge(&registry, "parked_calls", "Upstream calls parked on this replica.")?,
+            park_outcomes: counter(
+                &registry,
+                "park_outcomes_total",
+                "Park mode rounds and retries, by outcome (parked, resumed, timed_out, full, ...).",
+                &["outcome"],
+            )?,
             pool: PoolMetrics::detached()?,
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,

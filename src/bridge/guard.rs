@@ -3,7 +3,7 @@
 //! cancellation), the upstream is told with `notifications/cancelled` and the session is
 //! released. A legacy server does not read a disconnect as a cancel, so this must be explicit.
 
-use crate::upstream::{Call, Lease, UpstreamError, UpstreamEvent};
+use crate::upstream::{Call, Lease, Session, UpstreamError, UpstreamEvent};
 
 const DROPPED: &str = "the client went away";
 
@@ -18,6 +18,14 @@ pub(super) struct CallGuard {
 impl CallGuard {
     pub(super) fn new(lease: Lease, call: Call) -> Self {
         Self { lease: Some(lease), call: Some(call) }
+    }
+
+    /// The leased session. A guard always holds its lease until it is consumed.
+    pub(super) fn session(&self) -> &Session {
+        match &self.lease {
+            Some(lease) => lease.session(),
+            None => unreachable!("a CallGuard holds its lease until it is consumed"),
+        }
     }
 
     /// The next event of the call; `Ok(None)` once it has ended.

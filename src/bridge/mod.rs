@@ -12,20 +12,31 @@
 //! things a replica keeps are a bounded hint of how many questions each tool asks at once, and
 //! the per-tool figures of the migration report (`report.rs`, [`crate::tool_report`]).
 //!
+//! Park mode (`policy.rs`, `park.rs`, `resume.rs`) is the exception, opt-in per tool: the round
+//! ends without cancelling the call, which waits in this replica's bounded registry, and the
+//! retry continues it; a retry elsewhere is forwarded to the owner (`forward.rs`, `wire.rs`).
+//! How a retry is served (resumed, forwarded, refused, replayed as a fallback) is decided in
+//! [`Bridge::run`]'s one `match`; whether a round parks, in `round.rs`'s `end_round`.
+//!
 //! Progress and log messages the upstream sends during a run go to the request's stream when
 //! it asked for them (`notes.rs`, which also sets the session's upstream log level); a legacy
 //! `-32042` (URL elicitation required) ends the call with URL-mode questions instead of an
 //! error (`url.rs`).
 
 mod clock;
+mod forward;
 mod gather;
 mod guard;
 mod memory;
 mod notes;
 mod params;
+mod park;
+mod policy;
 mod report;
+mod resume;
 mod round;
 mod url;
+pub mod wire;
 
 use std::sync::{Arc, OnceLock};
 
@@ -33,18 +44,23 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use clock::{Clock, ManualClock};
+pub use forward::{ForwardError, Forwarder};
 pub use notes::Notes;
 pub use params::upstream_params;
+pub use park::{ParkOutcome, ParkRegistry};
 
 use crate::capabilities::ClientCaps;
 use crate::config::MrtrConfig;
 use crate::error::FrontError;
 use crate::metrics::Metrics;
-use crate::mrtr::{AnswerLimits, Binding, CodecSettings, Journal, LegacyVersion, LiveRing, StateCodec};
+use crate::mrtr::{
+    AnswerLimits, Binding, CodecSettings, Journal, LegacyVersion, LiveRing, ParkHandle, StateCodec,
+};
 use crate::protocol::methods::MrtrMethod;
 use crate::state_store::StateStore;
 use crate::tool_report::Served;
 use crate::upstream::Pool;
+use park::Found;
 
 /// One MRTR front request, validated.
 #[derive(Debug)]
@@ -58,6 +74,15 @@ pub struct MrtrRequest {
     pub upstream_params: Value,
     pub state: Option<String>,
     pub responses: Option<Map<String, Value>>,
+}
+
+/// Who sent a request to the bridge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hop {
+    /// A client, through the front.
+    Client,
+    /// Another replica, forwarding a retry whose parked call this one holds.
+    Replica,
 }
 
 /// How a run ended.
@@ -83,6 +108,14 @@ pub struct Bridge {
     memory: memory::GatherMemory,
     /// Records consumed states when `state.single_use` is on.
     single_use: Option<Arc<StateStore>>,
+    /// The calls parked here; `None` when no tool may park.
+    parks: Option<Arc<ParkRegistry>>,
+    policy: policy::ParkPolicy,
+    /// Reaches the parked calls of other replicas, when `[cluster]` is configured.
+    forwarder: Option<Forwarder>,
+    /// This replica's advertised URL (`cluster.advertise_url`), the owner in its park handles;
+    /// empty when it advertises none.
+    advertise: String,
 }
 
 // === impl MrtrRequest ===
@@ -108,6 +141,16 @@ impl Bridge {
         upstream_version: LegacyVersion,
     ) -> Self {
         let memory = memory::GatherMemory::new(limits.gather_memory_tools, &limits.gather_expect);
+        let parks = limits.park.may_park().then(|| {
+            let registry = ParkRegistry::new(
+                limits.park.max_parked,
+                limits.park.timeout,
+                Clock::System,
+                metrics.clone(),
+            );
+            Arc::new(registry)
+        });
+        let policy = policy::ParkPolicy::new(limits.park.clone());
         Self {
             pool,
             keys,
@@ -118,7 +161,27 @@ impl Bridge {
             clock: Clock::System,
             memory,
             single_use: None,
+            parks,
+            policy,
+            advertise: String::new(),
+            forwarder: None,
         }
+    }
+
+    /// Names this replica `url` in the park handles it seals, so other replicas forward to it.
+    pub fn with_advertise_url(mut self, url: &str) -> Self {
+        self.advertise = url.trim_end_matches('/').to_owned();
+        self
+    }
+
+    /// The key ring in use.
+    pub fn keys(&self) -> &Arc<LiveRing> {
+        &self.keys
+    }
+
+    /// The calls parked here, when park mode is configured for any tool.
+    pub fn parks(&self) -> Option<&Arc<ParkRegistry>> {
+        self.parks.as_ref()
     }
 
     /// Accepts each state once across every replica sharing `store`.
@@ -134,43 +197,100 @@ impl Bridge {
 
     /// Reads deadlines and state times from `clock` instead of the system's.
     pub fn with_clock(mut self, clock: Clock) -> Self {
+        if self.parks.is_some() {
+            let p = &self.limits.park;
+            let registry = ParkRegistry::new(p.max_parked, p.timeout, clock.clone(), self.metrics.clone());
+            self.parks = Some(Arc::new(registry));
+        }
         self.clock = clock;
+        self
+    }
+
+    /// Forwards retries whose parked call another replica holds to that replica.
+    pub fn with_forwarder(mut self, forwarder: Forwarder) -> Self {
+        self.forwarder = Some(forwarder);
         self
     }
 
     /// Runs one round of `req`; progress and log notifications go to `notes` when given.
     pub async fn run(&self, req: MrtrRequest, notes: Option<Notes>) -> Result<Reply, FrontError> {
         let report = report::ToolRun::start(self, &req);
-        let reply = self.run_reported(&req, notes, &report).await;
+        let reply = match self.serve(&req, notes, Hop::Client, &report).await {
+            Ok(served) => served.ok_or_else(|| FrontError::internal("a client's retry was left unserved")),
+            Err(e) => Err(e),
+        };
         report.end(&reply);
         reply
     }
 
-    /// [`Self::run`], telling `report` what the migration report needs to know of the run.
-    async fn run_reported(
+    /// Serves a retry another replica forwarded here (see [`Forwarder`]): only when its call
+    /// is parked here (or was answered here); `None` tells that replica to replay it itself.
+    /// Its state was consumed by that replica when single use is on. The migration report
+    /// counts the run on the replica the client reached (as `forwarded`), not here.
+    pub async fn run_forwarded(&self, req: MrtrRequest) -> Result<Option<Reply>, FrontError> {
+        let report = report::ToolRun::unreported(self);
+        self.serve(&req, None, Hop::Replica, &report).await
+    }
+
+    /// Serves one run of `req`, telling `report` what the migration report needs to know.
+    async fn serve(
         &self,
         req: &MrtrRequest,
         notes: Option<Notes>,
+        hop: Hop,
         report: &report::ToolRun<'_>,
-    ) -> Result<Reply, FrontError> {
+    ) -> Result<Option<Reply>, FrontError> {
         let binding = OnceLock::new();
         // The ring current now opens this request's state and seals its next one, whatever
         // reload happens meanwhile.
         let codec = StateCodec::shared(self.keys.current(), self.codec_settings);
-        let (round, journal) = match req.state.as_deref() {
-            None => (0, Journal::new()),
-            Some(token) => self.open_state(&codec, token, binding.get_or_init(|| req.binding())).await?,
+        let (round, journal, park) = match req.state.as_deref() {
+            None => (0, Journal::new(), None),
+            Some(token) => self.open_state(&codec, token, binding.get_or_init(|| req.binding()), hop).await?,
         };
         report.resumed(round);
+        let mut fallback = false;
+        if let Some(handle) = park {
+            // Where a parked state's retry is served is decided here: resumed on this replica,
+            // refused (already answered), forwarded to its owner, or replayed from the journal
+            // (fallback). A state without a handle is replayed (replay mode).
+            match self.find_parked(&handle) {
+                Found::Parked(parked) => {
+                    report.serve(Served::Park);
+                    let run = round::Run::new(self, codec, req, binding, round, notes, report);
+                    return self.resume(run, &handle, parked, journal).await.map(Some);
+                }
+                Found::Answered => {
+                    self.count_park(ParkOutcome::Refused);
+                    return Err(FrontError::ParkedCallAnswered);
+                }
+                Found::Unknown if hop == Hop::Replica => return Ok(None),
+                Found::Unknown => {
+                    if let Some(reply) = self.forward_to_owner(&handle, req).await {
+                        report.serve(Served::Forwarded);
+                        return reply.map(Some);
+                    }
+                    tracing::info!(call = %handle.call, owner = %handle.owner, "parked call out of reach: replaying from the journal");
+                    self.count_park(ParkOutcome::Fallback);
+                    fallback = true;
+                }
+            }
+        }
         let key = (req.principal.clone(), req.caps.fingerprint());
         let (caps, version) = (req.caps, self.upstream_version);
         let lease = self.pool.lease_with(key, || caps.legacy_initialize(version)).await?;
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::internal("upstream negotiated an unknown version"))?;
         let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
-        report.serve(if req.state.is_some() { Served::Replay } else { Served::Direct });
-        let run = round::Run { bridge: self, codec, req, binding, round, notes, tainted: false, report };
-        run.execute(lease, journal).await
+        report.serve(match (req.state.is_some(), fallback) {
+            (false, _) => Served::Direct,
+            (true, false) => Served::Replay,
+            (true, true) => Served::Fallback,
+        });
+        round::Run::new(self, codec, req, binding, round, notes, report)
+            .execute(lease, journal)
+            .await
+            .map(Some)
     }
 
     /// Opens the incoming state, counting the open under the key that sealed it, and with
@@ -180,7 +300,8 @@ impl Bridge {
         codec: &StateCodec,
         token: &str,
         binding: &Binding,
-    ) -> Result<(u32, Journal), FrontError> {
+        hop: Hop,
+    ) -> Result<(u32, Journal, Option<ParkHandle>), FrontError> {
         let key = codec.key_id_of(token);
         let now = self.clock.unix_now();
         let claims = match codec.open_at(token, binding, now) {
@@ -195,13 +316,13 @@ impl Bridge {
                 return Err(e.into());
             }
         };
-        if let Some(store) = &self.single_use {
+        if let (Some(store), Hop::Client) = (&self.single_use, hop) {
             if let Err(e) = store.consume(token, claims.expires_at, now).await {
                 self.count_store_failure(&e);
                 return Err(e.into());
             }
         }
-        Ok((claims.round, claims.journal))
+        Ok((claims.round, claims.journal, claims.park))
     }
 
     fn count_store_failure(&self, e: &crate::state_store::StoreError) {

@@ -45,6 +45,21 @@ impl<'a> ToolRun<'a> {
         }
     }
 
+    /// A run the migration report does not count: a retry another replica forwarded here,
+    /// which that replica counts as `forwarded`.
+    pub(crate) fn unreported(bridge: &'a Bridge) -> Self {
+        Self {
+            report: &bridge.metrics.tools,
+            tool: None,
+            bridge,
+            started: bridge.clock.now(),
+            rounds: AtomicU32::new(0),
+            served: AtomicU8::new(0),
+            diverged: AtomicBool::new(false),
+            ended: false,
+        }
+    }
+
     /// The call had `rounds` rounds before this run (the round of its `requestState`).
     pub(crate) fn resumed(&self, rounds: u32) {
         self.rounds.store(rounds, Relaxed);

@@ -10,16 +10,20 @@ use tokio::time::Instant;
 use super::gather::Gathering;
 use super::guard::CallGuard;
 use super::notes::{align_level, Notes};
+use super::park::{OpenQuestion, Parked};
 use super::{memory, url};
 use super::{Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
 use crate::error::{map_upstream_error, FrontError};
-use crate::mrtr::{next_round, Binding, Decision, Journal, Replay, ReplayError, StateCodec, UrlVerdict};
+use crate::mrtr::{
+    next_round, Binding, Decision, Journal, ParkHandle, Replay, ReplayError, RoundOutcome, StateCodec,
+    UrlVerdict,
+};
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::{codes, methods, RequestId};
 use crate::upstream::{Lease, Session, UpstreamError, UpstreamEvent};
 
-const ASKED_REASON: &str =
+pub(super) const ASKED_REASON: &str =
     "mrtr-gateway returned this request to its client as input_required; the call will be replayed";
 
 /// The state of one run.
@@ -38,8 +42,24 @@ pub(super) struct Run<'a> {
     /// expect `notifications/roots/list_changed`, which a 2026-07-28 client never sends), so such
     /// a session must not serve another request: it is evicted when the run ends.
     pub tainted: bool,
+    /// The questions asked this round, kept for parking the call (see `park.rs`).
+    pub waiting: Vec<OpenQuestion>,
+    /// The call was parked before: its next round parks again whatever the mode, since it
+    /// cannot be replayed from where it stands without running it again.
+    pub resumed: bool,
     /// What the migration report learns of this run (a divergence).
     pub report: &'a super::report::ToolRun<'a>,
+}
+
+/// A call in flight, as the event loop takes it over.
+pub(super) struct Live {
+    pub session: Session,
+    pub guard: CallGuard,
+    pub replay: Replay,
+    pub open: Vec<RequestId>,
+    pub gather: Option<Gathering>,
+    /// When the call (or its resumption) started, for the upstream duration.
+    pub started: Instant,
 }
 
 /// What the loop decided about one event.
@@ -63,23 +83,40 @@ enum Wake {
 
 // === impl Run ===
 
-impl Run<'_> {
-    pub(super) async fn execute(mut self, lease: Lease, journal: Journal) -> Result<Reply, FrontError> {
-        let limits = &self.bridge.limits;
-        let clock = &self.bridge.clock;
-        let total_deadline = clock.now() + limits.total_timeout;
+impl<'a> Run<'a> {
+    pub(super) fn new(
+        bridge: &'a Bridge,
+        codec: StateCodec,
+        req: &'a MrtrRequest,
+        binding: OnceLock<Binding>,
+        round: u32,
+        notes: Option<Notes>,
+        report: &'a super::report::ToolRun<'a>,
+    ) -> Self {
+        let (tainted, waiting, resumed) = (false, Vec::new(), false);
+        Self { bridge, codec, req, binding, round, notes, tainted, waiting, resumed, report }
+    }
+
+    pub(super) async fn execute(self, lease: Lease, journal: Journal) -> Result<Reply, FrontError> {
         let session = lease.session().clone();
         // Boxed like the other rare paths (it sends a request upstream only when the level
         // changes), and only for a request that asked for logs.
         if let Some(level) = self.notes.as_ref().and_then(|n| n.log_level) {
             Box::pin(align_level(&session, Some(level))).await;
         }
-        let started = clock.now();
+        let started = self.bridge.clock.now();
         let call = session.call_with(self.req.method.name(), Some(&self.req.upstream_params));
-        let mut guard = CallGuard::new(lease, call);
-        let mut replay = Replay::new(journal, limits.max_questions_per_round);
-        let mut open: Vec<RequestId> = Vec::new();
-        let mut gather: Option<Gathering> = None;
+        let guard = CallGuard::new(lease, call);
+        let replay = Replay::new(journal, self.bridge.limits.max_questions_per_round);
+        self.drive(Live { session, guard, replay, open: Vec::new(), gather: None, started }).await
+    }
+
+    /// The event loop of a call in flight, from its start or from where it was parked.
+    pub(super) async fn drive(mut self, live: Live) -> Result<Reply, FrontError> {
+        let limits = &self.bridge.limits;
+        let clock = &self.bridge.clock;
+        let total_deadline = clock.now() + limits.total_timeout;
+        let Live { session, mut guard, mut replay, mut open, mut gather, started } = live;
         let mut reissued = false;
         loop {
             let now = clock.now();
@@ -145,7 +182,7 @@ impl Run<'_> {
 
     /// A question arrived at `now`: the first unanswered one starts gathering, later ones
     /// restart the idle gap.
-    fn heard(&self, gather: &mut Option<Gathering>, open: &[RequestId], now: Instant) {
+    pub(super) fn heard(&self, gather: &mut Option<Gathering>, open: &[RequestId], now: Instant) {
         match gather {
             Some(g) => {
                 tracing::debug!(
@@ -170,7 +207,7 @@ impl Run<'_> {
 
     /// A deadline passed: the gather window ends the round, the others end the call.
     async fn on_wake(
-        &self,
+        &mut self,
         guard: CallGuard,
         replay: Replay,
         open: Vec<RequestId>,
@@ -244,7 +281,20 @@ impl Run<'_> {
                 self.tainted |= method == methods::ROOTS_LIST;
                 respond(session, &id, Ok(raw_value(&raw))).await;
             }
-            Ok(Decision::Ask { .. }) => open.push(id),
+            Ok(Decision::Ask { .. }) => {
+                if self.bridge.parks.is_some() {
+                    if let Some(pending) = replay.last_asked() {
+                        let (pending, method) = (pending.clone(), method.to_owned());
+                        self.waiting.push(OpenQuestion {
+                            id: id.clone(),
+                            pending,
+                            method,
+                            params: params.cloned(),
+                        });
+                    }
+                }
+                open.push(id);
+            }
             Err(ReplayError::TooManyQuestions { limit }) => {
                 return Step::Abort { refuse: id, error: FrontError::TooManyQuestions { limit } };
             }
@@ -292,34 +342,59 @@ impl Run<'_> {
     }
 
     async fn end_round(
-        &self,
+        &mut self,
         guard: CallGuard,
-        replay: Replay,
+        mut replay: Replay,
         open: Vec<RequestId>,
     ) -> Result<Reply, FrontError> {
+        let outcome = replay.end_round();
+        self.noticed(&outcome);
+        if let Some(parks) = self.bridge.parks.clone() {
+            if self.resumed || self.bridge.policy.parks(&self.req.target) {
+                let waiting = std::mem::take(&mut self.waiting);
+                let parked = Box::new(Parked { guard, replay, open: waiting, tainted: self.tainted });
+                return Box::pin(self.park(&parks, parked, outcome)).await;
+            }
+        }
         if let Some(lease) = guard.cancel(ASKED_REASON).await {
             refuse_all(&lease, &open, ASKED_REASON).await;
             self.release(lease);
         }
-        self.seal(replay)
+        self.seal_outcome(outcome, None)
     }
 
     /// Ends the round: the questions asked, and a freshly sealed state.
     fn seal(&self, replay: Replay) -> Result<Reply, FrontError> {
         let outcome = replay.finish();
+        self.noticed(&outcome);
+        self.seal_outcome(outcome, None)
+    }
+
+    /// Counts a divergence the round showed, and tells the park policy.
+    fn noticed(&self, outcome: &RoundOutcome) {
         if outcome.diverged {
             self.bridge.metrics.record_divergence(&self.req.target);
             self.report.diverged();
+            self.bridge.policy.diverged(&self.req.target);
         }
+    }
+
+    /// Seals the state of a round that ended with `outcome`, with the handle of its parked call.
+    pub(super) fn seal_outcome(
+        &self,
+        outcome: RoundOutcome,
+        park: Option<&ParkHandle>,
+    ) -> Result<Reply, FrontError> {
         let limit = self.bridge.limits.max_rounds;
         let round = next_round(self.round, limit)?;
         for pending in &outcome.journal.pending {
             self.bridge.metrics.input_required.with_label_values(&[pending.kind.method()]).inc();
         }
-        let state = self.codec.seal_at(
+        let state = self.codec.seal_parked_at(
             self.binding.get_or_init(|| self.req.binding()),
             round,
             &outcome.journal,
+            park,
             self.bridge.clock.unix_now(),
         )?;
         self.bridge.metrics.record_seal(self.codec.sealing_key());
@@ -378,13 +453,13 @@ fn next_wake(gather: Option<Instant>, silent: Instant, total: Instant) -> (Insta
 
 /// Answers an upstream request. The answer's send is boxed: it is an HTTP exchange (or a pipe
 /// write) whose future would otherwise sit inline in every call's future.
-async fn respond(session: &Session, id: &RequestId, outcome: Result<Value, ErrorObject>) {
+pub(super) async fn respond(session: &Session, id: &RequestId, outcome: Result<Value, ErrorObject>) {
     if let Err(e) = Box::pin(session.respond(id, outcome)).await {
         tracing::debug!(error = %e, "could not answer an upstream request");
     }
 }
 
-async fn refuse_all(lease: &Lease, open: &[RequestId], reason: &str) {
+pub(super) async fn refuse_all(lease: &Lease, open: &[RequestId], reason: &str) {
     for id in open {
         respond(lease.session(), id, Err(error(codes::INTERNAL_ERROR, reason.to_owned()))).await;
     }
@@ -394,7 +469,7 @@ fn error(code: i64, message: String) -> ErrorObject {
     ErrorObject { code, message, data: None }
 }
 
-fn raw_value(raw: &RawValue) -> Value {
+pub(super) fn raw_value(raw: &RawValue) -> Value {
     serde_json::from_str(raw.get()).unwrap_or(Value::Null)
 }
 

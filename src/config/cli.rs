@@ -33,6 +33,10 @@ pub struct Cli {
     /// File of state keys, one base64 32-byte key per line, `id:` optional (`state.key_file`).
     #[arg(long, global = true, value_name = "FILE")]
     pub state_key_file: Option<String>,
+    /// URL other replicas reach this one's internal listener at (`cluster.advertise_url`),
+    /// e.g. `http://$(POD_IP):9443`.
+    #[arg(long, global = true, value_name = "URL")]
+    pub advertise_url: Option<String>,
     /// Log format, `text` or `json` (`log.format`).
     #[arg(long, global = true, value_name = "FORMAT")]
     pub log_format: Option<String>,
@@ -71,6 +75,7 @@ impl Cli {
             ("state.key_file", &self.state_key_file),
             ("log.format", &self.log_format),
             ("log.level", &self.log_level),
+            ("cluster.advertise_url", &self.advertise_url),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.clone().map(|v| (k, v)))

@@ -8,6 +8,7 @@ mod auth;
 pub mod cli;
 mod command;
 mod credentials;
+mod park;
 pub mod raw;
 pub mod secret;
 mod validate;
@@ -23,6 +24,7 @@ use crate::mrtr::LegacyVersion;
 pub(crate) use auth::fetch_url;
 pub use auth::{AuthConfig, JwtConfig, KeySource, RemoteKeys, ResourceConfig, RuleConfig, StaticKey};
 pub use cli::{Cli, Mode};
+pub use park::{ClusterConfig, MrtrMode, ParkConfig};
 pub use secret::Secret;
 pub use validate::validate;
 
@@ -58,6 +60,7 @@ pub struct Config {
     pub legacy: LegacyConfig,
     pub limits: LimitsConfig,
     pub subscriptions: SubscriptionsConfig,
+    pub cluster: ClusterConfig,
 }
 
 /// The 2026-07-28 listener.
@@ -173,6 +176,8 @@ pub struct MrtrConfig {
     pub gather_memory_tools: usize,
     /// Questions a tool asks at once, known before any call: (tool name, count).
     pub gather_expect: Vec<(String, usize)>,
+    /// Replay, park or auto, per tool, and the park registry's bounds.
+    pub park: ParkConfig,
 }
 
 /// The sealed state.

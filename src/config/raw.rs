@@ -22,6 +22,7 @@ pub struct RawConfig {
     pub legacy: RawLegacy,
     pub limits: RawLimits,
     pub subscriptions: RawSubscriptions,
+    pub cluster: RawCluster,
 }
 
 /// `[front]`: the 2026-07-28 listener.
@@ -185,6 +186,19 @@ pub struct RawMrtr {
     pub gather_memory_tools: Option<usize>,
     /// Tool name → questions it asks at once, for replicas that have not yet seen the tool.
     pub gather_expect: Option<BTreeMap<String, usize>>,
+    /// How a round ends: `replay` (default: cancel the call, replay it on the retry), `park`
+    /// (keep it running on this replica until the retry) or `auto` (park the tools that showed
+    /// a divergence on this replica or are listed in `side_effecting`, replay the others).
+    pub mode: Option<String>,
+    /// Tool name → mode, overriding `mode` for that tool.
+    pub tool_modes: Option<BTreeMap<String, String>>,
+    /// Tools that `auto` mode always parks (they do something before their first question).
+    pub side_effecting: Option<Vec<String>>,
+    /// Longest a parked call waits for its retry, in milliseconds; then it is cancelled
+    /// upstream. Default 60000.
+    pub park_timeout_ms: Option<u64>,
+    /// Most calls parked at once on this replica; a round beyond it is replayed. Default 256.
+    pub max_parked: Option<usize>,
 }
 
 /// `[state]`: the sealed `requestState`.
@@ -335,4 +349,19 @@ pub struct RawSubscriptions {
     pub max_per_principal: Option<usize>,
     /// Most resource URIs in one listen request; past it the request gets 400. Default 64.
     pub max_uris: Option<usize>,
+}
+
+/// `[cluster]`: how replicas reach each other's parked calls.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawCluster {
+    /// The URL other replicas reach this one's internal listener at, e.g.
+    /// `http://10.0.0.7:9443` (the pod IP). Absent: parked calls are found only by the replica
+    /// that parked them; a retry elsewhere replays.
+    pub advertise_url: Option<String>,
+    /// Address of the internal listener that answers forwarded retries. Required with
+    /// `advertise_url`.
+    pub listen: Option<String>,
+    /// Connect timeout of a forwarded retry, in milliseconds. Default 500.
+    pub forward_connect_timeout_ms: Option<u64>,
 }

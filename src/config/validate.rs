@@ -29,6 +29,7 @@ pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         legacy: legacy(raw.legacy)?,
         limits: limits::limits(raw.limits)?,
         subscriptions: subscriptions::subscriptions(raw.subscriptions)?,
+        cluster: park::cluster(raw.cluster)?,
     })
 }
 
@@ -249,7 +250,8 @@ fn upstream_url(field: &'static str, url: &str) -> Result<Uri, ConfigError> {
     }
 }
 
-fn mrtr(raw: RawMrtr) -> Result<MrtrConfig, ConfigError> {
+fn mrtr(mut raw: RawMrtr) -> Result<MrtrConfig, ConfigError> {
+    let park = park::park(&mut raw)?;
     let max_rounds = raw.max_rounds.unwrap_or(d::MAX_ROUNDS);
     if !(1..=64).contains(&max_rounds) {
         return Err(ConfigError::invalid("mrtr.max_rounds", "must be between 1 and 64"));
@@ -270,6 +272,7 @@ fn mrtr(raw: RawMrtr) -> Result<MrtrConfig, ConfigError> {
         gather_idle: millis("mrtr.gather_idle_ms", raw.gather_idle_ms, d::GATHER_IDLE)?,
         gather_memory_tools: raw.gather_memory_tools.unwrap_or(d::GATHER_MEMORY_TOOLS),
         gather_expect: Vec::new(),
+        park,
     };
     cfg.gather_expect = gather_expect(raw.gather_expect.unwrap_or_default(), cfg.max_questions_per_round)?;
     if cfg.gather_window >= cfg.round_timeout {
@@ -409,6 +412,7 @@ fn positive(field: &str, n: usize) -> Result<usize, ConfigError> {
 }
 
 mod limits;
+mod park;
 mod subscriptions;
 #[cfg(test)]
 mod tests;

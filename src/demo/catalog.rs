@@ -33,6 +33,7 @@ pub(crate) enum Tool {
     Hang,
     Die,
     BumpCounter,
+    PlaceOrder,
 }
 
 /// The client capability a tool needs before it is offered.
@@ -49,7 +50,7 @@ enum Need {
 // === impl Tool ===
 
 impl Tool {
-    pub(crate) const ALL: [Tool; 12] = [
+    pub(crate) const ALL: [Tool; 13] = [
         Tool::Echo,
         Tool::Greet,
         Tool::ConfirmTwice,
@@ -62,6 +63,7 @@ impl Tool {
         Tool::Hang,
         Tool::Die,
         Tool::BumpCounter,
+        Tool::PlaceOrder,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -78,6 +80,7 @@ impl Tool {
             Tool::Hang => "hang",
             Tool::Die => "die",
             Tool::BumpCounter => "bump_counter",
+            Tool::PlaceOrder => "place_order",
         }
     }
 
@@ -104,7 +107,7 @@ impl Tool {
 
     fn need(self) -> Need {
         match self {
-            Tool::Greet | Tool::ConfirmTwice | Tool::FlakyQuestion => Need::Elicitation,
+            Tool::Greet | Tool::ConfirmTwice | Tool::FlakyQuestion | Tool::PlaceOrder => Need::Elicitation,
             Tool::UrlLogin => Need::UrlElicitation,
             Tool::Summarize => Need::Sampling,
             Tool::ListRoots => Need::Roots,
@@ -127,6 +130,7 @@ impl Tool {
             Tool::Hang => "Never answers until cancelled.",
             Tool::Die => "Drops the response stream mid-call, as a crashing server would.",
             Tool::BumpCounter => "Adds one to demo://counter and notifies the sessions subscribed to it.",
+            Tool::PlaceOrder => "Places an order (a side effect, counted), then asks for a delivery note.",
         }
     }
 

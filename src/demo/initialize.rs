@@ -21,7 +21,7 @@ use crate::protocol::{headers, LEGACY_VERSIONS};
 const LATEST: &str = "2025-11-25";
 
 const INSTRUCTIONS: &str = "Demo legacy MCP server. `echo` needs nothing; `greet`, \
-`confirm_twice` and `flaky_question` ask through elicitation, `summarize` through sampling, \
+`confirm_twice`, `flaky_question` and `place_order` (which places an order first) ask through elicitation, `summarize` through sampling, \
 `list_roots` through roots/list on the GET stream, `ask_three` through all three at once, \
 `url_login` through a URL-mode elicitation. `count_down` reports progress, `hang` never answers \
 and `die` drops its stream. `bump_counter` changes the subscribable resource demo://counter.";

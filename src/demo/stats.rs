@@ -25,6 +25,7 @@ pub struct DemoStats {
     outstanding: AtomicU64,
     subscribes: AtomicU64,
     unsubscribes: AtomicU64,
+    orders: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -38,6 +39,16 @@ fn read(counter: &AtomicU64) -> u64 {
 // === impl DemoStats ===
 
 impl DemoStats {
+    /// Orders `place_order` has placed: its side effect, once per run of the tool.
+    pub fn orders(&self) -> u64 {
+        read(&self.orders)
+    }
+
+    /// Places one more order; returns its number (from 1).
+    pub(crate) fn place_order(&self) -> u64 {
+        self.orders.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
     /// `initialize` requests answered (each created a session).
     pub fn initializes(&self) -> u64 {
         read(&self.initializes)

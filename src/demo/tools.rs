@@ -65,6 +65,7 @@ pub(crate) async fn run(ctx: &CallContext, tool: Tool, args: &Value) -> ToolOutc
         Tool::CountDown => count_down(ctx, args).await,
         Tool::UrlLogin => url_login(ctx).await,
         Tool::FlakyQuestion => flaky_question(ctx).await,
+        Tool::PlaceOrder => place_order(ctx).await,
         Tool::Hang => std::future::pending().await,
         Tool::BumpCounter => {
             let (value, notified) = ctx.resources.bump().await;
@@ -201,6 +202,21 @@ async fn flaky_question(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
     let (action, content) = elicit(ctx, &message, schema).await?;
     let answer = content.get("answer").and_then(Value::as_str).unwrap_or("");
     text(format!("Roll {roll}: {action} {answer}").trim_end().to_owned())
+}
+
+/// A legacy tool with a side effect before its question, as a real one that writes something
+/// and then asks: every run places an order (counted in the stats, and its number is in the
+/// result), so a replayed call places one more.
+async fn place_order(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
+    let order = ctx.stats.place_order();
+    let schema = json!({
+        "type": "object",
+        "properties": {"note": {"type": "string", "title": "Delivery note"}},
+        "required": ["note"],
+    });
+    let (action, content) = elicit(ctx, "Order placed. Any delivery note?", schema).await?;
+    let note = content.get("note").and_then(Value::as_str).unwrap_or("");
+    text(format!("Order #{order} placed ({action}) {note}").trim_end().to_owned())
 }
 
 /// Asks for a required string `name` with a form elicitation on the call's stream.

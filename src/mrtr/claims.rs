@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::mrtr::canonical::{arguments_digest, Digest};
 use crate::mrtr::journal::Journal;
+use crate::mrtr::park::ParkHandle;
 use crate::protocol::methods::MrtrMethod;
 
 /// Version of the claims layout; bump when a field changes meaning.
@@ -60,6 +61,9 @@ pub struct StateClaims {
     pub round: u32,
     #[serde(rename = "j")]
     pub journal: Journal,
+    /// Where the upstream call waits, when the round ended with it parked (park mode).
+    #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
+    pub park: Option<ParkHandle>,
 }
 
 /// The same claims, borrowed for sealing (the journal is not cloned into a token).
@@ -83,6 +87,8 @@ pub(crate) struct ClaimsRef<'a> {
     pub(crate) round: u32,
     #[serde(rename = "j")]
     pub(crate) journal: &'a Journal,
+    #[serde(rename = "k", skip_serializing_if = "Option::is_none")]
+    pub(crate) park: Option<&'a ParkHandle>,
 }
 
 /// Reads `params.requestState`: absent or `null` is none; anything but a string is an error.
@@ -170,6 +176,7 @@ mod tests {
             arguments: arguments_digest(None),
             round: 2,
             journal: &journal,
+            park: None,
         };
         let text = serde_json::to_string(&sealed).unwrap();
         let claims: StateClaims = serde_json::from_str(&text).unwrap();
@@ -178,6 +185,26 @@ mod tests {
         assert_eq!(claims.binding().principal, "alice");
         assert_eq!(serde_json::to_string(&claims).unwrap(), text);
         assert!(text.contains("\"m\":2"));
+        assert!(claims.park.is_none() && !text.contains("\"k\""), "no handle, no field");
+    }
+
+    #[test]
+    fn a_park_handle_travels_with_the_journal() {
+        let (journal, handle) = (Journal::new(), ParkHandle::new("http://10.0.0.7:9443"));
+        let sealed = ClaimsRef {
+            version: FORMAT_VERSION,
+            issued_at: 10,
+            expires_at: 20,
+            principal: "alice",
+            method: MrtrMethod::ToolsCall,
+            target: "order",
+            arguments: arguments_digest(None),
+            round: 1,
+            journal: &journal,
+            park: Some(&handle),
+        };
+        let claims: StateClaims = serde_json::from_str(&serde_json::to_string(&sealed).unwrap()).unwrap();
+        assert_eq!(claims.park, Some(handle));
     }
 
     #[test]

@@ -28,6 +28,7 @@ use crate::mrtr::envelope::{self, EnvelopeError};
 use crate::mrtr::envelope::{HEADER_LEN, NONCE_LEN, TAG_LEN};
 use crate::mrtr::journal::Journal;
 use crate::mrtr::keyring::{KeyId, KeyRing, KEY_ID_LEN};
+use crate::mrtr::park::ParkHandle;
 
 /// Token prefix: format version 1.
 pub const TOKEN_PREFIX: &str = "v1.";
@@ -164,6 +165,18 @@ impl StateCodec {
         journal: &Journal,
         now: u64,
     ) -> Result<String, StateError> {
+        self.seal_parked_at(binding, round, journal, None, now)
+    }
+
+    /// [`Self::seal_at`] with the handle of the parked upstream call, when there is one.
+    pub fn seal_parked_at(
+        &self,
+        binding: &Binding,
+        round: u32,
+        journal: &Journal,
+        park: Option<&ParkHandle>,
+        now: u64,
+    ) -> Result<String, StateError> {
         let claims = ClaimsRef {
             version: FORMAT_VERSION,
             issued_at: now,
@@ -174,6 +187,7 @@ impl StateCodec {
             arguments: binding.arguments,
             round,
             journal,
+            park,
         };
         self.seal_claims(&claims)
     }

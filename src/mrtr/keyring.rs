@@ -43,6 +43,7 @@ const HKDF_SALT: &[u8] = b"mrtr-gateway key ring v1";
 const AEAD_INFO: &[u8] = b"mrtr-gateway requestState xchacha20poly1305 v1";
 const KEY_ID_INFO: &[u8] = b"mrtr-gateway requestState key id v1";
 const SESSION_AEAD_INFO: &[u8] = b"mrtr-gateway Mcp-Session-Id xchacha20poly1305 v1";
+const FORWARD_MAC_INFO: &[u8] = b"mrtr-gateway replica forward hmac-sha256 v1";
 const LABEL_ID_DOMAIN: &[u8] = b"mrtr-gateway key label v1\0";
 
 /// Errors from reading secrets or building a ring. Never carries key material.
@@ -85,6 +86,8 @@ struct RingKey {
     /// The same secret under the session-id label ([`super::session_id`]): a token sealed for
     /// one purpose never opens for the other.
     session: XChaCha20Poly1305,
+    /// The same secret under the replica-forwarding label ([`super::replica_auth`]).
+    forward: Zeroizing<[u8; SECRET_LEN]>,
 }
 
 /// The derived keys: the first seals, all open. Never empty, by construction.
@@ -195,7 +198,9 @@ impl KeySecret {
         let cipher = XChaCha20Poly1305::new_from_slice(okm.as_ref()).map_err(|_| KeyError::Derive)?;
         hkdf.expand(SESSION_AEAD_INFO, okm.as_mut()).map_err(|_| KeyError::Derive)?;
         let session = XChaCha20Poly1305::new_from_slice(okm.as_ref()).map_err(|_| KeyError::Derive)?;
-        Ok(RingKey { id, cipher, session })
+        let mut forward = Zeroizing::new([0u8; SECRET_LEN]);
+        hkdf.expand(FORWARD_MAC_INFO, forward.as_mut()).map_err(|_| KeyError::Derive)?;
+        Ok(RingKey { id, cipher, session, forward })
     }
 }
 
@@ -280,6 +285,16 @@ impl KeyRing {
     /// The session-id cipher of the sealing key.
     pub(crate) fn session_sealing(&self) -> (KeyId, &XChaCha20Poly1305) {
         (self.sealing.id, &self.sealing.session)
+    }
+
+    /// The replica-forwarding MAC key of the sealing key.
+    pub(crate) fn forward_sealing(&self) -> (KeyId, &[u8; SECRET_LEN]) {
+        (self.sealing.id, &self.sealing.forward)
+    }
+
+    /// The replica-forwarding MAC key of key `id`.
+    pub(crate) fn forward_opening(&self, id: KeyId) -> Option<&[u8; SECRET_LEN]> {
+        self.keys().find(|k| k.id == id).map(|k| &*k.forward)
     }
 
     /// The session-id cipher of key `id`.

@@ -11,7 +11,8 @@
 //! seconds; nothing here reads a clock or touches the network.
 //!
 //! Replaying repeats the upstream side effects that happen before the first question; that is
-//! the price of statelessness.
+//! the price of statelessness. Park mode avoids it by keeping the call running on one replica;
+//! the state then also carries a park handle ([`park`]), and the journal still, for replay.
 
 pub mod answers;
 pub mod canonical;
@@ -20,7 +21,9 @@ pub mod codec;
 mod envelope;
 pub mod journal;
 pub mod keyring;
+pub mod park;
 pub mod replay;
+pub mod replica_auth;
 pub mod session_id;
 pub mod translate;
 
@@ -29,6 +32,7 @@ pub use claims::{next_round, request_state, Binding, ClaimsError, StateClaims};
 pub use codec::{CodecSettings, StateCodec, StateError};
 pub use journal::{input_responses, Accepted, AnswerLimits, InputError, Journal};
 pub use keyring::{parse_key_lines, KeyError, KeyId, KeyRing, KeySecret, LiveRing};
+pub use park::{CallId, ParkHandle};
 pub use replay::{Decision, Replay, ReplayError, RoundOutcome, UrlVerdict};
 pub use session_id::{Reach, SessionClaims, SessionIdError, SessionSealer};
 pub use translate::{url_elicitations, InputKind, LegacyVersion, TranslateError};

@@ -126,14 +126,62 @@ impl Replay {
 
     /// Ends the run.
     pub fn finish(mut self) -> RoundOutcome {
-        let diverged = self.new_question && self.used.iter().any(|used| !used);
+        self.drop_stale();
+        let diverged = self.diverged();
+        self.journal.pending = self.asked;
+        RoundOutcome { input_requests: self.requests, journal: self.journal, diverged }
+    }
+
+    /// Ends the round of a call that goes on running (park mode): the outcome is what
+    /// [`Self::finish`] would return, and the cursor stays, for [`Self::resume`].
+    pub fn end_round(&mut self) -> RoundOutcome {
+        self.drop_stale();
+        let diverged = self.diverged();
+        let mut journal = self.journal.clone();
+        journal.pending = std::mem::take(&mut self.asked);
+        RoundOutcome { input_requests: std::mem::take(&mut self.requests), journal, diverged }
+    }
+
+    /// Continues a parked run with the journal of the retry, whose responses have been
+    /// accepted: it holds every earlier answer and the new ones. The call never restarted, so
+    /// the occurrence counts go on and every earlier answer counts as used.
+    pub fn resume(&mut self, journal: Journal) {
+        self.used = vec![true; journal.answered.len()];
+        self.journal = journal;
+        self.new_question = false;
+    }
+
+    /// The question the last [`Decision::Ask`] put to the client.
+    pub fn last_asked(&self) -> Option<&Pending> {
+        self.asked.last()
+    }
+
+    /// Decides again on a question a parked call is still waiting on: answered from the
+    /// journal when the retry answered it, else asked again (under its earlier key).
+    pub fn redecide(
+        &mut self,
+        pending: &Pending,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Result<Decision, ReplayError> {
+        if let Some(result) = self.recorded(pending.digest, pending.occurrence) {
+            return Ok(Decision::Answer(result));
+        }
+        let key = self.ask(method, params, pending.digest, pending.occurrence)?;
+        Ok(Decision::Ask { key })
+    }
+
+    fn diverged(&self) -> bool {
+        self.new_question && self.used.iter().any(|used| !used)
+    }
+
+    fn drop_stale(&mut self) {
         if !self.stale.is_empty() {
             let answered = std::mem::take(&mut self.journal.answered);
             let kept = answered.into_iter().enumerate().filter(|(i, _)| !self.stale.contains(i));
             self.journal.answered = kept.map(|(_, a)| a).collect();
+            self.stale.clear();
         }
-        self.journal.pending = self.asked;
-        RoundOutcome { input_requests: self.requests, journal: self.journal, diverged }
     }
 
     fn recorded(&mut self, digest: Digest, occurrence: u32) -> Option<Box<RawValue>> {

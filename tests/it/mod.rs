@@ -24,6 +24,8 @@ mod legacy_seam;
 mod limits;
 mod logs;
 mod param_headers;
+mod park;
+mod park_replicas;
 mod progress;
 mod replicas;
 mod restart;

@@ -220,3 +220,17 @@ fn the_per_key_bound_and_warm_processes_are_checked_against_the_pool() {
     let e = err("[upstream]\nurl = \"http://127.0.0.1:1/mcp\"\npool_min_warm = 1");
     assert!(e.contains("stdio upstream"), "{e}");
 }
+
+#[test]
+fn the_mode_and_the_advertised_url_come_from_the_environment_and_the_flag() {
+    let env = std::collections::HashMap::from([
+        ("MRTR_GATEWAY__MRTR__MODE".to_owned(), "park".to_owned()),
+        ("MRTR_GATEWAY__CLUSTER__LISTEN".to_owned(), "127.0.0.1:9443".to_owned()),
+    ]);
+    let flag = [("cluster.advertise_url", "http://127.0.0.1:9443".to_owned())];
+    let c = Config::load_from(None, &flag, environment().source(Some(env))).unwrap();
+    assert_eq!(c.mrtr.park.mode, crate::config::MrtrMode::Park);
+    assert_eq!(c.cluster.advertise_url.map(|u| u.to_string()).as_deref(), Some("http://127.0.0.1:9443/"));
+    let cli = crate::config::Cli { advertise_url: Some("http://a:1".into()), ..Default::default() };
+    assert!(cli.overrides().contains(&("cluster.advertise_url", "http://a:1".to_owned())));
+}

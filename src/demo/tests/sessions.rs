@@ -81,7 +81,7 @@ async fn tools_are_listed_only_for_declared_capabilities() {
 
     let (mut full, _) = TestClient::connect(server.url(), full_caps(), "2025-11-25").await;
     let (_, response) = full.call("tools/list", json!({})).await;
-    assert_eq!(tool_names(&read_json(response).await).len(), 12);
+    assert_eq!(tool_names(&read_json(response).await).len(), 13);
 }
 
 #[tokio::test]

@@ -327,6 +327,7 @@ fn other_format_versions_are_refused() {
         arguments: binding().arguments,
         round: 1,
         journal: &Journal::new(),
+        park: None,
     };
     let (id, cipher) = codec.ring.sealing();
     let nonce = [7u8; NONCE_LEN];

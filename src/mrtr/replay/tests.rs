@@ -198,3 +198,38 @@ fn an_unused_answer_without_a_new_question_is_not_divergence() {
     assert!(!outcome.diverged);
     assert!(outcome.input_requests.is_empty());
 }
+
+#[test]
+fn a_parked_run_resumes_where_it_stood() {
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
+    let (first, second) = (question("Name?"), question("Again?"));
+    let k1 = ask(&mut replay, &first);
+    let k2 = ask(&mut replay, &second);
+    let pending = replay.last_asked().cloned().unwrap();
+    assert_eq!(pending.key, k2);
+    let outcome = replay.end_round();
+    assert_eq!(outcome.input_requests.len(), 2);
+    assert_eq!(outcome.journal.pending.len(), 2, "the sealed journal still allows a replay");
+    let mut journal = outcome.journal;
+    let answers = json!({ k1.clone(): accept("Ada") });
+    let map = answers.as_object().cloned().unwrap_or_default();
+    journal.accept_responses(Some(&map), LegacyVersion::V2025_11_25, &AnswerLimits::default()).unwrap();
+    let first_pending = journal.answered[0].clone();
+    replay.resume(journal);
+    let answered = Pending { key: k1, digest: first_pending.digest, occurrence: 0, kind: first_pending.kind };
+    match replay.redecide(&answered, ELICIT, Some(&first)).unwrap() {
+        Decision::Answer(raw) => {
+            assert_eq!(serde_json::from_str::<Value>(raw.get()).unwrap()["content"]["name"], "Ada")
+        }
+        Decision::Ask { key } => panic!("answered question asked again as {key}"),
+    }
+    match replay.redecide(&pending, ELICIT, Some(&second)).unwrap() {
+        Decision::Ask { key } => assert_eq!(key, k2, "an unanswered question keeps its key"),
+        Decision::Answer(_) => panic!("an unanswered question got an answer"),
+    }
+    // The run never restarted: a new occurrence of the first question is a new question.
+    assert_eq!(ask(&mut replay, &first), "elicitation-3");
+    let outcome = replay.end_round();
+    assert!(!outcome.diverged, "a resumed run uses every earlier answer");
+    assert_eq!(outcome.journal.answered.len(), 1);
+}

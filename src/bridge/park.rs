@@ -1,0 +1,244 @@
+//! The park registry: upstream calls whose round ended without cancelling them (park mode),
+//! each waiting on this replica, with its lease (session or process, whatever the transport)
+//! and its open server requests, for the retry that answers them.
+//!
+//! Bounded twice: at most `mrtr.max_parked` calls at once (a round beyond that is replayed, and
+//! counted `full`), and each for at most `mrtr.park_timeout_ms`, after which a timer cancels it
+//! upstream, refuses its open requests and releases its lease (counted `timed_out`). A call is
+//! taken out at most once. The registry also remembers, boundedly, which call ids it handed to
+//! a retry, so that a second retry of an already-answered state is refused instead of replaying
+//! side effects (see [`Found::Answered`] and the README's park mode section).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::task::AbortHandle;
+
+use super::guard::CallGuard;
+use super::Clock;
+use crate::metrics::Metrics;
+use crate::mrtr::journal::Pending;
+use crate::mrtr::{CallId, Replay};
+use crate::protocol::RequestId;
+
+/// The reason sent upstream with `notifications/cancelled` when a parked call times out.
+pub(super) const PARK_EXPIRED: &str =
+    "mrtr-gateway parked this call for its retry, which did not come in time";
+
+/// What became of a round or a retry that park mode concerns; each is one metric label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParkOutcome {
+    /// A round ended with its call parked here.
+    Parked,
+    /// A retry found its call parked here and continued it.
+    Resumed,
+    /// A parked call waited past the park timeout and was cancelled upstream.
+    TimedOut,
+    /// The registry was full: the round was replayed instead.
+    Full,
+    /// A parked state's call could not be reached (expired, owner gone): replayed from the journal.
+    Fallback,
+    /// A retry was forwarded to the replica holding its call, which answered it.
+    Forwarded,
+    /// A second retry of a state whose parked call was already answered: refused.
+    Refused,
+    /// A forwarded retry arrived with a bad, missing or stale MAC: refused.
+    Unauthenticated,
+}
+
+/// A question a parked call is waiting on.
+#[derive(Debug)]
+pub(super) struct OpenQuestion {
+    pub id: RequestId,
+    pub pending: Pending,
+    pub method: String,
+    pub params: Option<Value>,
+}
+
+/// A call parked between two rounds.
+pub(super) struct Parked {
+    pub guard: CallGuard,
+    pub replay: Replay,
+    pub open: Vec<OpenQuestion>,
+    /// The session learned the client's roots (see [`super::round::Run::tainted`]).
+    pub tainted: bool,
+}
+
+/// What a retry finds under its call id.
+pub(super) enum Found {
+    Parked(Box<Parked>),
+    /// Taken by an earlier retry: answering it again would need a replay, which repeats what
+    /// park mode exists not to repeat.
+    Answered,
+    /// Never parked here, or expired: replay from the journal.
+    Unknown,
+}
+
+/// The calls parked on this replica.
+pub struct ParkRegistry {
+    entries: Mutex<HashMap<CallId, Entry>>,
+    answered: Mutex<Remembered>,
+    max: usize,
+    timeout: Duration,
+    clock: Clock,
+    metrics: Arc<Metrics>,
+}
+
+struct Entry {
+    parked: Box<Parked>,
+    timer: Option<AbortHandle>,
+}
+
+/// Call ids handed to a retry, oldest first, bounded.
+#[derive(Default)]
+struct Remembered {
+    order: VecDeque<CallId>,
+    ids: HashSet<CallId>,
+}
+
+// === impl ParkOutcome ===
+
+impl ParkOutcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Parked => "parked",
+            Self::Resumed => "resumed",
+            Self::TimedOut => "timed_out",
+            Self::Full => "full",
+            Self::Fallback => "fallback",
+            Self::Forwarded => "forwarded",
+            Self::Refused => "refused",
+            Self::Unauthenticated => "unauthenticated",
+        }
+    }
+}
+
+// === impl ParkRegistry ===
+
+impl ParkRegistry {
+    pub(super) fn new(max: usize, timeout: Duration, clock: Clock, metrics: Arc<Metrics>) -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+            answered: Mutex::new(Remembered::default()),
+            max,
+            timeout,
+            clock,
+            metrics,
+        }
+    }
+
+    pub(super) fn count(&self, outcome: ParkOutcome) {
+        self.metrics.park_outcomes.with_label_values(&[outcome.label()]).inc();
+    }
+
+    /// Parks `parked` under `id` and starts its timer; gives it back when the registry is full.
+    pub(super) fn park(self: &Arc<Self>, id: CallId, parked: Box<Parked>) -> Result<(), Box<Parked>> {
+        let mut entries = self.entries.lock();
+        if entries.len() >= self.max {
+            return Err(parked);
+        }
+        let timer = tokio::runtime::Handle::try_current().ok().map(|rt| {
+            let (registry, deadline) = (Arc::downgrade(self), self.clock.now() + self.timeout);
+            let clock = self.clock.clone();
+            rt.spawn(async move {
+                clock.sleep_until(deadline).await;
+                expire(registry, id).await;
+            })
+            .abort_handle()
+        });
+        entries.insert(id, Entry { parked, timer });
+        self.metrics.parked_calls.set(gauge(entries.len()));
+        Ok(())
+    }
+
+    /// Takes the call parked under `id` out (at most once), stopping its timer.
+    pub(super) fn take(&self, id: CallId) -> Found {
+        let entry = {
+            let mut entries = self.entries.lock();
+            let entry = entries.remove(&id);
+            self.metrics.parked_calls.set(gauge(entries.len()));
+            entry
+        };
+        match entry {
+            Some(entry) => {
+                if let Some(timer) = entry.timer {
+                    timer.abort();
+                }
+                Found::Parked(entry.parked)
+            }
+            None if self.answered.lock().ids.contains(&id) => Found::Answered,
+            None => Found::Unknown,
+        }
+    }
+
+    /// Remembers that a retry answered call `id`: a later retry of the same state is refused.
+    pub(super) fn answered(&self, id: CallId) {
+        let mut memory = self.answered.lock();
+        if memory.ids.insert(id) {
+            memory.order.push_back(id);
+        }
+        while memory.order.len() > crate::defaults::PARK_MEMORY {
+            if let Some(old) = memory.order.pop_front() {
+                memory.ids.remove(&old);
+            }
+        }
+    }
+
+    /// Calls parked now.
+    pub fn len(&self) -> usize {
+        self.entries.lock().len()
+    }
+
+    /// For clippy's `len_without_is_empty`.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Cancels every parked call upstream and releases its lease (at shutdown).
+    pub async fn cancel_all(&self) {
+        let entries: Vec<Entry> = self.entries.lock().drain().map(|(_, e)| e).collect();
+        self.metrics.parked_calls.set(0);
+        for entry in entries {
+            if let Some(timer) = entry.timer {
+                timer.abort();
+            }
+            cancel(*entry.parked, "mrtr-gateway is shutting down").await;
+        }
+    }
+}
+
+/// The timer of call `id` fired: if it is still parked, cancel it.
+async fn expire(registry: Weak<ParkRegistry>, id: CallId) {
+    let Some(registry) = registry.upgrade() else { return };
+    let entry = {
+        let mut entries = registry.entries.lock();
+        let entry = entries.remove(&id);
+        registry.metrics.parked_calls.set(gauge(entries.len()));
+        entry
+    };
+    if let Some(entry) = entry {
+        tracing::info!(call = %id, timeout = ?registry.timeout, "parked call timed out: cancelled upstream");
+        registry.count(ParkOutcome::TimedOut);
+        cancel(*entry.parked, PARK_EXPIRED).await;
+    }
+}
+
+/// Cancels a parked call upstream, refuses its open requests, and releases its lease (evicted
+/// if it learned the client's roots).
+pub(super) async fn cancel(parked: Parked, reason: &str) {
+    let Parked { guard, open, tainted, .. } = parked;
+    if let Some(lease) = guard.cancel(reason).await {
+        let ids: Vec<RequestId> = open.into_iter().map(|q| q.id).collect();
+        super::round::refuse_all(&lease, &ids, reason).await;
+        if tainted {
+            lease.poison();
+        }
+    }
+}
+
+fn gauge(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

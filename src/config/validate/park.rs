@@ -1,0 +1,147 @@
+//! Validation of the park settings (`mrtr.mode`, `mrtr.tool_modes`, `mrtr.side_effecting`,
+//! `mrtr.park_timeout_ms`, `mrtr.max_parked`) and of `[cluster]`. Kept apart from the other
+//! sections so each stays short.
+
+use http::Uri;
+
+use super::super::raw::{RawCluster, RawMrtr};
+use super::super::{ClusterConfig, ConfigError, MrtrMode, ParkConfig};
+use super::{addr, millis, positive};
+use crate::defaults as d;
+
+/// Takes the park fields out of `raw` and validates them.
+pub(super) fn park(raw: &mut RawMrtr) -> Result<ParkConfig, ConfigError> {
+    let mode = match raw.mode.take() {
+        None => MrtrMode::Replay,
+        Some(text) => parse_mode("mrtr.mode", &text)?,
+    };
+    let tool_modes = raw
+        .tool_modes
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(tool, text)| {
+            if tool.is_empty() {
+                return Err(ConfigError::invalid("mrtr.tool_modes", "a tool name must not be empty"));
+            }
+            Ok((tool.clone(), parse_mode(&format!("mrtr.tool_modes.{tool}"), &text)?))
+        })
+        .collect::<Result<_, _>>()?;
+    let side_effecting = raw.side_effecting.take().unwrap_or_default();
+    if side_effecting.iter().any(String::is_empty) {
+        return Err(ConfigError::invalid("mrtr.side_effecting", "a tool name must not be empty"));
+    }
+    Ok(ParkConfig {
+        mode,
+        tool_modes,
+        side_effecting,
+        timeout: millis("mrtr.park_timeout_ms", raw.park_timeout_ms, d::PARK_TIMEOUT)?,
+        max_parked: positive("mrtr.max_parked", raw.max_parked.unwrap_or(d::MAX_PARKED))?,
+    })
+}
+
+fn parse_mode(field: &str, text: &str) -> Result<MrtrMode, ConfigError> {
+    MrtrMode::parse(text)
+        .ok_or_else(|| ConfigError::invalid(field, format!("{text:?} is not one of replay, park, auto")))
+}
+
+pub(super) fn cluster(raw: RawCluster) -> Result<ClusterConfig, ConfigError> {
+    let connect_timeout = millis(
+        "cluster.forward_connect_timeout_ms",
+        raw.forward_connect_timeout_ms,
+        d::FORWARD_CONNECT_TIMEOUT,
+    )?;
+    let (advertise_url, listen) = match (raw.advertise_url, raw.listen) {
+        (None, None) => (None, None),
+        (Some(url), Some(listen)) => (Some(advertised(&url)?), Some(addr("cluster.listen", &listen)?)),
+        (Some(_), None) => {
+            return Err(ConfigError::invalid("cluster.listen", "is required with cluster.advertise_url"))
+        }
+        (None, Some(_)) => {
+            return Err(ConfigError::invalid("cluster.advertise_url", "is required with cluster.listen"))
+        }
+    };
+    Ok(ClusterConfig { advertise_url, listen, connect_timeout })
+}
+
+/// An `http://host:port` URL with no path beyond `/`, no query and no user info.
+fn advertised(url: &str) -> Result<Uri, ConfigError> {
+    const FIELD: &str = "cluster.advertise_url";
+    let uri: Uri = url.parse().map_err(|e| ConfigError::invalid(FIELD, format!("{url:?}: {e}")))?;
+    let plain = uri.scheme_str() == Some("http")
+        && uri.host().is_some()
+        && uri.port_u16().is_some()
+        && matches!(uri.path(), "" | "/")
+        && uri.query().is_none()
+        && !uri.authority().is_some_and(|a| a.as_str().contains('@'));
+    if !plain {
+        return Err(ConfigError::invalid(FIELD, format!("{url:?} is not a URL like http://10.0.0.7:9443")));
+    }
+    Ok(uri)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_and_overrides_are_read() {
+        let mut raw = RawMrtr {
+            mode: Some("auto".into()),
+            tool_modes: Some([("order".to_owned(), "park".to_owned())].into()),
+            side_effecting: Some(vec!["pay".into()]),
+            park_timeout_ms: Some(1500),
+            ..RawMrtr::default()
+        };
+        let cfg = park(&mut raw).unwrap();
+        assert_eq!(
+            (cfg.mode, cfg.mode_of("order"), cfg.mode_of("other")),
+            (MrtrMode::Auto, MrtrMode::Park, MrtrMode::Auto)
+        );
+        assert_eq!(cfg.side_effecting, ["pay"]);
+        assert_eq!(cfg.timeout.as_millis(), 1500);
+        assert_eq!(cfg.max_parked, d::MAX_PARKED);
+        assert!(cfg.may_park());
+        assert!(!park(&mut RawMrtr::default()).unwrap().may_park(), "replay is the default");
+    }
+
+    #[test]
+    fn bad_park_settings_name_their_field() {
+        let cases: [(RawMrtr, &str); 4] = [
+            (RawMrtr { mode: Some("sometimes".into()), ..RawMrtr::default() }, "mrtr.mode"),
+            (
+                RawMrtr { tool_modes: Some([("t".to_owned(), "x".to_owned())].into()), ..RawMrtr::default() },
+                "mrtr.tool_modes.t",
+            ),
+            (RawMrtr { park_timeout_ms: Some(0), ..RawMrtr::default() }, "mrtr.park_timeout_ms"),
+            (RawMrtr { max_parked: Some(0), ..RawMrtr::default() }, "mrtr.max_parked"),
+        ];
+        for (mut raw, field) in cases {
+            let err = park(&mut raw).unwrap_err().to_string();
+            assert!(err.starts_with(field), "{err}");
+        }
+    }
+
+    #[test]
+    fn cluster_urls_are_plain_http_with_a_port() {
+        let ok = cluster(RawCluster {
+            advertise_url: Some("http://10.0.0.7:9443".into()),
+            listen: Some("0.0.0.0:9443".into()),
+            forward_connect_timeout_ms: None,
+        })
+        .unwrap();
+        assert_eq!(ok.advertise_url.unwrap().to_string(), "http://10.0.0.7:9443/");
+        assert_eq!(ok.connect_timeout, d::FORWARD_CONNECT_TIMEOUT);
+        for bad in ["https://a:1", "http://a", "http://a:1/x", "http://u@a:1", "nonsense"] {
+            let raw = RawCluster {
+                advertise_url: Some(bad.into()),
+                listen: Some("127.0.0.1:1".into()),
+                forward_connect_timeout_ms: None,
+            };
+            assert!(cluster(raw).unwrap_err().to_string().starts_with("cluster.advertise_url"), "{bad}");
+        }
+        let alone = RawCluster { advertise_url: Some("http://a:1".into()), ..RawCluster::default() };
+        assert!(cluster(alone).unwrap_err().to_string().starts_with("cluster.listen"));
+        assert_eq!(cluster(RawCluster::default()).unwrap().advertise_url, None);
+    }
+}

@@ -1,0 +1,152 @@
+//! Park mode across replicas: a retry that reaches a replica other than the one holding its
+//! parked call is forwarded to that owner over the internal listener, authenticated with the
+//! replica MAC; when the owner is gone the retry is replayed from the journal its state carries.
+
+use std::process::Stdio;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+use mrtr_gateway::app::Gateway;
+use mrtr_gateway::config::Config;
+use mrtr_gateway::demo::{self, DemoOptions};
+use mrtr_gateway::mrtr::{parse_key_lines, replica_auth, KeyRing};
+use serde_json::json;
+
+use super::form_only;
+use crate::common::harness::{metric, test_key};
+use crate::common::process::{free_port, GatewayProcess};
+use crate::common::{answer_all, bounded, eventually, Client, HarnessError, Setup, TestResult};
+
+/// A park-mode replica's setup, its internal listener on `port` of loopback.
+fn replica(port: u16) -> Setup {
+    Setup::new()
+        .set("mrtr", "mode = \"park\"")
+        .set("cluster", &format!("listen = \"127.0.0.1:{port}\""))
+        .set("cluster", &format!("advertise_url = \"http://127.0.0.1:{port}\""))
+}
+
+async fn start(setup: &Setup, upstream: &str) -> TestResult<(Gateway, Client)> {
+    let gateway = Gateway::start(Config::from_toml(&setup.toml(upstream))?).await?;
+    eventually("the gateway's upstream to answer initialize", || gateway.ready.is_ready()).await?;
+    let client = Client::new(gateway.url("/mcp"));
+    Ok((gateway, client))
+}
+
+fn outcome(gateway: &Gateway, label: &str) -> f64 {
+    metric(gateway, &format!("mrtr_gateway_park_outcomes_total{{outcome=\"{label}\"}}"))
+}
+
+fn order(client: &Client) -> crate::common::client::Call<'_> {
+    client.call_tool("place_order", json!({})).caps(form_only())
+}
+
+#[tokio::test]
+async fn a_retry_on_another_replica_is_answered_by_the_owner() -> TestResult {
+    let demo = demo::spawn_loopback(DemoOptions::default())?;
+    let (a, client_a) = start(&replica(free_port()?.port()), &demo.url()).await?;
+    let (b, client_b) = start(&replica(free_port()?.port()), &demo.url()).await?;
+
+    let (q1, s1) = order(&client_a).send().await?.input_required()?;
+    let done = order(&client_b).state(&s1).responses(answer_all(&q1)).send().await?;
+    assert!(done.text()?.starts_with("Order #1 placed"), "{}", done.text()?);
+    assert_eq!(demo.stats.orders(), 1, "the owner continued its call: the tool ran once");
+    assert_eq!((outcome(&b, "forwarded"), outcome(&a, "resumed")), (1.0, 1.0));
+    assert_eq!(outcome(&b, "fallback"), 0.0);
+
+    // The owner remembers the call: a second retry, wherever it lands, is refused there.
+    let again = order(&client_b).state(&s1).responses(answer_all(&q1)).send().await?;
+    let message = again.expect_error(StatusCode::BAD_REQUEST, -32602)?;
+    assert!(message.contains("already answered"), "{message}");
+    assert_eq!(demo.stats.orders(), 1);
+    bounded("replica a to drain", a.shutdown()).await?;
+    bounded("replica b to drain", b.shutdown()).await?;
+    bounded("the demo server to stop", demo.shutdown()).await??;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_chain_whose_owner_was_killed_is_replayed_from_its_journal() -> TestResult {
+    let demo = demo::spawn_loopback(DemoOptions::default())?;
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("owner.toml");
+    std::fs::write(&config, replica(free_port()?.port()).toml(&demo.url()))?;
+    let owner =
+        GatewayProcess::spawn_args(&["--config", &config.display().to_string()], Stdio::null()).await?;
+    let (b, client_b) = start(&replica(free_port()?.port()), &demo.url()).await?;
+
+    let (q1, s1) = order(&owner.client).send().await?.input_required()?;
+    drop(owner); // SIGKILL: the parked call dies with its owner.
+    let done = order(&client_b).state(&s1).responses(answer_all(&q1)).send().await?;
+    assert!(done.text()?.starts_with("Order #2 placed"), "{}", done.text()?);
+    assert_eq!(outcome(&b, "fallback"), 1.0);
+    assert_eq!(outcome(&b, "forwarded"), 0.0);
+    bounded("replica b to drain", b.shutdown()).await?;
+    bounded("the demo server to stop", demo.shutdown()).await??;
+    Ok(())
+}
+
+/// POSTs `body` to the internal listener at `port` with the MAC header `mac`, if any.
+async fn post_internal(port: u16, body: &[u8], mac: Option<String>) -> TestResult<(StatusCode, String)> {
+    let http: HyperClient<HttpConnector, Full<Bytes>> =
+        HyperClient::builder(TokioExecutor::new()).build_http();
+    let mut request = Request::post(format!("http://127.0.0.1:{port}/internal/park/resume"));
+    if let Some(mac) = mac {
+        request = request.header(replica_auth::HEADER, mac);
+    }
+    let request = request.body(Full::new(Bytes::copy_from_slice(body)))?;
+    bounded("the internal listener", async {
+        let response = http.request(request).await?;
+        let status = response.status();
+        let bytes = response.into_body().collect().await?.to_bytes();
+        Ok::<_, HarnessError>((status, String::from_utf8_lossy(&bytes).into_owned()))
+    })
+    .await?
+}
+
+#[tokio::test]
+async fn forwarded_retries_without_a_valid_replica_mac_are_refused() -> TestResult {
+    let demo = demo::spawn_loopback(DemoOptions::default())?;
+    let port = free_port()?.port();
+    let (a, client_a) = start(&replica(port), &demo.url()).await?;
+    let (q1, s1) = order(&client_a).send().await?.input_required()?;
+    let body = serde_json::to_vec(&json!({
+        "principal": "anonymous", "caps": 1, "method": "tools/call", "target": "place_order",
+        "params": {"name": "place_order", "arguments": {}}, "state": s1, "responses": answer_all(&q1),
+    }))?;
+    let ring = KeyRing::new(
+        parse_key_lines(&test_key("k1", 0x11)).map_err(|e| HarnessError::Unexpected(e.to_string()))?,
+    )
+    .map_err(|e| HarnessError::Unexpected(e.to_string()))?;
+    let stranger = KeyRing::new(
+        parse_key_lines(&test_key("k9", 0x99)).map_err(|e| HarnessError::Unexpected(e.to_string()))?,
+    )
+    .map_err(|e| HarnessError::Unexpected(e.to_string()))?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let refusals = [
+        None,
+        Some("v1.garbage".to_owned()),
+        Some(replica_auth::sign(&ring, now - 3600, &body)),
+        Some(replica_auth::sign(&ring, now, b"another body")),
+        Some(replica_auth::sign(&stranger, now, &body)),
+    ];
+    for (i, mac) in refusals.into_iter().enumerate() {
+        let (status, text) = post_internal(port, &body, mac).await?;
+        assert_eq!((status, text.as_str()), (StatusCode::UNAUTHORIZED, "unauthenticated"), "case {i}");
+    }
+    assert_eq!(outcome(&a, "unauthenticated"), 5.0);
+    assert_eq!(metric(&a, "mrtr_gateway_parked_calls"), 1.0, "a refused request touches no call");
+    assert_eq!(demo.stats.orders(), 1);
+
+    // The same body with a valid MAC is served: the owner continues its call.
+    let (status, text) = post_internal(port, &body, Some(replica_auth::sign(&ring, now, &body))).await?;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(text.contains("Order #1 placed"), "{text}");
+    bounded("replica a to drain", a.shutdown()).await?;
+    bounded("the demo server to stop", demo.shutdown()).await??;
+    Ok(())
+}
