@@ -157,3 +157,15 @@ pub const STATE_STORE_TIMEOUT: Duration = Duration::from_secs(1);
 pub const STATE_STORE_PING: Duration = Duration::from_secs(2);
 /// Prefix of the keys that mark a consumed token (not configurable).
 pub const STATE_STORE_KEY_PREFIX: &str = "mrtr-gateway:used:";
+
+// [tracing]
+pub const TRACING_SERVICE_NAME: &str = "mrtr-gateway";
+pub const TRACING_SAMPLE_RATIO: f64 = 1.0;
+pub const TRACING_MAX_QUEUE: usize = 2048;
+pub const TRACING_EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The path of the OTLP/HTTP traces endpoint, added to a collector URL given without a path.
+pub const TRACING_OTLP_PATH: &str = "/v1/traces";
+/// Most spans in one export request (not configurable; at most the queue).
+pub const TRACING_EXPORT_BATCH: usize = 512;
+/// Longest the exit waits for the last spans to be exported (not configurable).
+pub const TRACING_SHUTDOWN: Duration = Duration::from_secs(5);

@@ -22,6 +22,8 @@
 //! - [`limits`]: token-bucket rate limits per principal and per tool.
 //! - [`state_store`]: single-use `requestState`, recorded in Redis across replicas.
 //! - [`healthcheck`]: `mrtr-gateway healthcheck`, the image's shell-free probe of `/healthz`.
+//! - [`telemetry`]: OpenTelemetry spans of front requests, rounds and upstream exchanges,
+//!   exported over OTLP when configured.
 //! - [`server`]: the accept loop (TLS, connection cap, graceful drain); [`app`] wires it all.
 
 pub mod admin;
@@ -44,6 +46,7 @@ pub mod protocol;
 pub mod server;
 pub mod state_store;
 pub mod stdio_front;
+pub mod telemetry;
 pub mod upstream;
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C): the gateway then drains and exits.

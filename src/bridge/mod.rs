@@ -41,7 +41,9 @@ use crate::metrics::Metrics;
 use crate::mrtr::{AnswerLimits, Binding, CodecSettings, Journal, LegacyVersion, LiveRing, StateCodec};
 use crate::protocol::methods::MrtrMethod;
 use crate::state_store::StateStore;
+use crate::telemetry::RoundTrace;
 use crate::upstream::Pool;
+use opentelemetry::context::FutureExt as _;
 
 /// One MRTR front request, validated.
 #[derive(Debug)]
@@ -145,13 +147,36 @@ impl Bridge {
             None => (0, Journal::new()),
             Some(token) => self.open_state(&codec, token, binding.get_or_init(|| req.binding())).await?,
         };
+        let Some(trace) = RoundTrace::start(req.method.name(), &req.target, round) else {
+            return self.run_round(&req, notes, codec, binding, round, journal).await;
+        };
+        let run = self.run_round(&req, notes, codec, binding, round, journal);
+        let reply = Box::pin(run.with_context(trace.context())).await;
+        match &reply {
+            Ok(Reply::Complete(_)) => trace.end("complete", None, None),
+            Ok(Reply::InputRequired { round, .. }) => trace.end("input_required", Some(*round), None),
+            Err(e) => trace.end(e.label().as_str(), None, Some(e.code())),
+        }
+        reply
+    }
+
+    /// The round after the state is open: lease a session, take the answers, replay the call.
+    async fn run_round(
+        &self,
+        req: &MrtrRequest,
+        notes: Option<Notes>,
+        codec: StateCodec,
+        binding: OnceLock<Binding>,
+        round: u32,
+        journal: Journal,
+    ) -> Result<Reply, FrontError> {
         let key = (req.principal.clone(), req.caps.fingerprint());
         let (caps, version) = (req.caps, self.upstream_version);
         let lease = self.pool.lease_with(key, || caps.legacy_initialize(version)).await?;
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::internal("upstream negotiated an unknown version"))?;
         let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
-        let run = round::Run { bridge: self, codec, req: &req, binding, round, notes, tainted: false };
+        let run = round::Run { bridge: self, codec, req, binding, round, notes, tainted: false };
         run.execute(lease, journal).await
     }
 

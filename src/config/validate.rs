@@ -28,6 +28,7 @@ pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         log: log(raw.log)?,
         legacy: legacy(raw.legacy)?,
         limits: limits::limits(raw.limits)?,
+        tracing: tracing::tracing(raw.tracing)?,
     })
 }
 
@@ -410,6 +411,7 @@ fn positive(field: &str, n: usize) -> Result<usize, ConfigError> {
 mod limits;
 #[cfg(test)]
 mod tests;
+mod tracing;
 
 fn legacy(raw: RawLegacy) -> Result<LegacyConfig, ConfigError> {
     let idle = raw.idle_secs.map_or(d::LEGACY_IDLE, Duration::from_secs);

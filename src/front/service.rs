@@ -34,7 +34,9 @@ use crate::protocol::jsonrpc::{Envelope, Request as RpcRequest};
 use crate::protocol::log_level::LogLevel;
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
+use crate::telemetry::{FrontRequest, Tracing};
 use crate::upstream::Pool;
+use opentelemetry::context::FutureExt as _;
 
 /// Everything a front request needs, built once.
 pub struct FrontState {
@@ -55,6 +57,8 @@ pub struct FrontState {
     param_headers: bool,
     /// `[limits]`: taken once per call (an MRTR chain's retries take none).
     limits: Limits,
+    /// OpenTelemetry spans of each request; `None` when tracing is off.
+    tracing: Option<Arc<Tracing>>,
 }
 
 /// A validated request on its way to dispatch.
@@ -98,7 +102,14 @@ impl FrontState {
             tool_headers,
             param_headers: true,
             limits,
+            tracing: None,
         }
+    }
+
+    /// Makes a span of every request with `tracing`.
+    pub fn with_tracing(mut self, tracing: Option<Arc<Tracing>>) -> Self {
+        self.tracing = tracing;
+        self
     }
 
     /// Applies `limits` to every request.
@@ -127,6 +138,8 @@ impl FrontState {
     {
         let started = Instant::now();
         let (parts, body) = req.into_parts();
+        // Boxed, and only made when tracing is on, so it costs an untraced request nothing.
+        let mut trace = self.tracing.as_ref().map(|t| Box::new(t.front(&parts.headers)));
         if let Some(doc) = self.metadata(&parts) {
             return doc;
         }
@@ -140,7 +153,13 @@ impl FrontState {
         let (method, outcome) = match self.prepare(&parts, body).await {
             Ok((Envelope::Request(r), identity, bytes)) => match self.legacy_opener(&parts, &r) {
                 Some(legacy) => return Box::pin(self.legacy_call(legacy, &parts, identity, bytes)).await,
-                None => self.request(&parts, r, identity).await,
+                None => match trace.as_deref_mut() {
+                    None => self.request(&parts, r, identity).await,
+                    Some(t) => {
+                        let cx = t.request(front_request(&parts, &r, &r.id.to_string()));
+                        Box::pin(self.request(&parts, r, identity).with_context(cx)).await
+                    }
+                },
             },
             Ok((Envelope::Notification(_), _, _)) => {
                 ("notification", Outcome::plain(OutcomeLabel::Accepted, respond::accepted()))
@@ -154,6 +173,9 @@ impl FrontState {
         // A streamed request is recorded when its stream ends, with its real outcome.
         if outcome.label != OutcomeLabel::Streamed {
             self.record(method, &outcome, started);
+        }
+        if let Some(t) = trace {
+            t.end(method, outcome.ended());
         }
         outcome.response
     }
@@ -426,6 +448,20 @@ where
         let state = state.clone();
         async move { Ok(state.handle(req).await) }
     })
+}
+
+/// What a request's span names: its method (a fixed name), id, target and protocol version.
+fn front_request<'a>(parts: &'a Parts, r: &'a RpcRequest, id: &'a str) -> FrontRequest<'a> {
+    let header = |name| parts.headers.get(name).and_then(|v: &http::HeaderValue| v.to_str().ok());
+    let params = r.params.as_ref();
+    let meta_version = || params?.get("_meta")?.get(crate::protocol::meta::PROTOCOL_VERSION)?.as_str();
+    FrontRequest {
+        method: FrontMethod::parse(&r.method).map_or("unknown", FrontMethod::label),
+        id,
+        params,
+        protocol_version: header(crate::protocol::headers::PROTOCOL_VERSION).or_else(meta_version),
+        session_id: header(crate::protocol::headers::SESSION_ID),
+    }
 }
 
 /// Builds the bridge's request from a validated call.
