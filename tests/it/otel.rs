@@ -11,7 +11,10 @@ use super::form_only;
 use crate::common::answers::NAME;
 use crate::common::faulty::{tools, FaultyLegacy};
 use crate::common::otlp::{Collector, Exported};
-use crate::common::{answer_all, bounded, Setup, TestResult};
+use crate::common::stdio::{fixture_command, serial};
+use crate::common::{answer_all, bounded, eventually, Client, Setup, TestResult};
+use mrtr_gateway::app::Gateway;
+use mrtr_gateway::config::Config;
 
 const PLAIN_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PLAIN_PARENT: &str = "00f067aa0ba902b7";
@@ -191,4 +194,30 @@ async fn a_dead_collector_costs_requests_nothing_and_shutdown_still_ends() -> Te
     // the first), whatever became of their export.
     assert_eq!(upstream.stats().header_values("traceparent").len(), 4);
     bounded("the gateway to stop", gateway.shutdown()).await
+}
+
+#[tokio::test]
+async fn a_stdio_upstream_gets_the_exchange_span_in_meta() -> TestResult {
+    let _serial = serial().await;
+    let collector = Collector::spawn().await?;
+    let toml = traced(&collector).toml_with("url", "http://unused.invalid/mcp");
+    let toml = toml.replace("url = \"http://unused.invalid/mcp\"", &fixture_command(&[]));
+    let gateway = Gateway::start(Config::from_toml(&toml)?).await?;
+    eventually("the stdio upstream to answer initialize", || gateway.ready.is_ready()).await?;
+    let client = Client::new(gateway.url("/mcp"));
+    let reply = client
+        .call_tool("meta", json!({}))
+        .header("traceparent", &traceparent(PLAIN_TRACE, PLAIN_PARENT))
+        .meta("progressToken", json!(7))
+        .send()
+        .await?;
+    let meta: serde_json::Value = serde_json::from_str(&reply.text()?)?;
+    bounded("the gateway to stop", gateway.shutdown()).await?;
+    let spans = collector.spans();
+    let (_, _, exchange) = chain(&spans, PLAIN_TRACE, PLAIN_PARENT);
+    assert_eq!(meta["traceparent"], traceparent(&exchange.trace_id, &exchange.span_id), "{meta}");
+    assert_eq!(meta["progressToken"], 7, "the request's own _meta keys pass through: {meta}");
+    assert_eq!(exchange.attr("network.transport"), Some("pipe"));
+    assert_eq!(exchange.attr("server.address"), None);
+    Ok(())
 }
