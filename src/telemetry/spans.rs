@@ -149,9 +149,11 @@ impl FrontTrace {
     pub fn end(mut self, method: &'static str, ended: Ended) {
         let cx = match self.cx.take() {
             Some(cx) => cx,
+            // Not a JSON-RPC request (refused before it parsed, a notification): the span is
+            // named after its kind, and names no MCP method.
             None => {
                 let parent = self.header_parent.take().unwrap_or_default();
-                self.start(Cow::Borrowed(method), vec![KeyValue::new(keys::MCP_METHOD, method)], &parent)
+                self.start(Cow::Borrowed(method), Vec::new(), &parent)
             }
         };
         let span = cx.span();
