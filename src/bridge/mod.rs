@@ -27,6 +27,7 @@ mod url;
 
 use std::sync::{Arc, OnceLock};
 
+use opentelemetry::context::FutureExt as _;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -43,7 +44,6 @@ use crate::protocol::methods::MrtrMethod;
 use crate::state_store::StateStore;
 use crate::telemetry::RoundTrace;
 use crate::upstream::Pool;
-use opentelemetry::context::FutureExt as _;
 
 /// One MRTR front request, validated.
 #[derive(Debug)]

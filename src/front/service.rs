@@ -11,6 +11,7 @@ use http::request::Parts;
 use http::{Method, Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
+use opentelemetry::context::FutureExt as _;
 use serde_json::Value;
 use tokio::time::Instant;
 use tower::{BoxError, Service};
@@ -36,7 +37,6 @@ use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
 use crate::telemetry::{FrontRequest, Tracing};
 use crate::upstream::Pool;
-use opentelemetry::context::FutureExt as _;
 
 /// Everything a front request needs, built once.
 pub struct FrontState {
