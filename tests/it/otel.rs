@@ -11,6 +11,7 @@ use super::form_only;
 use crate::common::answers::NAME;
 use crate::common::faulty::{tools, FaultyLegacy};
 use crate::common::otlp::{Collector, Exported};
+use crate::common::sse_legacy::{same_origin, SseLegacy};
 use crate::common::stdio::{fixture_command, serial};
 use crate::common::{answer_all, bounded, eventually, Client, Setup, TestResult};
 use mrtr_gateway::app::Gateway;
@@ -219,5 +220,30 @@ async fn a_stdio_upstream_gets_the_exchange_span_in_meta() -> TestResult {
     assert_eq!(meta["progressToken"], 7, "the request's own _meta keys pass through: {meta}");
     assert_eq!(exchange.attr("network.transport"), Some("pipe"));
     assert_eq!(exchange.attr("server.address"), None);
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_http_sse_upstream_gets_the_exchange_span_in_meta() -> TestResult {
+    let collector = Collector::spawn().await?;
+    let server = SseLegacy::spawn("2024-11-05", same_origin).await?;
+    let setup = traced(&collector).set("upstream", "request_timeout_ms = 3000");
+    let gateway = Gateway::start(Config::from_toml(&setup.toml_with("sse_url", &server.url()))?).await?;
+    eventually("the SSE upstream to answer initialize", || gateway.ready.is_ready()).await?;
+    let client = Client::new(gateway.url("/mcp"));
+    // A stale context in the client's `_meta` is replaced by the exchange's, never relayed.
+    let reply = client
+        .call_tool("meta", json!({}))
+        .header("traceparent", &traceparent(PLAIN_TRACE, PLAIN_PARENT))
+        .meta("traceparent", json!(traceparent(LOSING_TRACE, PLAIN_PARENT)))
+        .send()
+        .await?;
+    let meta: serde_json::Value = serde_json::from_str(&reply.text()?)?;
+    bounded("the gateway to stop", gateway.shutdown()).await?;
+    let spans = collector.spans();
+    let (_, _, exchange) = chain(&spans, PLAIN_TRACE, PLAIN_PARENT);
+    assert_eq!(meta["traceparent"], traceparent(&exchange.trace_id, &exchange.span_id), "{meta}");
+    assert_eq!(exchange.attr("network.transport"), Some("tcp"));
+    assert_eq!(exchange.attr("server.address"), Some("127.0.0.1"));
     Ok(())
 }
