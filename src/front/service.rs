@@ -35,7 +35,7 @@ use crate::protocol::jsonrpc::{Envelope, Request as RpcRequest};
 use crate::protocol::log_level::LogLevel;
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
-use crate::telemetry::{FrontRequest, Tracing};
+use crate::telemetry::{request_id, FrontRequest, Tracing};
 use crate::upstream::Pool;
 
 /// Everything a front request needs, built once.
@@ -156,7 +156,7 @@ impl FrontState {
                 None => match trace.as_deref_mut() {
                     None => self.request(&parts, r, identity).await,
                     Some(t) => {
-                        let cx = t.request(front_request(&parts, &r, &r.id.to_string()));
+                        let cx = t.request(front_request(&parts, &r, &request_id(&r.id)));
                         Box::pin(self.request(&parts, r, identity).with_context(cx)).await
                     }
                 },

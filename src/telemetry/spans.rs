@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use super::carrier::{Headers, Meta, Written};
 use super::Tracing;
+use crate::protocol::RequestId;
 
 /// Attribute keys (MCP and JSON-RPC semantic conventions, and the gateway's own).
 pub mod keys {
@@ -348,6 +349,15 @@ fn failed(span: &opentelemetry::trace::SpanRef<'_>, code: i64, outcome: &'static
     span.set_status(Status::error(outcome));
 }
 
+/// A JSON-RPC id as the `jsonrpc.request.id` attribute: a number's digits, a string's text (at
+/// most [`MAX_NAME`] bytes of it).
+pub fn request_id(id: &RequestId) -> String {
+    match id {
+        RequestId::Number(n) => n.to_string(),
+        RequestId::String(s) => truncate(s, MAX_NAME).to_owned(),
+    }
+}
+
 /// At most `max` bytes of `s`, cut at a character boundary.
 fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {
@@ -358,4 +368,32 @@ fn truncate(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn ids_are_recorded_unquoted_and_bounded() {
+        assert_eq!(request_id(&RequestId::Number(7)), "7");
+        assert_eq!(request_id(&RequestId::String("abc".into())), "abc");
+        assert_eq!(request_id(&RequestId::String("é".repeat(100))).len(), MAX_NAME);
+    }
+
+    #[test]
+    fn names_carry_the_tool_or_prompt_only() {
+        let (name, attrs) =
+            describe("tools/call", Some(&json!({"name": "weather", "arguments": {"city": "x"}})));
+        assert_eq!(name, "tools/call weather");
+        let keys: Vec<&str> = attrs.iter().map(|kv| kv.key.as_str()).collect();
+        assert_eq!(keys, [keys::MCP_METHOD, keys::TOOL_NAME, keys::OPERATION]);
+        let (name, attrs) = describe("resources/read", Some(&json!({"uri": "file:///a"})));
+        assert_eq!(name, "resources/read");
+        assert!(attrs.iter().any(|kv| kv.key.as_str() == keys::MCP_RESOURCE_URI));
+        let (name, _) = describe("tools/list", None);
+        assert_eq!(name, "tools/list");
+    }
 }

@@ -75,7 +75,7 @@ impl Call {
 
     /// Ties the exchange's span to this call.
     pub(crate) fn with_trace(mut self, mut trace: Box<ExchangeTrace>) -> Self {
-        trace.set_request_id(self.id.to_string());
+        trace.set_request_id(crate::telemetry::request_id(&self.id));
         self.trace = Some(trace);
         self
     }
