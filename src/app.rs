@@ -70,6 +70,8 @@ pub enum AppError {
     Auth(#[from] crate::auth::AuthSetupError),
     #[error("single-use state store: {0}")]
     StateStore(#[from] StoreError),
+    #[error("tracing: {0}")]
+    Tracing(#[from] crate::telemetry::TelemetryError),
 }
 
 /// Added to the longest bound below the front before its own timeout cuts a request.
@@ -97,6 +99,8 @@ pub struct Gateway {
     /// The admin listener stops last, so `/readyz` answers 503 while the front drains.
     stop_admin: watch::Sender<bool>,
     admin_tasks: JoinSet<()>,
+    /// The span exporter, flushed once the front has drained.
+    tracing: Option<Arc<crate::telemetry::Tracing>>,
 }
 
 // === impl Gateway ===
@@ -117,7 +121,9 @@ impl Gateway {
         let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
         let auth = Auth::start(&cfg.auth, &cfg.front.path, metrics.auth.clone()).await?;
         let keys_check = auth.readiness_check();
-        let mut front_state = front_state_with(&cfg, &metrics, &pool, clock, auth, live)?;
+        let tracing = crate::telemetry::Tracing::start(cfg.tracing.as_ref())?;
+        let mut front_state =
+            front_state_with(&cfg, &metrics, &pool, clock, auth, live)?.with_tracing(tracing.clone());
         if let Some(legacy) = &legacy {
             front_state = front_state.with_legacy(legacy.clone());
         }
@@ -188,6 +194,7 @@ impl Gateway {
             tasks,
             stop_admin,
             admin_tasks,
+            tracing,
         })
     }
 
@@ -222,6 +229,10 @@ impl Gateway {
             if tokio::time::timeout(defaults::SHUTDOWN_CLOSE, closing).await.is_err() {
                 tracing::warn!("gave up closing legacy sessions");
             }
+        }
+        // Every request has ended, so every span has: the last ones are exported now.
+        if let Some(tracing) = self.tracing.take() {
+            tracing.shutdown().await;
         }
         let _ = self.stop_admin.send(true);
         while self.admin_tasks.join_next().await.is_some() {}

@@ -200,3 +200,19 @@ pub const LISTEN_HEALTH_CHECK: Duration = Duration::from_secs(5);
 /// How often a listen session, which otherwise sends nothing upstream, pings the server, so
 /// that one which ends quiet sessions keeps it (not configurable).
 pub const LISTEN_KEEPALIVE: Duration = Duration::from_secs(60);
+
+// [tracing]
+/// `service.name` of the exported spans.
+pub const TRACING_SERVICE_NAME: &str = "mrtr-gateway";
+/// Share of new traces recorded.
+pub const TRACING_SAMPLE_RATIO: f64 = 1.0;
+/// Finished spans waiting for export; past it new spans are dropped.
+pub const TRACING_MAX_QUEUE: usize = 2048;
+/// Longest one export may take.
+pub const TRACING_EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The path of the OTLP/HTTP traces endpoint, added to a collector URL given without a path.
+pub const TRACING_OTLP_PATH: &str = "/v1/traces";
+/// Most spans in one export request (not configurable; at most the queue).
+pub const TRACING_EXPORT_BATCH: usize = 512;
+/// Longest the exit waits for the last spans to be exported (not configurable).
+pub const TRACING_SHUTDOWN: Duration = Duration::from_secs(5);

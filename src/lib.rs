@@ -24,6 +24,8 @@
 //! - [`state_store`]: single-use `requestState`, recorded in Redis across replicas.
 //! - [`subscriptions`]: `subscriptions/listen`, bridged onto upstream sessions that listen.
 //! - [`healthcheck`]: `mrtr-gateway healthcheck`, the image's shell-free probe of `/healthz`.
+//! - [`telemetry`]: OpenTelemetry spans of front requests, rounds and upstream exchanges,
+//!   exported over OTLP when configured.
 //! - [`server`]: the accept loop (TLS, connection cap, graceful drain); [`app`] wires it all.
 
 pub mod admin;
@@ -48,6 +50,7 @@ pub mod server;
 pub mod state_store;
 pub mod stdio_front;
 pub mod subscriptions;
+pub mod telemetry;
 pub mod tool_report;
 pub mod upstream;
 

@@ -19,6 +19,7 @@ use crate::config::{AuthConfig, Config};
 use crate::front;
 use crate::metrics::Metrics;
 use crate::stdio_front::{self, StdioOptions};
+use crate::telemetry::Tracing;
 use crate::upstream::Pool;
 
 /// Serves the front on stdin/stdout until stdin ends or `shutdown` completes, then drains and
@@ -41,8 +42,9 @@ pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Resul
     let settings = upstream_settings(&cfg, demo.as_ref());
     let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
     let auth = Auth::new(&cfg.auth, metrics.auth.clone());
+    let tracing = Tracing::start(cfg.tracing.as_ref())?;
     let state = front_state_with(&cfg, &metrics, &pool, Clock::System, auth, keys)?;
-    let state = Arc::new(state.without_param_headers());
+    let state = Arc::new(state.without_param_headers().with_tracing(tracing.clone()));
     let service = front::stack(state, front_timeout(&cfg));
     let opts = StdioOptions {
         path: cfg.front.path.clone(),
@@ -60,6 +62,9 @@ pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Resul
     let _ = stop.send(true);
     while tasks.join_next().await.is_some() {}
     close_sessions(&pool).await;
+    if let Some(tracing) = tracing {
+        tracing.shutdown().await;
+    }
     if let Some(demo) = demo {
         let _ = demo.shutdown().await;
     }

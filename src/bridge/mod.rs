@@ -40,6 +40,7 @@ pub mod wire;
 
 use std::sync::{Arc, OnceLock};
 
+use opentelemetry::context::FutureExt as _;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -58,9 +59,19 @@ use crate::mrtr::{
 };
 use crate::protocol::methods::MrtrMethod;
 use crate::state_store::StateStore;
+use crate::telemetry::RoundTrace;
 use crate::tool_report::Served;
 use crate::upstream::Pool;
 use park::Found;
+
+/// A run's incoming state, opened: what the rest of the run needs of it.
+struct Opened {
+    codec: StateCodec,
+    /// Filled when a state was opened, else on the first seal.
+    binding: OnceLock<Binding>,
+    round: u32,
+    journal: Journal,
+}
 
 /// One MRTR front request, validated.
 #[derive(Debug)]
@@ -248,6 +259,33 @@ impl Bridge {
             None => (0, Journal::new(), None),
             Some(token) => self.open_state(&codec, token, binding.get_or_init(|| req.binding()), hop).await?,
         };
+        let opened = Opened { codec, binding, round, journal };
+        let Some(trace) = RoundTrace::start(req.method.name(), &req.target, round) else {
+            return self.serve_open(req, notes, hop, report, opened, park).await;
+        };
+        let run = self.serve_open(req, notes, hop, report, opened, park);
+        let reply = Box::pin(run.with_context(trace.context())).await;
+        match &reply {
+            Ok(Some(Reply::Complete(_))) => trace.end("complete", None, None),
+            Ok(Some(Reply::InputRequired { round, .. })) => trace.end("input_required", Some(*round), None),
+            Ok(None) => trace.end("not_held", None, None),
+            Err(e) => trace.end(e.label().as_str(), None, Some(e.code())),
+        }
+        reply
+    }
+
+    /// The run after its state is open: find its parked call (park mode), or lease a session,
+    /// take the answers and replay the call.
+    async fn serve_open(
+        &self,
+        req: &MrtrRequest,
+        notes: Option<Notes>,
+        hop: Hop,
+        report: &report::ToolRun<'_>,
+        opened: Opened,
+        park: Option<ParkHandle>,
+    ) -> Result<Option<Reply>, FrontError> {
+        let Opened { codec, binding, round, journal } = opened;
         report.resumed(round);
         let mut fallback = false;
         if let Some(handle) = park {

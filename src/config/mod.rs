@@ -61,6 +61,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub subscriptions: SubscriptionsConfig,
     pub cluster: ClusterConfig,
+    /// OpenTelemetry export; `None` when tracing is off.
+    pub tracing: Option<OtlpConfig>,
 }
 
 /// The 2026-07-28 listener.
@@ -265,6 +267,19 @@ pub struct Rate {
 pub struct LogConfig {
     pub json: bool,
     pub filter: String,
+}
+
+/// OpenTelemetry tracing, exported over OTLP/HTTP (protobuf).
+#[derive(Debug, Clone)]
+pub struct OtlpConfig {
+    /// The collector's traces URL (`/v1/traces` added when none was given).
+    pub endpoint: Uri,
+    pub service_name: String,
+    /// Share of new traces recorded, in `[0, 1]`.
+    pub sample_ratio: f64,
+    /// Most finished spans queued for export.
+    pub max_queue: usize,
+    pub export_timeout: Duration,
 }
 
 // === impl Config ===

@@ -23,6 +23,7 @@ pub struct RawConfig {
     pub limits: RawLimits,
     pub subscriptions: RawSubscriptions,
     pub cluster: RawCluster,
+    pub tracing: RawTracing,
 }
 
 /// `[front]`: the 2026-07-28 listener.
@@ -364,4 +365,23 @@ pub struct RawCluster {
     pub listen: Option<String>,
     /// Connect timeout of a forwarded retry, in milliseconds. Default 500.
     pub forward_connect_timeout_ms: Option<u64>,
+}
+
+/// `[tracing]`: OpenTelemetry traces, exported over OTLP/HTTP (protobuf). Off unless
+/// `otlp_endpoint` is set.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawTracing {
+    /// The collector, e.g. `http://127.0.0.1:4318` (`/v1/traces` is added when the URL has no
+    /// path). Absent or empty: tracing is off.
+    pub otlp_endpoint: Option<String>,
+    /// `service.name` of the exported spans. Default `mrtr-gateway`.
+    pub service_name: Option<String>,
+    /// Share of new traces recorded, 0.0 to 1.0; a request with an incoming trace context
+    /// follows its sampled flag. Default 1.0.
+    pub sample_ratio: Option<f64>,
+    /// Most finished spans queued for export; past it new spans are dropped. Default 2048.
+    pub max_queue: Option<usize>,
+    /// Longest one export may take, in ms. Default 10000.
+    pub export_timeout_ms: Option<u64>,
 }

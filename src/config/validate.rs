@@ -30,6 +30,7 @@ pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         limits: limits::limits(raw.limits)?,
         subscriptions: subscriptions::subscriptions(raw.subscriptions)?,
         cluster: park::cluster(raw.cluster)?,
+        tracing: tracing::tracing(raw.tracing)?,
     })
 }
 
@@ -416,6 +417,7 @@ mod park;
 mod subscriptions;
 #[cfg(test)]
 mod tests;
+mod tracing;
 
 fn legacy(raw: RawLegacy) -> Result<LegacyConfig, ConfigError> {
     let idle = raw.idle_secs.map_or(d::LEGACY_IDLE, Duration::from_secs);

@@ -11,6 +11,7 @@ use super::respond;
 use crate::error::FrontError;
 use crate::metrics::Metrics;
 use crate::protocol::RequestId;
+use crate::telemetry::Ended;
 
 /// Every outcome label a front request can be counted under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,6 +66,8 @@ pub(super) struct Failure {
     /// The error with its whole source chain (see [`FrontError::detail`]).
     detail: String,
     server_side: bool,
+    /// The JSON-RPC error code the client got.
+    code: i64,
 }
 
 /// How a request ended, for the log line and metrics.
@@ -131,8 +134,19 @@ impl Outcome {
             upstream: e.upstream_failure().map(|u| u.label()),
             detail: e.detail(),
             server_side: e.is_server_side(),
+            code: e.code(),
         };
         Self { label: e.label(), round: None, response: respond::error(id, e), failure: Some(failure) }
+    }
+
+    /// The outcome as the request's span records it.
+    pub(super) fn ended(&self) -> Ended {
+        Ended {
+            outcome: self.label.as_str(),
+            http_status: self.response.status().as_u16(),
+            code: self.failure.as_ref().map(|f| f.code),
+            round: self.round,
+        }
     }
 
     /// Counts the request and writes its one log line. `method` is a fixed label.

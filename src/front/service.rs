@@ -11,6 +11,7 @@ use http::request::Parts;
 use http::{Method, Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
+use opentelemetry::context::FutureExt as _;
 use serde_json::Value;
 use tokio::time::Instant;
 use tower::{BoxError, Service};
@@ -35,6 +36,7 @@ use crate::protocol::log_level::LogLevel;
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
 use crate::subscriptions::Subscriptions;
+use crate::telemetry::{request_id, FrontRequest, Tracing};
 use crate::upstream::Pool;
 
 /// Everything a front request needs, built once.
@@ -58,6 +60,8 @@ pub struct FrontState {
     limits: Limits,
     /// The `subscriptions/listen` bridge; `None` when it is off (the method is then unknown).
     pub(super) subscriptions: Option<Arc<Subscriptions>>,
+    /// OpenTelemetry spans of each request; `None` when tracing is off.
+    tracing: Option<Arc<Tracing>>,
 }
 
 /// A validated request on its way to dispatch.
@@ -102,7 +106,14 @@ impl FrontState {
             param_headers: true,
             limits,
             subscriptions: None,
+            tracing: None,
         }
+    }
+
+    /// Makes a span of every request with `tracing`.
+    pub fn with_tracing(mut self, tracing: Option<Arc<Tracing>>) -> Self {
+        self.tracing = tracing;
+        self
     }
 
     /// Applies `limits` to every request.
@@ -137,6 +148,8 @@ impl FrontState {
     {
         let started = Instant::now();
         let (parts, body) = req.into_parts();
+        // Boxed, and only made when tracing is on, so it costs an untraced request nothing.
+        let mut trace = self.tracing.as_ref().map(|t| Box::new(t.front(&parts.headers)));
         if let Some(doc) = self.metadata(&parts) {
             return doc;
         }
@@ -150,7 +163,13 @@ impl FrontState {
         let (method, outcome) = match self.prepare(&parts, body).await {
             Ok((Envelope::Request(r), identity, bytes)) => match self.legacy_opener(&parts, &r) {
                 Some(legacy) => return Box::pin(self.legacy_call(legacy, &parts, identity, bytes)).await,
-                None => self.request(&parts, r, identity).await,
+                None => match trace.as_deref_mut() {
+                    None => self.request(&parts, r, identity).await,
+                    Some(t) => {
+                        let cx = t.request(front_request(&parts, &r, &request_id(&r.id)));
+                        Box::pin(self.request(&parts, r, identity).with_context(cx)).await
+                    }
+                },
             },
             Ok((Envelope::Notification(_), _, _)) => {
                 ("notification", Outcome::plain(OutcomeLabel::Accepted, respond::accepted()))
@@ -164,6 +183,9 @@ impl FrontState {
         // A streamed request is recorded when its stream ends, with its real outcome.
         if outcome.label != OutcomeLabel::Streamed {
             self.record(method, &outcome, started);
+        }
+        if let Some(t) = trace {
+            t.end(method, outcome.ended());
         }
         outcome.response
     }
@@ -439,6 +461,20 @@ where
         let state = state.clone();
         async move { Ok(state.handle(req).await) }
     })
+}
+
+/// What a request's span names: its method (a fixed name), id, target and protocol version.
+fn front_request<'a>(parts: &'a Parts, r: &'a RpcRequest, id: &'a str) -> FrontRequest<'a> {
+    let header = |name| parts.headers.get(name).and_then(|v: &http::HeaderValue| v.to_str().ok());
+    let params = r.params.as_ref();
+    let meta_version = || params?.get("_meta")?.get(crate::protocol::meta::PROTOCOL_VERSION)?.as_str();
+    FrontRequest {
+        method: FrontMethod::parse(&r.method).map_or("unknown", FrontMethod::label),
+        id,
+        params,
+        protocol_version: header(crate::protocol::headers::PROTOCOL_VERSION).or_else(meta_version),
+        session_id: header(crate::protocol::headers::SESSION_ID),
+    }
 }
 
 /// Builds the bridge's request from a validated call.

@@ -60,7 +60,8 @@ pub(super) async fn run_streaming(
     let notes = Notes { progress_token, log_level, tx };
     let run = async move { worker.bridge.run(req, Some(notes)).await };
     // The run and the pump log inside the request's span, so their lines carry its id.
-    let mut run = AbortOnDrop(tokio::spawn(run.in_current_span()));
+    // Its rounds' spans, when the request is traced, are children of the request's.
+    let mut run = AbortOnDrop(crate::telemetry::spawn(run.in_current_span()));
     let finish = Finish { state, id, cache, method, started };
     // Progress first: when the run ends with notifications queued, both branches are ready,
     // and the notifications must win (they go out before the result, as SSE).

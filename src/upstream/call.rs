@@ -17,7 +17,9 @@ use tokio::time::Instant;
 use super::event::{EventTx, UpstreamEvent};
 use super::state::SessionState;
 use super::UpstreamError;
+use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::RequestId;
+use crate::telemetry::ExchangeTrace;
 
 /// Events buffered per call before the reader waits for the consumer.
 const EVENT_QUEUE: usize = 64;
@@ -33,6 +35,9 @@ pub struct Call {
     timeout: Duration,
     task: Option<AbortHandle>,
     finished: bool,
+    /// The exchange's span, when the call runs in a traced request (ended by its outcome, or
+    /// when the call is dropped).
+    trace: Option<Box<ExchangeTrace>>,
 }
 
 // === impl Call ===
@@ -57,6 +62,7 @@ impl Call {
             timeout,
             task: None,
             finished: false,
+            trace: None,
         };
         (call, tx)
     }
@@ -64,6 +70,13 @@ impl Call {
     /// Ties the transport's per-call task to this call: it is aborted when the call drops.
     pub(crate) fn with_task(mut self, task: AbortHandle) -> Self {
         self.task = Some(task);
+        self
+    }
+
+    /// Ties the exchange's span to this call.
+    pub(crate) fn with_trace(mut self, mut trace: Box<ExchangeTrace>) -> Self {
+        trace.set_request_id(crate::telemetry::request_id(&self.id));
+        self.trace = Some(trace);
         self
     }
 
@@ -86,7 +99,19 @@ impl Call {
         };
         self.finished =
             !matches!(result, Ok(UpstreamEvent::Request { .. } | UpstreamEvent::Notification { .. }));
+        if let Some(trace) = self.trace.as_mut().filter(|_| self.finished) {
+            observe(trace, &result);
+        }
         self.state.note(result).map(Some)
+    }
+}
+
+/// Ends an exchange's span with the call's last event.
+fn observe(trace: &mut ExchangeTrace, result: &Result<UpstreamEvent, UpstreamError>) {
+    match result {
+        Ok(UpstreamEvent::Response(Outcome::Error(e))) => trace.answered(Some(e.code)),
+        Ok(_) => trace.answered(None),
+        Err(e) => trace.failed(e.label()),
     }
 }
 

@@ -29,6 +29,7 @@ use super::{UpstreamError, UpstreamSettings};
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::log_level::{self, LogLevel};
 use crate::protocol::{methods, RequestId};
+use crate::telemetry::{ExchangeTrace, Peer, Written};
 
 /// A handle on one legacy session; clones share it.
 #[derive(Clone)]
@@ -174,11 +175,51 @@ impl Session {
     }
 
     pub(crate) fn start(&self, method: &str, params: Option<&Value>, surface: bool) -> Call {
+        if let Some(trace) = ExchangeTrace::start(method, params, || self.peer()) {
+            return self.start_traced(method, params, surface, trace);
+        }
         match &self.link {
-            Link::Http(s) => s.start(method, params, surface),
+            Link::Http(s) => s.start(method, params, surface, Vec::new()),
             Link::SseLegacy(s) => s.start(method, params, surface),
             Link::Stdio(s) => s.start(method, params, surface),
         }
+    }
+
+    /// Starts a call of a traced request, its span's context propagated upstream: as headers
+    /// over Streamable HTTP (and in `_meta` when the client's own context is there, so that no
+    /// stale one is relayed), in `_meta` over stdio and HTTP+SSE, whose messages have no headers.
+    fn start_traced(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+        surface: bool,
+        trace: Box<ExchangeTrace>,
+    ) -> Call {
+        let written = trace.written();
+        let call = match &self.link {
+            Link::Http(s) if Written::present_in(params) => {
+                s.start(method, written.in_meta(params).as_ref(), surface, written.headers())
+            }
+            Link::Http(s) => s.start(method, params, surface, written.headers()),
+            Link::SseLegacy(s) => s.start(method, written.in_meta(params).as_ref(), surface),
+            Link::Stdio(s) => s.start(method, written.in_meta(params).as_ref(), surface),
+        };
+        call.with_trace(trace)
+    }
+
+    /// Where this session's exchanges go, for their spans.
+    fn peer(&self) -> Peer {
+        let protocol_version = self.protocol_version().to_owned();
+        let (uri, session_id) = match &self.link {
+            Link::Http(s) => {
+                let (uri, id) = s.peer();
+                (Some(uri.clone()), id)
+            }
+            Link::SseLegacy(s) => (Some(s.url().clone()), None),
+            Link::Stdio(_) => (None, None),
+        };
+        let transport = if uri.is_some() { "tcp" } else { "pipe" };
+        Peer { transport, uri, session_id, protocol_version }
     }
 
     /// Answers a server request that a call surfaced.

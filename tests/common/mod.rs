@@ -11,6 +11,7 @@ pub(crate) mod faulty;
 pub(crate) mod harness;
 pub(crate) mod legacy;
 pub(crate) mod legacy_client;
+pub(crate) mod otlp;
 pub(crate) mod process;
 pub(crate) mod redis;
 pub(crate) mod reply;

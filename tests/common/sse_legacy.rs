@@ -3,9 +3,10 @@
 //! every `POST /messages?session=N` is answered 202 while its reply goes out on stream N.
 //!
 //! Its tools: `echo`; `stream` (names the stream that served it); `greet` (asks an elicitation,
-//! then greets with the answer); `drop` (ends its stream instead of answering). It declares
-//! `resources.subscribe`, and answers each `resources/subscribe` of a session after sending it
-//! `notifications/resources/updated` for every URI that session held before. Which protocol
+//! then greets with the answer); `drop` (ends its stream instead of answering); `meta` (the
+//! call's `params._meta` as JSON text). It declares `resources.subscribe`, and answers each
+//! `resources/subscribe` of a session after sending it `notifications/resources/updated` for
+//! every URI that session held before. Which protocol
 //! version it answers, and where its endpoint points, are the test's choice.
 
 use std::collections::HashMap;
@@ -170,7 +171,7 @@ async fn on_message(shared: &Shared, n: u64, tx: &StreamTx, message: &Value) {
             send(tx, json!({"jsonrpc": "2.0", "id": id, "result": result})).await;
         }
         Some("tools/list") => {
-            let tools: Vec<Value> = ["echo", "stream", "greet", "drop"]
+            let tools: Vec<Value> = ["echo", "stream", "greet", "drop", "meta"]
                 .iter()
                 .map(|name| json!({"name": name, "inputSchema": {"type": "object"}}))
                 .collect();
@@ -197,6 +198,7 @@ async fn call_tool(shared: &Shared, n: u64, tx: &StreamTx, id: Value, params: &V
     let text = match params["name"].as_str().unwrap_or_default() {
         "echo" => format!("Echo: {}", params["arguments"]["message"].as_str().unwrap_or_default()),
         "stream" => format!("stream {n}"),
+        "meta" => params["_meta"].to_string(),
         "greet" => {
             let ask = format!("ask-{n}-{id}");
             shared.asked.lock().insert(ask.clone(), id);

@@ -23,6 +23,7 @@ mod legacy_clients;
 mod legacy_seam;
 mod limits;
 mod logs;
+mod otel;
 mod param_headers;
 mod park;
 mod park_replicas;

@@ -17,6 +17,7 @@ use hyper::body::Incoming;
 
 use super::inner::Inner;
 use super::messages::{Cursor, MessageStream};
+use super::session::TraceHeaders;
 use crate::upstream::event::{EventTx, Origin};
 use crate::upstream::UpstreamError;
 
@@ -27,14 +28,19 @@ const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 const MAX_RETRY: Duration = Duration::from_secs(10);
 
 /// The call's reader task: any failure becomes the call's terminal event.
-pub(super) async fn drive(inner: Arc<Inner>, id: i64, body: Vec<u8>, tx: EventTx) {
-    if let Err(e) = post_and_read(&inner, id, body.into()).await {
+pub(super) async fn drive(inner: Arc<Inner>, id: i64, body: Vec<u8>, tx: EventTx, trace: TraceHeaders) {
+    if let Err(e) = post_and_read(&inner, id, body.into(), &trace).await {
         let _ = tx.send(Err(e)).await;
     }
 }
 
-async fn post_and_read(inner: &Arc<Inner>, id: i64, body: Bytes) -> Result<(), UpstreamError> {
-    let resp = post_renewing(inner, body).await?;
+async fn post_and_read(
+    inner: &Arc<Inner>,
+    id: i64,
+    body: Bytes,
+    trace: &TraceHeaders,
+) -> Result<(), UpstreamError> {
+    let resp = post_renewing(inner, body, trace).await?;
     let max = inner.transport.settings().max_event_bytes;
     let mut stream = MessageStream::new(resp, max)?;
     if read_until_response(inner, &mut stream, id).await? {
@@ -43,13 +49,17 @@ async fn post_and_read(inner: &Arc<Inner>, id: i64, body: Bytes) -> Result<(), U
     resume(inner, id, stream.cursor().clone()).await
 }
 
-/// POSTs the call; on a 404 renews the session and POSTs it once more.
-async fn post_renewing(inner: &Arc<Inner>, body: Bytes) -> Result<Response<Incoming>, UpstreamError> {
+/// POSTs the call (with its trace context); on a 404 renews the session and POSTs it once more.
+async fn post_renewing(
+    inner: &Arc<Inner>,
+    body: Bytes,
+    trace: &TraceHeaders,
+) -> Result<Response<Incoming>, UpstreamError> {
     let current = inner.current();
-    match inner.transport.post(&current.headers, body.clone()).await {
+    match inner.transport.post(&current.headers.traced(trace), body.clone()).await {
         Err(UpstreamError::SessionExpired) => {
             inner.renew(current.generation).await?;
-            inner.transport.post(&inner.headers(), body).await
+            inner.transport.post(&inner.headers().traced(trace), body).await
         }
         result => result,
     }

@@ -21,6 +21,9 @@ use crate::upstream::handshake::InitializeResult;
 use crate::upstream::state::SessionState;
 use crate::upstream::UpstreamError;
 
+/// Trace context headers for one call's POST.
+pub(crate) type TraceHeaders = Vec<(http::HeaderName, http::HeaderValue)>;
+
 /// A handle on one HTTP session; clones share it.
 #[derive(Clone)]
 pub(crate) struct HttpSession {
@@ -51,14 +54,27 @@ impl HttpSession {
         &self.inner.state
     }
 
-    /// Starts `method(params)`: a task POSTs it and reads its response stream.
-    pub(crate) fn start(&self, method: &str, params: Option<&Value>, surface: bool) -> Call {
+    /// Starts `method(params)`: a task POSTs it, with the `trace` headers (empty unless
+    /// tracing is on), and reads its response stream.
+    pub(crate) fn start(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+        surface: bool,
+        trace: TraceHeaders,
+    ) -> Call {
         let raw_id = self.inner.state.next_id();
         let timeout = self.inner.transport.settings().request_timeout;
         let (call, tx) = Call::open(&self.inner.state, raw_id, surface, timeout);
         let body = request_bytes(call.id(), method, params);
-        let task = tokio::spawn(exchange::drive(self.inner.clone(), raw_id, body, tx));
+        let task = tokio::spawn(exchange::drive(self.inner.clone(), raw_id, body, tx, trace));
         call.with_task(task.abort_handle())
+    }
+
+    /// The upstream's URL and the session id, for a span.
+    pub(crate) fn peer(&self) -> (&http::Uri, Option<String>) {
+        let id = self.inner.current().headers.session_id().map(str::to_owned);
+        (&self.inner.transport.settings().url, id)
     }
 
     /// Answers a server request (a POST of the response, expecting 202).

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
@@ -51,6 +51,8 @@ pub(crate) struct Transport {
 pub(crate) struct SessionHeaders {
     session_id: Option<HeaderValue>,
     version: Option<HeaderValue>,
+    /// The trace context of one call's POST (empty unless tracing is on).
+    trace: Vec<(HeaderName, HeaderValue)>,
 }
 
 // === impl SessionHeaders ===
@@ -60,7 +62,18 @@ impl SessionHeaders {
     pub(crate) fn new(session_id: Option<HeaderValue>, version: &str) -> Self {
         let version =
             (version >= VERSION_HEADER_SINCE).then(|| HeaderValue::from_str(version).ok()).flatten();
-        Self { session_id, version }
+        Self { session_id, version, trace: Vec::new() }
+    }
+
+    /// These headers with a call's trace context added (nothing is allocated for none).
+    pub(crate) fn traced(mut self, trace: &[(HeaderName, HeaderValue)]) -> Self {
+        self.trace.extend_from_slice(trace);
+        self
+    }
+
+    /// The session id, for a span.
+    pub(crate) fn session_id(&self) -> Option<&str> {
+        self.session_id.as_ref().and_then(|v| v.to_str().ok())
     }
 
     fn apply(&self, map: &mut HeaderMap) {
@@ -69,6 +82,9 @@ impl SessionHeaders {
         }
         if let Some(v) = &self.version {
             map.insert(headers::PROTOCOL_VERSION, v.clone());
+        }
+        for (name, value) in &self.trace {
+            map.insert(name, value.clone());
         }
     }
 
