@@ -60,6 +60,22 @@ class Checker:
             print(f"  FAILED: {name} (exit {done.returncode}): {done.stderr.strip()}", file=sys.stderr)
 
 
+# What the downward API gives the variables the chart takes from it, for --check-config.
+FIELD_EXAMPLES = {"status.podIP": "10.0.0.7"}
+
+
+def container_env(container: dict) -> dict[str, str]:
+    """A container's environment as Kubernetes sets it: downward-API fields get an example
+    value, and `$(NAME)` references to variables defined before are expanded."""
+    env: dict[str, str] = {}
+    for e in container.get("env") or []:
+        if "value" in e:
+            env[e["name"]] = re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)), e["value"])
+        elif "fieldRef" in (e.get("valueFrom") or {}):
+            env[e["name"]] = FIELD_EXAMPLES[e["valueFrom"]["fieldRef"]["fieldPath"]]
+    return env
+
+
 def dockerfile_env(dockerfile: Path) -> dict[str, str]:
     text = dockerfile.read_text().replace("\\\n", " ")
     env = {}
@@ -93,7 +109,7 @@ def check_manifests(checker: Checker, path: Path) -> int:
             if c["name"] != "mrtr-gateway":
                 continue
             found += 1
-            env = {e["name"]: e["value"] for e in c.get("env") or [] if "value" in e}
+            env = container_env(c)
             config = None
             for m in c.get("volumeMounts") or []:
                 if m["mountPath"] == CONFIG_PATH:
