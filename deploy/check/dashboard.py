@@ -3,7 +3,7 @@ is one the gateway registers (read from its source), with a histogram's `_bucket
 `_count` series, and that every label a query selects or groups by belongs to the metrics it
 names (or is a scrape label). A renamed metric or label then fails here, not on a blank panel.
 
-    python dashboard.py METRICS_RS UPSTREAM_DIR FILE...
+    python dashboard.py METRICS_RS SOURCE_DIR FILE...
 """
 
 import json
@@ -16,15 +16,15 @@ import yaml
 PREFIX = "mrtr_gateway_"
 SCRAPE_LABELS = {"job", "instance", "pod", "namespace", "container", "service", "endpoint", "le"}
 REGISTERED = re.compile(r'(counter|histogram|gauge)\(\s*&\w+,\s*"(\w+)",\s*"[^"]*"(?:,\s*&\[([^\]]*)\])?')
-POOL = re.compile(r'(IntGauge::new|Opts::new)\("(\w+)",\s*"[^"]*"\)(?:,\s*&\[([^\]]*)\])?')
+POOL = re.compile(r'(IntGauge::new|Opts::new)\(\s*"(\w+)",\s*"[^"]*",?\s*\)(?:,\s*&\[([^\]]*)\])?')
 SERIES = re.compile(r"\b(" + PREFIX + r"\w+)")
 LABELS_USED = re.compile(r"(?:by|without|on|ignoring)\s*\(([^)]*)\)|\{([^}]*)\}")
 
 
-def registered(metrics_rs: Path, upstream: Path) -> dict[str, set[str]]:
+def registered(metrics_rs: Path, sources_dir: Path) -> dict[str, set[str]]:
     """Series name -> label names, from the registration calls."""
     found: dict[str, set[str]] = {}
-    sources = [metrics_rs.read_text()] + [p.read_text() for p in upstream.rglob("*.rs")]
+    sources = [metrics_rs.read_text()] + [p.read_text() for p in sources_dir.rglob("*.rs")]
     for text in sources:
         for kind, name, labels in REGISTERED.findall(text) + POOL.findall(text):
             names = set(re.findall(r'"(\w+)"', labels or ""))

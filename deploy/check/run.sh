@@ -4,7 +4,7 @@
 # and the plain manifests against the Kubernetes API schemas, lints every YAML file, validates
 # the compose file, runs the gateway's --check-config with each deployment's exact flags,
 # environment and configuration file, checks the Grafana dashboard's queries name real metrics,
-# and checks the Prometheus rules with promtool when it is installed (Debian: prometheus).
+# and checks the Prometheus rules with promtool (Debian: prometheus, installed in CI when missing).
 #
 # Its tools are pinned in requirements.txt and installed into a venv kept in the user's cache
 # folder under the digest of that file (DEPLOY_CHECK_VENV overrides it), so that a fresh clone
@@ -68,8 +68,13 @@ for config in deploy/stdio/*/gateway.toml; do
 done
 
 log "Grafana dashboard queries name the gateway's metrics"
-"$VENV/bin/python" "$HERE/dashboard.py" src/metrics.rs src/upstream deploy/grafana/*.json deploy/prometheus/*.yaml
+"$VENV/bin/python" "$HERE/dashboard.py" src/metrics.rs src deploy/grafana/*.json deploy/prometheus/*.yaml
 
+if ! command -v promtool >/dev/null && [[ "${CI:-}" == true ]] && command -v apt-get >/dev/null; then
+  log "installing promtool (Debian package prometheus) to check the alert rules"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null ||
+    log "could not install promtool"
+fi
 if command -v promtool >/dev/null; then
   log "promtool check rules"
   promtool check rules deploy/prometheus/*.yaml
