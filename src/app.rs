@@ -420,7 +420,10 @@ async fn probe_readiness(
         let mut delay = Duration::from_millis(100);
         loop {
             match pool.lease((Arc::from(ANONYMOUS), fingerprint), &init).await {
-                Ok(_) => {
+                Ok(lease) => {
+                    // Back in the pool before anyone can see the gateway ready: a call that
+                    // came in between would not find it idle and would open a second session.
+                    drop(lease);
                     ready.set_ready();
                     tracing::info!("upstream answered initialize: ready");
                     return;
