@@ -22,7 +22,8 @@ use crate::protocol::RequestId;
 /// Events buffered per call before the reader waits for the consumer.
 const EVENT_QUEUE: usize = 64;
 
-/// A call in flight. Dropping it stops reading its stream and detaches it from the session;
+/// A call in flight. Dropping it before its response stops reading its stream; dropping it
+/// detaches it from the session;
 /// use [`Session::cancel`](super::Session::cancel) to also tell the server.
 pub struct Call {
     id: RequestId,
@@ -33,6 +34,8 @@ pub struct Call {
     timeout: Duration,
     task: Option<AbortHandle>,
     finished: bool,
+    /// The response was delivered (not a failure).
+    answered: bool,
 }
 
 // === impl Call ===
@@ -57,6 +60,7 @@ impl Call {
             timeout,
             task: None,
             finished: false,
+            answered: false,
         };
         (call, tx)
     }
@@ -86,13 +90,16 @@ impl Call {
         };
         self.finished =
             !matches!(result, Ok(UpstreamEvent::Request { .. } | UpstreamEvent::Notification { .. }));
+        self.answered = matches!(result, Ok(UpstreamEvent::Response(_)));
         self.state.note(result).map(Some)
     }
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
-        if let Some(task) = &self.task {
+        // Past the response the task only reads the rest of the stream, briefly, so that its
+        // connection can be reused: left to finish.
+        if let Some(task) = self.task.as_ref().filter(|_| !self.answered) {
             task.abort();
         }
         self.state.router.lock().remove(self.raw_id);

@@ -11,9 +11,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::slots::SlotBody;
 use bytes::Bytes;
 use http::Response;
-use hyper::body::Incoming;
 
 use super::inner::Inner;
 use super::messages::{Cursor, MessageStream};
@@ -25,6 +25,8 @@ const MAX_RESUMES: usize = 32;
 /// Delay before resuming when the server sent no `retry`, and the most we honour.
 const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 const MAX_RETRY: Duration = Duration::from_secs(10);
+/// Longest a call's stream is read past its response so that its connection can be reused.
+const DRAIN_AFTER_RESPONSE: Duration = Duration::from_millis(50);
 
 /// The call's reader task: any failure becomes the call's terminal event.
 pub(super) async fn drive(inner: Arc<Inner>, id: i64, body: Vec<u8>, tx: EventTx) {
@@ -38,13 +40,14 @@ async fn post_and_read(inner: &Arc<Inner>, id: i64, body: Bytes) -> Result<(), U
     let max = inner.transport.settings().max_event_bytes;
     let mut stream = MessageStream::new(resp, max)?;
     if read_until_response(inner, &mut stream, id).await? {
+        stream.drain(DRAIN_AFTER_RESPONSE).await;
         return Ok(());
     }
     resume(inner, id, stream.cursor().clone()).await
 }
 
 /// POSTs the call; on a 404 renews the session and POSTs it once more.
-async fn post_renewing(inner: &Arc<Inner>, body: Bytes) -> Result<Response<Incoming>, UpstreamError> {
+async fn post_renewing(inner: &Arc<Inner>, body: Bytes) -> Result<Response<SlotBody>, UpstreamError> {
     let current = inner.current();
     match inner.transport.post(&current.headers, body.clone()).await {
         Err(UpstreamError::SessionExpired) => {
@@ -87,6 +90,7 @@ async fn resume(inner: &Inner, id: i64, mut cursor: Cursor) -> Result<(), Upstre
         };
         let mut stream = MessageStream::new(resp, max)?.with_cursor(cursor);
         if read_until_response(inner, &mut stream, id).await? {
+            stream.drain(DRAIN_AFTER_RESPONSE).await;
             return Ok(());
         }
         cursor = stream.cursor().clone();
