@@ -137,7 +137,7 @@ fn serve_demo() -> Upstream {
         let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("demo runtime");
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener).expect("demo listener");
-            let options = DemoOptions { max_sessions: 512, max_connections: 560, ..DemoOptions::default() };
+            let options = DemoOptions { max_sessions: 512, max_connections: 600, ..DemoOptions::default() };
             let _ = demo::serve(listener, options, async move { drop(stopped.await) }).await;
         });
     });

@@ -74,6 +74,9 @@ pub enum AppError {
     Tracing(#[from] crate::telemetry::TelemetryError),
 }
 
+/// How the line printed on stderr for a listener asked for port 0 starts (see [`run`]).
+pub const BOUND_PREFIX: &str = "mrtr-gateway: bound ";
+
 /// Added to the longest bound below the front before its own timeout cuts a request.
 const FRONT_TIMEOUT_SLACK: Duration = Duration::from_secs(5);
 
@@ -242,13 +245,19 @@ impl Gateway {
     }
 }
 
-/// Runs the gateway until `shutdown` completes.
+/// Runs the gateway until `shutdown` completes. When a listener asks for port 0, the addresses
+/// bound are printed on stderr as one line: [`BOUND_PREFIX`], then `front=ADDR admin=ADDR`
+/// (`admin=none` without an admin listener).
 pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
     let path = cfg.front.path.clone();
+    let picked = picks_a_port(&cfg);
     // Before anything can report ready: from here on SIGHUP reloads keys instead of ending us.
     let hangups = reload::Hangups::install();
     let gateway = Gateway::start(cfg).await?;
     announce(&gateway, &path);
+    if picked {
+        print_bound(&gateway);
+    }
     tokio::select! {
         biased;
         () = shutdown => {}
@@ -265,6 +274,20 @@ async fn close_sessions(pool: &Pool) {
         Ok(sessions) => tracing::info!(sessions, "closed the pooled upstream sessions"),
         Err(_) => tracing::warn!(budget = ?defaults::SHUTDOWN_CLOSE, "gave up closing upstream sessions"),
     }
+}
+
+/// True when a listener asks for port 0: the system picks a free port, and only the gateway can
+/// say which.
+fn picks_a_port(cfg: &Config) -> bool {
+    cfg.front.listen.port() == 0 || cfg.admin_listen.is_some_and(|a| a.port() == 0)
+}
+
+/// One fixed line on stderr naming the addresses bound, for whoever started the process with
+/// port 0 (a test harness, a supervisor): reading it, rather than picking a port, releasing it
+/// and passing it on, leaves no moment in which another process can take the port.
+fn print_bound(gw: &Gateway) {
+    let admin = gw.admin_addr.map_or_else(|| "none".to_owned(), |a| a.to_string());
+    eprintln!("{BOUND_PREFIX}front={} admin={admin}", gw.front_addr);
 }
 
 fn announce(gw: &Gateway, path: &str) {
@@ -497,7 +520,10 @@ async fn probe_readiness(
         let mut delay = Duration::from_millis(100);
         loop {
             match pool.lease((Arc::from(ANONYMOUS), fingerprint), &init).await {
-                Ok(_) => {
+                Ok(lease) => {
+                    // Back in the pool before anyone can see the gateway ready: a call that
+                    // came in between would not find it idle and would open a second session.
+                    drop(lease);
                     ready.set_ready();
                     tracing::info!("upstream answered initialize: ready");
                     return;

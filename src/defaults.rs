@@ -55,9 +55,10 @@ pub const MAX_CONNECTING: usize = 32;
 pub const SPARE_CONNECTIONS: usize = 16;
 
 /// The default `upstream.max_connections`: each session holds its GET stream and, while
-/// leased, its call's response stream; the spare ones carry the short POSTs.
+/// leased, its call's response stream; the spare ones carry the short POSTs. Requests in flight
+/// stay `MAX_CONNECTING` below it, so those connections are there for connects to start at once.
 pub const fn max_connections(pool_max_sessions: usize) -> usize {
-    2 * pool_max_sessions + SPARE_CONNECTIONS
+    2 * pool_max_sessions + SPARE_CONNECTIONS + MAX_CONNECTING
 }
 /// Largest SSE event or JSON body accepted from the upstream (not configurable).
 pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;

@@ -24,7 +24,8 @@ use crate::telemetry::ExchangeTrace;
 /// Events buffered per call before the reader waits for the consumer.
 const EVENT_QUEUE: usize = 64;
 
-/// A call in flight. Dropping it stops reading its stream and detaches it from the session;
+/// A call in flight. Dropping it before its response stops reading its stream; dropping it
+/// detaches it from the session;
 /// use [`Session::cancel`](super::Session::cancel) to also tell the server.
 pub struct Call {
     id: RequestId,
@@ -38,6 +39,8 @@ pub struct Call {
     /// The exchange's span, when the call runs in a traced request (ended by its outcome, or
     /// when the call is dropped).
     trace: Option<Box<ExchangeTrace>>,
+    /// The response was delivered (not a failure).
+    answered: bool,
 }
 
 // === impl Call ===
@@ -63,6 +66,7 @@ impl Call {
             task: None,
             finished: false,
             trace: None,
+            answered: false,
         };
         (call, tx)
     }
@@ -102,6 +106,7 @@ impl Call {
         if let Some(trace) = self.trace.as_mut().filter(|_| self.finished) {
             observe(trace, &result);
         }
+        self.answered = matches!(result, Ok(UpstreamEvent::Response(_)));
         self.state.note(result).map(Some)
     }
 }
@@ -117,7 +122,9 @@ fn observe(trace: &mut ExchangeTrace, result: &Result<UpstreamEvent, UpstreamErr
 
 impl Drop for Call {
     fn drop(&mut self) {
-        if let Some(task) = &self.task {
+        // Past the response the task only reads the rest of the stream, briefly, so that its
+        // connection can be reused: left to finish.
+        if let Some(task) = self.task.as_ref().filter(|_| !self.answered) {
             task.abort();
         }
         self.state.router.lock().remove(self.raw_id);

@@ -1,26 +1,42 @@
 //! The real `mrtr-gateway` binary as a child process, for what only separate processes prove
 //! (two replicas sharing nothing but a key file). The child is killed by its own handle when the
 //! guard drops, so a failing assertion never leaves a gateway running.
+//!
+//! The child binds port 0 for both listeners and prints the addresses it bound on stderr; the
+//! harness reads them there. Picking a free port here, releasing it and passing it on left a
+//! moment in which a parallel test's listener or connection could take it, and then the child
+//! could not bind, or a test spoke to another test's gateway.
 
+use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::StatusCode;
+use mrtr_gateway::app::BOUND_PREFIX;
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
 
 use super::client::admin_get;
 use super::{bounded, bounded_for, Client, HarnessError, TestResult, PROCESS_START_WAIT};
 
 /// A running gateway process; killed on drop.
 pub(crate) struct GatewayProcess {
-    child: Child,
+    child: Killed,
     pub(crate) front: SocketAddr,
     pub(crate) admin: SocketAddr,
     pub(crate) client: Client,
+    /// Everything the child wrote on stderr so far, for the message of a failed start.
+    stderr: Arc<Mutex<String>>,
 }
 
-/// A loopback address that was free a moment ago: the binary takes fixed ports.
+/// A child process killed and reaped when dropped.
+struct Killed(Child);
+
+/// A loopback address that was free a moment ago, for a server that can only take a fixed port
+/// (`redis-server`) or a test about a fixed address: another process may take it meanwhile.
 pub(crate) fn free_port() -> TestResult<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?)
@@ -37,22 +53,32 @@ impl GatewayProcess {
         Self::spawn_args(&args, Stdio::null()).await
     }
 
-    /// Starts the binary with `args` and its two listeners on free loopback ports, its stdout
-    /// going to `stdout`, and waits for `/readyz`.
+    /// Starts the binary with `args` and its two listeners on ports the system picks, its
+    /// stdout going to `stdout`, and waits for `/readyz`.
     pub(crate) async fn spawn_args(args: &[&str], stdout: Stdio) -> TestResult<Self> {
-        let (front, admin) = (free_port()?, free_port()?);
-        let child = Command::new(env!("CARGO_BIN_EXE_mrtr-gateway"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mrtr-gateway"))
             .args(args)
-            .arg("--listen")
-            .arg(front.to_string())
-            .arg("--admin-listen")
-            .arg(admin.to_string())
+            .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
             .stdout(stdout)
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()?;
+        let pipe = child.stderr.take();
+        let child = Killed(child);
+        let pipe = pipe.ok_or_else(|| HarnessError::Unexpected("the child's stderr is not piped".into()))?;
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (bound, announced) = oneshot::channel();
+        let log = stderr.clone();
+        std::thread::spawn(move || read_stderr(pipe, bound, &log));
+        let announced =
+            bounded_for(PROCESS_START_WAIT, "a gateway process to print its addresses", announced);
+        let Ok((front, admin)) = announced.await? else {
+            return Err(not_started(child, &stderr));
+        };
         let client = Client::new(format!("http://{front}/mcp"));
-        let process = Self { child, front, admin, client };
-        process.wait_ready().await?;
+        let process = Self { child, front, admin, client, stderr };
+        if let Err(e) = process.wait_ready().await {
+            return Err(HarnessError::Unexpected(format!("{e}; its stderr: {}", process.stderr.lock())));
+        }
         Ok(process)
     }
 
@@ -63,7 +89,7 @@ impl GatewayProcess {
 
     /// Sends the signal named `name` (`TERM`, `HUP`) to this process and returns at once.
     pub(crate) fn send_signal(&self, name: &str) -> TestResult {
-        let pid = self.child.id().to_string();
+        let pid = self.child.0.id().to_string();
         let sent = Command::new("kill").arg(format!("-{name}")).arg(&pid).status()?;
         if !sent.success() {
             return Err(HarnessError::Unexpected(format!("kill -{name} {pid} failed: {sent}")));
@@ -75,7 +101,7 @@ impl GatewayProcess {
     pub(crate) async fn wait_exit(&mut self) -> TestResult<ExitStatus> {
         bounded("a terminated gateway process to exit", async {
             loop {
-                match self.child.try_wait() {
+                match self.child.0.try_wait() {
                     Ok(Some(status)) => return Ok(status),
                     Ok(None) => tokio::time::sleep(Duration::from_millis(10)).await,
                     Err(e) => return Err(e),
@@ -111,10 +137,47 @@ impl GatewayProcess {
     }
 }
 
-impl Drop for GatewayProcess {
+impl Drop for Killed {
     fn drop(&mut self) {
         // Kill by this child's own handle, then reap it so no zombie outlives the test.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
+}
+
+/// Reads the child's stderr to its end: the line of bound addresses goes to `bound`, every line
+/// to `log`.
+fn read_stderr(pipe: ChildStderr, bound: oneshot::Sender<(SocketAddr, SocketAddr)>, log: &Mutex<String>) {
+    let mut bound = Some(bound);
+    for line in BufReader::new(pipe).lines() {
+        let Ok(line) = line else { return };
+        if let Some(addrs) = line.strip_prefix(BOUND_PREFIX).and_then(parse_bound) {
+            if let Some(tx) = bound.take() {
+                let _ = tx.send(addrs);
+            }
+        }
+        let mut log = log.lock();
+        log.push_str(&line);
+        log.push('\n');
+    }
+}
+
+/// `front=ADDR admin=ADDR`, as the binary prints it.
+fn parse_bound(rest: &str) -> Option<(SocketAddr, SocketAddr)> {
+    let (front, admin) = rest.split_once(' ')?;
+    let front = front.strip_prefix("front=")?.parse().ok()?;
+    let admin = admin.strip_prefix("admin=")?.parse().ok()?;
+    Some((front, admin))
+}
+
+/// The error for a child whose stderr ended before it printed its addresses: how it exited, and
+/// what it said.
+fn not_started(mut child: Killed, stderr: &Mutex<String>) -> HarnessError {
+    // Its stderr ended, so it has exited or is about to: the kill only ends a straggler.
+    let _ = child.0.kill();
+    let status = child.0.wait().map_or_else(|e| e.to_string(), |s| s.to_string());
+    HarnessError::Unexpected(format!(
+        "the gateway process ended ({status}) before it bound: {}",
+        stderr.lock()
+    ))
 }

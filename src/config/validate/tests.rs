@@ -140,7 +140,7 @@ fn bad_keys_fail_at_load_naming_their_source() {
 #[test]
 fn upstream_connections_follow_the_pool() {
     let c = Config::from_toml("[upstream]\npool_max_sessions = 10").unwrap();
-    assert_eq!(c.upstream.max_connections, 36, "two per session and 16 spare");
+    assert_eq!(c.upstream.max_connections, 68, "two per session, 16 spare and 32 for connects");
     assert_eq!((c.upstream.pool_max_queued, c.upstream.max_connecting), (1024, 32));
     let e = err("[upstream]\npool_max_sessions = 10\nmax_connections = 20");
     assert!(e.starts_with("upstream.max_connections:"), "{e}");

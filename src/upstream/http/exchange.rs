@@ -11,9 +11,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::slots::SlotBody;
 use bytes::Bytes;
 use http::Response;
-use hyper::body::Incoming;
 
 use super::inner::Inner;
 use super::messages::{Cursor, MessageStream};
@@ -26,6 +26,8 @@ const MAX_RESUMES: usize = 32;
 /// Delay before resuming when the server sent no `retry`, and the most we honour.
 const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 const MAX_RETRY: Duration = Duration::from_secs(10);
+/// Longest a call's stream is read past its response so that its connection can be reused.
+const DRAIN_AFTER_RESPONSE: Duration = Duration::from_millis(50);
 
 /// The call's reader task: any failure becomes the call's terminal event.
 pub(super) async fn drive(inner: Arc<Inner>, id: i64, body: Vec<u8>, tx: EventTx, trace: TraceHeaders) {
@@ -44,6 +46,7 @@ async fn post_and_read(
     let max = inner.transport.settings().max_event_bytes;
     let mut stream = MessageStream::new(resp, max)?;
     if read_until_response(inner, &mut stream, id).await? {
+        stream.drain(DRAIN_AFTER_RESPONSE).await;
         return Ok(());
     }
     resume(inner, id, stream.cursor().clone()).await
@@ -54,7 +57,7 @@ async fn post_renewing(
     inner: &Arc<Inner>,
     body: Bytes,
     trace: &TraceHeaders,
-) -> Result<Response<Incoming>, UpstreamError> {
+) -> Result<Response<SlotBody>, UpstreamError> {
     let current = inner.current();
     match inner.transport.post(&current.headers.traced(trace), body.clone()).await {
         Err(UpstreamError::SessionExpired) => {
@@ -97,6 +100,7 @@ async fn resume(inner: &Inner, id: i64, mut cursor: Cursor) -> Result<(), Upstre
         };
         let mut stream = MessageStream::new(resp, max)?.with_cursor(cursor);
         if read_until_response(inner, &mut stream, id).await? {
+            stream.drain(DRAIN_AFTER_RESPONSE).await;
             return Ok(());
         }
         cursor = stream.cursor().clone();

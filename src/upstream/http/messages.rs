@@ -7,10 +7,10 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::slots::SlotBody;
 use http::header::CONTENT_TYPE;
 use http::Response;
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 
 use crate::upstream::sse::{SseEvent, SseParser};
 use crate::upstream::UpstreamError;
@@ -29,7 +29,7 @@ enum Framing {
 
 /// A stream of message texts from one response body.
 pub(crate) struct MessageStream {
-    body: Option<Incoming>,
+    body: Option<SlotBody>,
     framing: Framing,
     pending: VecDeque<SseEvent>,
     cursor: Cursor,
@@ -40,7 +40,7 @@ pub(crate) struct MessageStream {
 
 impl MessageStream {
     /// Classifies the response by its content type; anything but JSON or SSE is an error.
-    pub(crate) fn new(resp: Response<Incoming>, max_bytes: usize) -> Result<Self, UpstreamError> {
+    pub(crate) fn new(resp: Response<SlotBody>, max_bytes: usize) -> Result<Self, UpstreamError> {
         let kind =
             resp.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
         let framing = if kind.starts_with("text/event-stream") {
@@ -79,6 +79,16 @@ impl MessageStream {
             Framing::Json { .. } => Ok(None),
             Framing::Sse(_) => self.next_sse().await,
         }
+    }
+
+    /// Reads what is left of the body, for at most `bound`, and drops it: hyper closes a
+    /// connection whose response body is dropped before its end, and a server usually ends a
+    /// call's stream right after the response, so this keeps the connection for the next
+    /// request instead of opening one. Messages after the response have no call to go to.
+    pub(crate) async fn drain(mut self, bound: Duration) {
+        let Some(body) = self.body.take() else { return };
+        let rest = Limited::new(body, self.max_bytes).collect();
+        let _ = tokio::time::timeout(bound, rest).await;
     }
 
     async fn read_json(&mut self) -> Result<String, UpstreamError> {

@@ -4,7 +4,9 @@
 //! One keep-alive `hyper-util` client is built per pool and cloned into every session, so the
 //! hot path never builds a client or a TLS/TCP stack per request. Its connector is bounded
 //! ([`super::limit`]): `max_connections` open, `max_connecting` being opened, whatever the
-//! load; a request past the bound waits for a connection to come back. `https://` upstreams get
+//! load; requests in flight are bounded below that ([`super::slots`]), so a request never
+//! starts a connect that cannot get a connection slot, and one past the bound waits its turn
+//! for a slot. `https://` upstreams get
 //! TLS on top of the bounded TCP connections ([`crate::upstream::tls`]), with the roots and
 //! client identity configured, SNI from the URL's host and HTTP/2 or HTTP/1.1 by ALPN. Every
 //! request carries only
@@ -17,7 +19,6 @@ use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -26,6 +27,7 @@ use prometheus::IntGauge;
 
 use super::super::{UpstreamError, UpstreamSettings};
 use super::limit::LimitedConnector;
+use super::slots::{self, SlotBody, Slots};
 use crate::protocol::headers;
 use crate::upstream::tls;
 
@@ -35,6 +37,7 @@ const VERSION_HEADER_SINCE: &str = "2025-06-18";
 const ERROR_BODY_LIMIT: usize = 4096;
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const ACCEPT_SSE: &str = "text/event-stream";
+const SLOTS_CLOSED: &str = "the upstream request slots were closed";
 
 type HttpClient = Client<HttpsConnector<LimitedConnector>, Full<Bytes>>;
 
@@ -43,6 +46,7 @@ type HttpClient = Client<HttpsConnector<LimitedConnector>, Full<Bytes>>;
 pub(crate) struct Transport {
     client: HttpClient,
     connector: LimitedConnector,
+    slots: Slots,
     settings: Arc<UpstreamSettings>,
 }
 
@@ -114,6 +118,9 @@ impl Transport {
         tcp.set_nodelay(true);
         tcp.enforce_http(false);
         let bounds = (settings.max_connections, settings.max_connecting);
+        // Every session's GET stream and call stream, and one more request, always fit.
+        let streams = 2 * settings.pool_max_sessions + 1;
+        let slots = Slots::new(slots::bound(settings.max_connections, settings.max_connecting, streams));
         let connector = LimitedConnector::new(tcp, bounds, settings.connect_timeout, connections);
         // A plain upstream never handshakes, so it needs no trust roots (a minimal image may
         // have none): its TLS layer only passes `http://` through.
@@ -123,7 +130,7 @@ impl Transport {
             .pool_idle_timeout(settings.pool_idle_timeout)
             .pool_max_idle_per_host(settings.max_connections)
             .build(tls::https_connector(connector.clone(), tls_config));
-        Ok(Self { client, connector, settings })
+        Ok(Self { client, connector, slots, settings })
     }
 
     pub(crate) fn settings(&self) -> &UpstreamSettings {
@@ -140,7 +147,7 @@ impl Transport {
         &self,
         session: &SessionHeaders,
         body: impl Into<Bytes>,
-    ) -> Result<Response<Incoming>, UpstreamError> {
+    ) -> Result<Response<SlotBody>, UpstreamError> {
         let mut req = self.request(Method::POST, session, body.into());
         req.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         req.headers_mut().insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
@@ -154,7 +161,7 @@ impl Transport {
         &self,
         session: &SessionHeaders,
         last_event_id: Option<&str>,
-    ) -> Result<Option<Response<Incoming>>, UpstreamError> {
+    ) -> Result<Option<Response<SlotBody>>, UpstreamError> {
         let mut req = self.request(Method::GET, session, Bytes::new());
         req.headers_mut().insert(ACCEPT, HeaderValue::from_static(ACCEPT_SSE));
         if let Some(id) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
@@ -178,7 +185,7 @@ impl Transport {
     }
 
     /// Opens the event stream of a deprecated HTTP+SSE server at the configured URL.
-    pub(crate) async fn open_event_stream(&self) -> Result<Response<Incoming>, UpstreamError> {
+    pub(crate) async fn open_event_stream(&self) -> Result<Response<SlotBody>, UpstreamError> {
         let mut req = self.request(Method::GET, &SessionHeaders::default(), Bytes::new());
         req.headers_mut().insert(ACCEPT, HeaderValue::from_static(ACCEPT_SSE));
         let resp = self.send(req).await?;
@@ -220,21 +227,26 @@ impl Transport {
         req
     }
 
-    /// Sends a request and waits for the response head, bounded by the request timeout.
-    async fn send(&self, req: Request<Full<Bytes>>) -> Result<Response<Incoming>, UpstreamError> {
+    /// Takes a request slot, sends the request and waits for the response head, all bounded by
+    /// the request timeout; the body holds the slot.
+    async fn send(&self, req: Request<Full<Bytes>>) -> Result<Response<SlotBody>, UpstreamError> {
         let timeout = self.settings.request_timeout;
-        match tokio::time::timeout(timeout, self.client.request(req)).await {
-            Err(_) => Err(UpstreamError::Timeout(timeout)),
-            Ok(Err(e)) if e.is_connect() => Err(UpstreamError::Connect(e)),
-            Ok(Err(e)) => Err(UpstreamError::Transport(e)),
-            Ok(Ok(resp)) => Ok(resp),
-        }
+        let exchange = async {
+            let slot =
+                self.slots.take().await.ok_or_else(|| UpstreamError::Closed(SLOTS_CLOSED.to_owned()))?;
+            match self.client.request(req).await {
+                Err(e) if e.is_connect() => Err(UpstreamError::Connect(e)),
+                Err(e) => Err(UpstreamError::Transport(e)),
+                Ok(resp) => Ok(resp.map(|body| SlotBody::new(body, slot))),
+            }
+        };
+        tokio::time::timeout(timeout, exchange).await.unwrap_or(Err(UpstreamError::Timeout(timeout)))
     }
 }
 
 /// Turns a failed status into an error: 404 on a request with a session id means the session
 /// expired (the spec makes the client start a new one); other failures keep a body excerpt.
-async fn check(resp: Response<Incoming>, has_session: bool) -> Result<Response<Incoming>, UpstreamError> {
+async fn check(resp: Response<SlotBody>, has_session: bool) -> Result<Response<SlotBody>, UpstreamError> {
     let status = resp.status();
     if status.is_success() {
         return Ok(resp);

@@ -7,17 +7,17 @@
 
 use std::collections::VecDeque;
 
+use crate::upstream::http::SlotBody;
 use http::header::CONTENT_TYPE;
 use http::Response;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 
 use crate::upstream::sse::{SseEvent, SseParser};
 use crate::upstream::UpstreamError;
 
 /// Whole events from one `text/event-stream` body.
 pub(super) struct EventReader {
-    body: Incoming,
+    body: SlotBody,
     parser: SseParser,
     pending: VecDeque<SseEvent>,
 }
@@ -26,7 +26,7 @@ pub(super) struct EventReader {
 
 impl EventReader {
     /// Refuses a response that is not an event stream.
-    pub(super) fn new(resp: Response<Incoming>, max_bytes: usize) -> Result<Self, UpstreamError> {
+    pub(super) fn new(resp: Response<SlotBody>, max_bytes: usize) -> Result<Self, UpstreamError> {
         let kind = resp.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         if !kind.to_ascii_lowercase().starts_with("text/event-stream") {
             return Err(UpstreamError::Protocol(format!(
