@@ -33,9 +33,13 @@ pub(crate) struct ToolRun<'a> {
 
 impl<'a> ToolRun<'a> {
     pub(crate) fn start(bridge: &'a Bridge, req: &'a MrtrRequest) -> Self {
+        Self::for_tool(bridge, (req.method == MrtrMethod::ToolsCall).then_some(req.target.as_str()))
+    }
+
+    fn for_tool(bridge: &'a Bridge, tool: Option<&'a str>) -> Self {
         Self {
             report: &bridge.metrics.tools,
-            tool: (req.method == MrtrMethod::ToolsCall).then_some(req.target.as_str()),
+            tool,
             bridge,
             started: bridge.clock.now(),
             rounds: AtomicU32::new(0),
@@ -48,16 +52,7 @@ impl<'a> ToolRun<'a> {
     /// A run the migration report does not count: a retry another replica forwarded here,
     /// which that replica counts as `forwarded`.
     pub(crate) fn unreported(bridge: &'a Bridge) -> Self {
-        Self {
-            report: &bridge.metrics.tools,
-            tool: None,
-            bridge,
-            started: bridge.clock.now(),
-            rounds: AtomicU32::new(0),
-            served: AtomicU8::new(0),
-            diverged: AtomicBool::new(false),
-            ended: false,
-        }
+        Self::for_tool(bridge, None)
     }
 
     /// The call had `rounds` rounds before this run (the round of its `requestState`).

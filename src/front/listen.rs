@@ -5,8 +5,7 @@
 
 use std::sync::Arc;
 
-use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
-use http::{Response, StatusCode};
+use http::Response;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -63,11 +62,5 @@ fn streamed(state: Arc<FrontState>, listening: Listening, started: Instant) -> O
         }
     };
     tokio::spawn(record.in_current_span());
-    let mut response = Response::new(FrontBody::Stream(body));
-    *response.status_mut() = StatusCode::OK;
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Outcome::plain(OutcomeLabel::Streamed, response)
+    super::stream::sse_response(body)
 }

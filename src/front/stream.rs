@@ -96,6 +96,12 @@ impl Finish {
 fn commit_sse(finish: Finish, run: RunState, rx: mpsc::Receiver<Value>, first: Value) -> Outcome {
     let (out, body) = mpsc::channel::<Bytes>(PROGRESS_QUEUE);
     tokio::spawn(pump(finish, run, rx, first, out).in_current_span());
+    sse_response(body)
+}
+
+/// A `200 text/event-stream` response whose events are the bytes `body` receives, unbuffered by
+/// proxies on the way.
+pub(super) fn sse_response(body: mpsc::Receiver<Bytes>) -> Outcome {
     let mut response = Response::new(FrontBody::Stream(body));
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();

@@ -226,16 +226,19 @@ impl FaultStats {
         self.open_streams.load(Ordering::SeqCst)
     }
 
-    /// Requests received so far (every method, every session).
-    pub(crate) fn requests(&self) -> usize {
-        self.headers.lock().len()
-    }
-
     /// The values of header `name` on every request that carried it.
     pub(crate) fn header_values(&self, name: &str) -> Vec<String> {
         let headers = self.headers.lock();
         let values = headers.iter().flat_map(|h| h.get_all(name).iter());
         values.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).collect()
+    }
+
+    /// The number of requests seen so far and the values of header `name` on them, read in one
+    /// snapshot (a request arriving between two separate reads cannot split them).
+    pub(crate) fn requests_and_header(&self, name: &str) -> (usize, Vec<String>) {
+        let headers = self.headers.lock();
+        let values = headers.iter().flat_map(|h| h.get_all(name).iter());
+        (headers.len(), values.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).collect())
     }
 
     /// `gated` calls waiting for the gate right now.

@@ -5,7 +5,8 @@
 //! It uses the bounds the gateway gives its embedded demo with the default pool (512 sessions,
 //! 560 connections), so the split run matches the one-process run. It serves until killed.
 //!
-//! Run: `cargo run --release --example demo_upstream [PORT]` (default port 3901).
+//! It sits among the benches because only the soak uses it, and is left out of a plain
+//! `cargo bench`. Run: `cargo bench --bench demo_upstream -- [PORT]` (default port 3901).
 
 use mrtr_gateway::demo::{self, DemoOptions};
 use tokio::net::TcpListener;
