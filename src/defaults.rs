@@ -75,6 +75,9 @@ pub const GATHER_WINDOW: Duration = Duration::from_millis(50);
 pub const GATHER_IDLE: Duration = Duration::from_millis(5);
 /// Tools whose question counts one replica remembers.
 pub const GATHER_MEMORY_TOOLS: usize = 1024;
+/// One round in this many whose remembered question count is reached still waits the idle gap,
+/// so a tool that now asks more at once is learned; the others end as soon as the count is in.
+pub const GATHER_RECHECK_EVERY: usize = 16;
 pub const ROUND_TIMEOUT: Duration = Duration::from_secs(60);
 pub const TOTAL_TIMEOUT: Duration = Duration::from_secs(120);
 /// `input_required` rounds per call: clients give up after about 10.

@@ -1,13 +1,19 @@
 //! When a round stops gathering questions. The first unanswered question opens a gather window
 //! (`mrtr.gather_window_ms`), the upper bound. Inside it the round ends as soon as the upstream
-//! has been quiet for the idle gap (`mrtr.gather_idle_ms`) after its latest question; when this
-//! replica remembers that the tool asked N questions at once in this round before, the idle gap
-//! applies only once N are open, so a tool whose concurrent questions come slowly still gets them
-//! into one round. Pure arithmetic on instants, so it is tested without any clock.
+//! has been quiet for the idle gap (`mrtr.gather_idle_ms`) after its latest question. When this
+//! replica remembers that the tool asked N questions at once in this round before, the round
+//! waits for N (so concurrent questions that come slowly still share it) and then ends at once:
+//! the idle gap would only catch a question this tool has never asked at once, and it costs a
+//! gap on every round (most of a round on loopback). A recheck round (see `memory.rs`) still
+//! waits the gap after N, so a tool that now asks more is learned. A question that comes after
+//! the round ended is not lost: it is asked in the next round. Pure arithmetic on instants, so
+//! it is tested without any clock.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use super::memory::Expected;
 
 /// The gathering of one round, from its first unanswered question on.
 #[derive(Debug, Clone, Copy)]
@@ -16,13 +22,13 @@ pub(super) struct Gathering {
     /// When the latest question (answered from the journal or not) arrived.
     last: Instant,
     /// Questions the tool asked at once in this round last time.
-    expected: Option<usize>,
+    expected: Option<Expected>,
 }
 
 // === impl Gathering ===
 
 impl Gathering {
-    pub(super) fn start(now: Instant, window: Duration, expected: Option<usize>) -> Self {
+    pub(super) fn start(now: Instant, window: Duration, expected: Option<Expected>) -> Self {
         Self { window_end: now + window, last: now, expected }
     }
 
@@ -31,9 +37,9 @@ impl Gathering {
         self.last = now;
     }
 
-    /// Questions waited for before the idle gap applies.
+    /// Questions waited for before the round may end.
     pub(super) fn expected(self) -> Option<usize> {
-        self.expected
+        self.expected.map(|e| e.count)
     }
 
     /// When the latest question arrived.
@@ -44,7 +50,8 @@ impl Gathering {
     /// When the round ends, with `open` questions gathered so far.
     pub(super) fn deadline(&self, open: usize, idle: Duration) -> Instant {
         match self.expected {
-            Some(n) if open < n => self.window_end,
+            Some(e) if open < e.count => self.window_end,
+            Some(e) if !e.recheck => self.window_end.min(self.last),
             _ => self.window_end.min(self.last + idle),
         }
     }
@@ -75,9 +82,20 @@ mod tests {
     }
 
     #[test]
-    fn a_remembered_count_is_waited_for_then_the_idle_gap_applies() {
+    fn a_remembered_count_is_waited_for_then_the_round_ends_at_once() {
         let t0 = Instant::now();
-        let mut g = Gathering::start(t0, WINDOW, Some(3));
+        let mut g = Gathering::start(t0, WINDOW, Some(Expected { count: 2, recheck: false }));
+        assert_eq!(g.deadline(1, IDLE), t0 + WINDOW);
+        g.heard(t0 + Duration::from_millis(7));
+        assert_eq!(g.deadline(2, IDLE), t0 + Duration::from_millis(7), "the count is in: no gap");
+        g.heard(t0 + Duration::from_millis(60));
+        assert_eq!(g.deadline(3, IDLE), t0 + WINDOW, "still bounded by the window");
+    }
+
+    #[test]
+    fn a_recheck_waits_for_the_count_then_the_idle_gap_applies() {
+        let t0 = Instant::now();
+        let mut g = Gathering::start(t0, WINDOW, Some(Expected { count: 3, recheck: true }));
         assert_eq!(g.deadline(1, IDLE), t0 + WINDOW);
         g.heard(t0 + Duration::from_millis(10));
         assert_eq!(g.deadline(2, IDLE), t0 + WINDOW);

@@ -151,7 +151,11 @@ impl Bridge {
         limits: MrtrConfig,
         upstream_version: LegacyVersion,
     ) -> Self {
-        let memory = memory::GatherMemory::new(limits.gather_memory_tools, &limits.gather_expect);
+        let memory = memory::GatherMemory::new(
+            limits.gather_memory_tools,
+            &limits.gather_expect,
+            limits.gather_recheck_every,
+        );
         let parks = limits.park.may_park().then(|| {
             let registry = ParkRegistry::new(
                 limits.park.max_parked,

@@ -176,6 +176,8 @@ pub struct MrtrConfig {
     pub gather_idle: Duration,
     /// Tools remembered per replica for how many questions they ask at once.
     pub gather_memory_tools: usize,
+    /// One round in this many whose remembered count is reached still waits the idle gap.
+    pub gather_recheck_every: usize,
     /// Questions a tool asks at once, known before any call: (tool name, count).
     pub gather_expect: Vec<(String, usize)>,
     /// Replay, park or auto, per tool, and the park registry's bounds.

@@ -185,6 +185,9 @@ pub struct RawMrtr {
     pub gather_idle_ms: Option<u64>,
     /// Tools whose questions-at-once counts a replica remembers (0: none). Default 1024.
     pub gather_memory_tools: Option<usize>,
+    /// A round whose remembered count is reached ends at once, except one round in this many,
+    /// which still waits the idle gap (1: every round waits it). Default 16.
+    pub gather_recheck_every: Option<usize>,
     /// Tool name → questions it asks at once, for replicas that have not yet seen the tool.
     pub gather_expect: Option<BTreeMap<String, usize>>,
     /// How a round ends: `replay` (default: cancel the call, replay it on the retry), `park`

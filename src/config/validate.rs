@@ -272,6 +272,10 @@ fn mrtr(mut raw: RawMrtr) -> Result<MrtrConfig, ConfigError> {
         )?,
         gather_idle: millis("mrtr.gather_idle_ms", raw.gather_idle_ms, d::GATHER_IDLE)?,
         gather_memory_tools: raw.gather_memory_tools.unwrap_or(d::GATHER_MEMORY_TOOLS),
+        gather_recheck_every: positive(
+            "mrtr.gather_recheck_every",
+            raw.gather_recheck_every.unwrap_or(d::GATHER_RECHECK_EVERY),
+        )?,
         gather_expect: Vec::new(),
         park,
     };

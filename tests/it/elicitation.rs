@@ -149,6 +149,13 @@ const MAX_TURNS: u32 = 120_000;
 /// clock moves by [`STEP`] each turn once the demo has sent its question. Returns how far it
 /// moved before the round ended.
 async fn manual_round(window_ms: u64, mrtr: &[&str]) -> TestResult<Duration> {
+    let (h, clock) = manual_gateway(window_ms, mrtr).await?;
+    let moved = timed_greet(&h, &clock).await?;
+    h.stop().await?;
+    Ok(moved)
+}
+
+async fn manual_gateway(window_ms: u64, mrtr: &[&str]) -> TestResult<(Harness, ManualClock)> {
     let clock = ManualClock::new();
     let mut setup = Setup::new()
         .set("mrtr", &format!("gather_window_ms = {window_ms}"))
@@ -158,6 +165,12 @@ async fn manual_round(window_ms: u64, mrtr: &[&str]) -> TestResult<Duration> {
         setup = setup.set("mrtr", line);
     }
     let h = setup.start_with_clock(Clock::Manual(clock.clone())).await?;
+    Ok((h, clock))
+}
+
+/// One `greet` round on `h`; returns how far the clock moved before it ended. The clock moves
+/// only once the demo has sent a question (this call's, or an earlier call's).
+async fn timed_greet(h: &Harness, clock: &ManualClock) -> TestResult<Duration> {
     let mut moved = Duration::ZERO;
     let reply = {
         let call = h.client.call_tool("greet", json!({})).caps(form_only()).send();
@@ -180,7 +193,6 @@ async fn manual_round(window_ms: u64, mrtr: &[&str]) -> TestResult<Duration> {
     };
     let (requests, _) = reply.input_required()?;
     assert_eq!(requests.len(), 1, "{requests:?}");
-    h.stop().await?;
     Ok(moved)
 }
 
@@ -198,4 +210,20 @@ async fn a_round_waits_out_the_window_for_an_expected_second_question() -> TestR
     let moved = manual_round(window, &["gather_idle_ms = 5", "gather_expect = { greet = 2 }"]).await?;
     assert!(moved >= Duration::from_millis(window), "ended after {moved:?}");
     Ok(())
+}
+
+#[tokio::test]
+async fn a_remembered_count_ends_the_round_without_the_idle_gap_but_a_recheck_waits_it() -> TestResult {
+    // On the manual clock a gap of IDLE can only pass by the steps below, so a round that ends
+    // before the clock has moved that far did not wait for it.
+    const IDLE: Duration = Duration::from_millis(1_000);
+    let idle = format!("gather_idle_ms = {}", IDLE.as_millis());
+    let (h, clock) = manual_gateway(LONG_WINDOW_MS, &[&idle, "gather_recheck_every = 2"]).await?;
+    let first = timed_greet(&h, &clock).await?;
+    assert!(first >= IDLE, "a tool never seen waits the idle gap: ended after {first:?}");
+    let second = timed_greet(&h, &clock).await?;
+    assert!(second < IDLE, "greet asked one question before: ended after {second:?}");
+    let third = timed_greet(&h, &clock).await?;
+    assert!(third >= IDLE, "one round in two is a recheck: ended after {third:?}");
+    h.stop().await
 }

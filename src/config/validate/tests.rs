@@ -197,6 +197,10 @@ fn gather_knobs_are_bounded_by_the_window() {
     assert_eq!((c.mrtr.gather_idle, c.mrtr.gather_memory_tools), (Duration::from_millis(8), 0));
     assert!(err("[mrtr]\ngather_window_ms = 10\ngather_idle_ms = 11").starts_with("mrtr.gather_idle_ms:"));
     assert!(err("[mrtr]\ngather_idle_ms = 0").starts_with("mrtr.gather_idle_ms:"));
+    assert_eq!(Config::from_toml("").unwrap().mrtr.gather_recheck_every, d::GATHER_RECHECK_EVERY);
+    let c = Config::from_toml("[mrtr]\ngather_recheck_every = 1").unwrap();
+    assert_eq!(c.mrtr.gather_recheck_every, 1);
+    assert!(err("[mrtr]\ngather_recheck_every = 0").starts_with("mrtr.gather_recheck_every:"));
     let c = Config::from_toml("[mrtr.gather_expect]\nask_Three = 3").unwrap();
     assert_eq!(c.mrtr.gather_expect, [("ask_Three".to_owned(), 3)], "tool names keep their case");
     let e = err("[mrtr]\nmax_questions_per_round = 2\n[mrtr.gather_expect]\nask_three = 3");
