@@ -77,6 +77,7 @@ async fn accept_until(
                 // SSE responses go out in several small writes; without this, Nagle's
                 // algorithm and the peer's delayed ACK stall each call by ~40 ms.
                 let _ = stream.set_nodelay(true);
+                shared.stats.connection_accepted();
                 let task = connection(Arc::clone(shared), stream, draining.clone(), permit);
                 connections.spawn(task);
             }

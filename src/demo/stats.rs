@@ -26,6 +26,7 @@ pub struct DemoStats {
     subscribes: AtomicU64,
     unsubscribes: AtomicU64,
     orders: AtomicU64,
+    connections: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -39,6 +40,16 @@ fn read(counter: &AtomicU64) -> u64 {
 // === impl DemoStats ===
 
 impl DemoStats {
+    /// TCP connections accepted since the server started (a client that reuses its
+    /// connections keeps this low).
+    pub fn connections(&self) -> u64 {
+        read(&self.connections)
+    }
+
+    pub(crate) fn connection_accepted(&self) {
+        bump(&self.connections);
+    }
+
     /// Orders `place_order` has placed: its side effect, once per run of the tool.
     pub fn orders(&self) -> u64 {
         read(&self.orders)

@@ -24,9 +24,10 @@ use crate::telemetry::ExchangeTrace;
 /// Events buffered per call before the reader waits for the consumer.
 const EVENT_QUEUE: usize = 64;
 
-/// A call in flight. Dropping it before its response stops reading its stream; dropping it
-/// detaches it from the session;
-/// use [`Session::cancel`](super::Session::cancel) to also tell the server.
+/// A call in flight. Dropping it detaches it from the session and stops delivering its events:
+/// an HTTP call's task then reads the rest of its stream, unparsed and bounded in time, so
+/// that its connection is reused; other transports' tasks are aborted. Use
+/// [`Session::cancel`](super::Session::cancel) to also tell the server.
 pub struct Call {
     id: RequestId,
     raw_id: i64,

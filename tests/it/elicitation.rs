@@ -227,3 +227,23 @@ async fn a_remembered_count_ends_the_round_without_the_idle_gap_but_a_recheck_wa
     assert!(third >= IDLE, "one round in two is a recheck: ended after {third:?}");
     h.stop().await
 }
+
+#[tokio::test]
+async fn a_cancelled_round_leaves_its_upstream_connection_reusable() -> TestResult {
+    // Each replayed round cancels its upstream call. Its response stream is read to its end
+    // rather than cut, so its connection goes back to the client's pool: sequential calls need
+    // a fixed handful of connections, never one more per round.
+    const CALLS: u64 = 8;
+    let h = Harness::start().await?;
+    let call = || h.client.call_tool("confirm_twice", json!({})).caps(form_only());
+    for _ in 0..CALLS {
+        let (q1, s1) = call().send().await?.input_required()?;
+        let (q2, s2) = call().state(&s1).responses(answer_all(&q1)).send().await?.input_required()?;
+        call().state(&s2).responses(answer_all(&q2)).send().await?.text()?;
+    }
+    // 8 calls, 16 cancelled rounds; a stream, an answer and a cancel at most at once.
+    assert_eq!(h.demo.stats.cancellations(), 2 * CALLS);
+    let connections = h.demo.stats.connections();
+    assert!(connections <= 6, "{connections} upstream connections for {CALLS} calls");
+    h.stop().await
+}

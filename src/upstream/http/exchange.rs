@@ -28,10 +28,17 @@ const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 const MAX_RETRY: Duration = Duration::from_secs(10);
 /// Longest a call's stream is read past its response so that its connection can be reused.
 const DRAIN_AFTER_RESPONSE: Duration = Duration::from_millis(50);
+/// Longest a call's stream is read, unparsed, once its consumer is gone (a round that ended in
+/// replay mode cancels its call; the server then ends the stream, with or without a response).
+/// Read to its end, the connection is reused; cut, it is closed and the next POST opens a new
+/// one, which costs a legacy server far more than reading a few bytes.
+const DRAIN_AFTER_DROP: Duration = Duration::from_millis(250);
 
-/// The call's reader task: any failure becomes the call's terminal event.
+/// The call's reader task: any failure becomes the call's terminal event. It ends by itself
+/// once the [`Call`](crate::upstream::Call) is dropped: at once if the response has not
+/// started, else after draining the stream for at most [`DRAIN_AFTER_DROP`].
 pub(super) async fn drive(inner: Arc<Inner>, id: i64, body: Vec<u8>, tx: EventTx, trace: TraceHeaders) {
-    if let Err(e) = post_and_read(&inner, id, body.into(), &trace).await {
+    if let Err(e) = post_and_read(&inner, id, body.into(), &trace, &tx).await {
         let _ = tx.send(Err(e)).await;
     }
 }
@@ -41,15 +48,34 @@ async fn post_and_read(
     id: i64,
     body: Bytes,
     trace: &TraceHeaders,
+    tx: &EventTx,
 ) -> Result<(), UpstreamError> {
-    let resp = post_renewing(inner, body, trace).await?;
+    // Biased: a consumer that is gone wins over anything the stream still has queued.
+    let resp = tokio::select! {
+        biased;
+        () = tx.closed() => return Ok(()),
+        resp = post_renewing(inner, body, trace) => resp?,
+    };
     let max = inner.transport.settings().max_event_bytes;
     let mut stream = MessageStream::new(resp, max)?;
-    if read_until_response(inner, &mut stream, id).await? {
-        stream.drain(DRAIN_AFTER_RESPONSE).await;
-        return Ok(());
+    let answered = tokio::select! {
+        biased;
+        () = tx.closed() => None,
+        answered = read_until_response(inner, &mut stream, id) => Some(answered?),
+    };
+    match answered {
+        Some(true) => stream.drain(DRAIN_AFTER_RESPONSE).await,
+        None => stream.drain(DRAIN_AFTER_DROP).await,
+        Some(false) if tx.is_closed() => {}
+        Some(false) => {
+            tokio::select! {
+                biased;
+                () = tx.closed() => {}
+                resumed = resume(inner, id, stream.cursor().clone()) => resumed?,
+            }
+        }
     }
-    resume(inner, id, stream.cursor().clone()).await
+    Ok(())
 }
 
 /// POSTs the call (with its trace context); on a 404 renews the session and POSTs it once more.

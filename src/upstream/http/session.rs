@@ -67,8 +67,10 @@ impl HttpSession {
         let timeout = self.inner.transport.settings().request_timeout;
         let (call, tx) = Call::open(&self.inner.state, raw_id, surface, timeout);
         let body = request_bytes(call.id(), method, params);
-        let task = tokio::spawn(exchange::drive(self.inner.clone(), raw_id, body, tx, trace));
-        call.with_task(task.abort_handle())
+        // Not aborted when the call drops: it notices and ends itself, draining the stream
+        // so that its connection is reused (see `exchange::drive`).
+        tokio::spawn(exchange::drive(self.inner.clone(), raw_id, body, tx, trace));
+        call
     }
 
     /// The upstream's URL and the session id, for a span.
