@@ -1,9 +1,12 @@
-//! Whole-call latency of `input_required` rounds, measured in one run against one legacy server.
+//! Whole-call latency of `input_required` rounds, measured in one run against one legacy server
+//! (and, if given, a native 2026-07-28 port of it).
 //!
-//! Three paths call the same tool on the same upstream, interleaved so that each sees the same
-//! machine state:
+//! Five paths (six with a native server) call the same tool, interleaved so that each sees the
+//! same machine state:
 //! - `in-band`: a legacy (2025-11-25) client on an initialized session, which answers each
 //!   `elicitation/create` on the call's own stream, as clients did before 2026-07-28;
+//! - `native` (only with `ROUNDS_BENCH_NATIVE`): a 2026-07-28 client calling a native
+//!   2026-07-28 server directly, no gateway: the figure of the legacy server once ported;
 //! - `adaptive`: a 2026-07-28 client through mrtr-gateway with its defaults (a round ends on the
 //!   idle gap after the latest question, and waits for as many questions as the tool asked
 //!   before);
@@ -16,12 +19,17 @@
 //!
 //! Two tools: one elicitation, and two elicitations in sequence. Each answer fills every field
 //! of the question's schema (strings with a fixed word, booleans with `true`). It prints the
-//! median of N whole calls per path and the ratio of each gateway path to in-band.
+//! median of N whole calls per path and the ratio of each gateway path to in-band; with a
+//! native server, also the native median (and its ratio to in-band) and each gateway path's
+//! ratio to native.
 //!
 //! The upstream is the crate's embedded demo server (`greet`, `confirm_twice`) unless
 //! `ROUNDS_BENCH_UPSTREAM` names another legacy Streamable HTTP server, e.g. the interop
 //! suite's FastMCP fixture with `ROUNDS_BENCH_TOOLS=test_input_required_result_elicitation,
-//! test_input_required_result_multi_round`. Every loop is bounded in count and in time.
+//! test_input_required_result_multi_round`. `ROUNDS_BENCH_NATIVE` names a 2026-07-28 server
+//! with tools of the same names, e.g. `benches/native_rounds_server.py` (the fixture's two tools
+//! on the Python SDK 2.x); the bench checks its `tools/list` first. Every loop is bounded in
+//! count and in time.
 //!
 //! Run: `cargo bench --bench rounds` (env: ROUNDS_BENCH_N, default 40).
 
@@ -76,20 +84,26 @@ async fn run() {
     connector.set_nodelay(true);
     let client: HttpClient = Client::builder(TokioExecutor::new()).build(connector);
     let legacy = LegacySession::open(&client, &upstream).await;
-    let paths = [
+    let mut paths = vec![
         Path::InBand(&legacy),
         Path::Gateway(adaptive.url("/mcp")),
         Path::Gateway(fixed.url("/mcp")),
         Path::Gateway(park.url("/mcp")),
         Path::Replicas(owner.url("/mcp"), second.url("/mcp")),
     ];
+    let native = std::env::var("ROUNDS_BENCH_NATIVE").ok().filter(|url| !url.is_empty());
+    if let Some(url) = &native {
+        check_native_tools(&client, url, &tools).await;
+        // Last, so that the report's columns 1..5 stay the gateway paths and 5 is native.
+        paths.push(Path::Native(url.clone()));
+    }
     let started = Instant::now();
     let mut rows = Vec::new();
     for tool in &tools {
         let medians = measure(&client, &paths, tool, n, started).await;
         rows.push((*tool, medians));
     }
-    report(&upstream, demo.is_some(), n, &rows);
+    report(&upstream, demo.is_some(), native.as_deref(), n, &rows);
     for gateway in [adaptive, fixed, park, owner, second] {
         gateway.shutdown().await;
     }
@@ -125,6 +139,8 @@ enum Path<'a> {
     Gateway(String),
     /// The first request to the first URL, every retry to the second.
     Replicas(String, String),
+    /// A native 2026-07-28 server, called directly: the same rounds with no gateway.
+    Native(String),
 }
 
 /// Median whole-call time per path, calls interleaved across the paths.
@@ -144,7 +160,7 @@ async fn measure(
             let t = Instant::now();
             match path {
                 Path::InBand(session) => session.call(client, tool).await,
-                Path::Gateway(url) => call_through(client, url, url, tool).await,
+                Path::Gateway(url) | Path::Native(url) => call_through(client, url, url, tool).await,
                 Path::Replicas(first, retries) => call_through(client, first, retries, tool).await,
             }
             if i >= WARM_UP {
@@ -160,11 +176,11 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
-/// A 2026-07-28 call through the gateway, answering each round until the result; the first
-/// request goes to `url`, the retries to `retry_url`.
+/// A 2026-07-28 call (through a gateway, or to a native server), answering each round until the
+/// result; the first request goes to `first_url`, the retries to `retry_url`.
 async fn call_through(client: &HttpClient, first_url: &str, retry_url: &str, tool: &str) {
     let caps = json!({"elicitation": {"form": {}}});
-    let mut retry: Option<(Value, String)> = None;
+    let mut retry: Option<(Value, Option<String>)> = None;
     for _ in 0..MAX_ROUNDS {
         let mut params = json!({"name": tool, "arguments": {},
             "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -172,24 +188,59 @@ async fn call_through(client: &HttpClient, first_url: &str, retry_url: &str, too
         let url = if retry.is_some() { retry_url } else { first_url };
         if let Some((answers, state)) = retry.take() {
             params["inputResponses"] = answers;
-            params["requestState"] = json!(state);
+            // A round without a state is retried without one (an empty one is not a state).
+            if let Some(state) = state {
+                params["requestState"] = json!(state);
+            }
         }
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
         let headers =
             [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", tool)];
         let reply = last_message(&post(client, url, &headers, &body).await);
         let result = &reply["result"];
-        assert!(reply.get("error").is_none(), "{tool} through the gateway failed: {reply}");
+        assert!(reply.get("error").is_none(), "{tool} via {url} failed: {reply}");
         if result["resultType"] != "input_required" {
-            assert!(result["isError"] != true, "{tool} through the gateway failed: {reply}");
+            assert!(result["isError"] != true, "{tool} via {url} failed: {reply}");
             return;
         }
         let requests = result["inputRequests"].as_object().cloned().unwrap_or_default();
         let answers: Map<String, Value> = requests.iter().map(|(k, q)| (k.clone(), answer(q))).collect();
-        let state = result["requestState"].as_str().unwrap_or_default().to_owned();
+        let state = result["requestState"].as_str().map(str::to_owned);
         retry = Some((Value::Object(answers), state));
     }
     panic!("{tool} took more than {MAX_ROUNDS} rounds");
+}
+
+/// Fails the run unless the native server lists every tool of the run (so a missing tool is
+/// said at once, not as a failed call); follows at most a few pages of `tools/list`.
+async fn check_native_tools(client: &HttpClient, url: &str, tools: &[&str]) {
+    let mut listed = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..16 {
+        let mut params = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}});
+        if let Some(cursor) = cursor.take() {
+            params["cursor"] = json!(cursor);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params});
+        let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")];
+        let reply = last_message(&post(client, url, &headers, &body).await);
+        let result = &reply["result"];
+        assert!(reply.get("error").is_none(), "tools/list of ROUNDS_BENCH_NATIVE {url} failed: {reply}");
+        let names = result["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str());
+        listed.extend(names.map(str::to_owned));
+        match result["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    for tool in tools {
+        assert!(
+            listed.iter().any(|t| t == tool),
+            "ROUNDS_BENCH_NATIVE {url} has no tool {tool} (it lists {listed:?}); set ROUNDS_BENCH_TOOLS \
+             to tools both servers serve"
+        );
+    }
 }
 
 /// A legacy client's initialized session on the upstream.
@@ -311,20 +362,38 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-fn report(upstream: &str, demo: bool, n: usize, rows: &[(&str, Vec<Duration>)]) {
+fn report(upstream: &str, demo: bool, native: Option<&str>, n: usize, rows: &[(&str, Vec<Duration>)]) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let ratio = |d: Duration, to: Duration| ms(d) / ms(to).max(f64::EPSILON);
     let server = if demo { "the embedded demo legacy server" } else { upstream };
     println!("rounds benchmark: whole-call median of up to {n} calls per path, loopback, against {server}");
+    if let Some(url) = native {
+        println!("native: a 2026-07-28 client calling {url} directly");
+    }
+    let native_head = if native.is_some() { format!(" {:>16}", "native ms (x)") } else { String::new() };
     println!(
-        "{:<44} {:>10} {:>16} {:>16} {:>16} {:>16}",
+        "{:<44} {:>10}{native_head} {:>16} {:>16} {:>16} {:>16}",
         "tool", "in-band ms", "adaptive ms (x)", "fixed 50 ms (x)", "park ms (x)", "park 2nd ms (x)"
     );
     for (tool, m) in rows {
         let inband = m[0];
-        let ratio = |d: Duration| ms(d) / ms(inband).max(f64::EPSILON);
-        let cells: Vec<String> =
-            m[1..].iter().map(|d| format!("{:>9.2} ({:>4.1})", ms(*d), ratio(*d))).collect();
-        println!("{:<44} {:>10.2} {}", tool, ms(inband), cells.join(" "));
+        let cell = |d: Duration| format!("{:>9.2} ({:>4.1})", ms(d), ratio(d, inband));
+        let native_cell = m.get(5).map(|d| format!(" {}", cell(*d))).unwrap_or_default();
+        let cells: Vec<String> = m[1..5].iter().map(|d| cell(*d)).collect();
+        println!("{:<44} {:>10.2}{native_cell} {}", tool, ms(inband), cells.join(" "));
+    }
+    if native.is_none() {
+        return;
+    }
+    println!("each gateway path's median over native's");
+    println!(
+        "{:<44} {:>10} {:>16} {:>16} {:>16} {:>16}",
+        "tool", "native ms", "adaptive x", "fixed 50 ms x", "park x", "park 2nd x"
+    );
+    for (tool, m) in rows {
+        let native = m[5];
+        let cells: Vec<String> = m[1..5].iter().map(|d| format!("{:>16.2}", ratio(*d, native))).collect();
+        println!("{:<44} {:>10.2} {}", tool, ms(native), cells.join(" "));
     }
 }
 
