@@ -123,7 +123,7 @@ pub(crate) async fn handle(
     }
     let result = match *request.method() {
         Method::POST => post(&shared, request).await,
-        Method::GET => get(&shared, request.headers()),
+        Method::GET => get(&shared, request.headers()).await,
         Method::DELETE => delete(&shared, request.headers()),
         _ => Err(HttpError::MethodNotAllowed),
     };
@@ -163,12 +163,19 @@ async fn post(shared: &Shared, request: Request<Incoming>) -> Result<Response<De
     }
 }
 
-fn get(shared: &Shared, headers: &HeaderMap) -> Result<Response<DemoBody>, HttpError> {
+async fn get(shared: &Shared, headers: &HeaderMap) -> Result<Response<DemoBody>, HttpError> {
     require_accept(headers, &[EVENT_STREAM])?;
     let session = session_for(shared, headers)?;
     let body = match headers.get(names::LAST_EVENT_ID) {
         Some(last) => resume(&session, last)?,
-        None => session.open_standalone().map_err(|_| HttpError::StreamBusy)?,
+        None => {
+            let body = session.open_standalone().map_err(|_| HttpError::StreamBusy)?;
+            if let Some(delay) = shared.options.get_stream_delay {
+                tokio::time::sleep(delay).await;
+            }
+            session.mark_get_answered();
+            body
+        }
     };
     Ok(sse_response(&session, body))
 }
@@ -196,6 +203,9 @@ fn request_response(
     let caps = session.caps();
     let result = match call.method.as_str() {
         methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ => {
+            if !session.get_answered() {
+                shared.stats.call_before_get_stream();
+            }
             let body = calls::start(shared, Arc::clone(&session), call)?;
             return Ok(sse_response(&session, body));
         }

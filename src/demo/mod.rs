@@ -81,6 +81,11 @@ pub struct DemoOptions {
     /// which carries this as its `retry` hint; the client must resume with `GET` and
     /// `Last-Event-ID` to read the rest (SEP-1699 polling). Off by default.
     pub close_after_priming: Option<Duration>,
+    /// If set, the answer to a standalone GET (its response head) is held this long, as a slow
+    /// server's may be. A call that arrives on a session before its GET was answered is counted
+    /// ([`DemoStats::calls_before_get_stream`]): a server such as the Python SDK's drops a
+    /// request meant for that stream while none is connected. Off by default.
+    pub get_stream_delay: Option<Duration>,
 }
 
 impl Default for DemoOptions {
@@ -96,6 +101,7 @@ impl Default for DemoOptions {
             max_connections: 256,
             roots_after_initialized: None,
             close_after_priming: None,
+            get_stream_delay: None,
         }
     }
 }

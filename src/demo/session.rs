@@ -6,7 +6,7 @@
 //! session stops its calls, fails its waiting requests and ends its GET stream.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
 
 use parking_lot::Mutex;
@@ -76,6 +76,8 @@ pub(crate) struct Session {
     next_call_serial: AtomicU64,
     standalone: Mutex<Option<SseWriter>>,
     standalone_opened: Notify,
+    /// A standalone GET of this session has been answered (its response head went out).
+    get_answered: AtomicBool,
     /// Resource URIs this session subscribed to (`resources/subscribe`).
     subscriptions: Mutex<HashSet<String>>,
 }
@@ -119,8 +121,18 @@ impl Session {
             next_call_serial: AtomicU64::new(0),
             standalone: Mutex::new(None),
             standalone_opened: Notify::new(),
+            get_answered: AtomicBool::new(false),
             subscriptions: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// A standalone GET of this session is being answered now.
+    pub(crate) fn mark_get_answered(&self) {
+        self.get_answered.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn get_answered(&self) -> bool {
+        self.get_answered.load(Ordering::SeqCst)
     }
 
     pub(crate) fn id(&self) -> &str {

@@ -27,6 +27,7 @@ pub struct DemoStats {
     unsubscribes: AtomicU64,
     orders: AtomicU64,
     connections: AtomicU64,
+    calls_before_get_stream: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -48,6 +49,16 @@ impl DemoStats {
 
     pub(crate) fn connection_accepted(&self) {
         bump(&self.connections);
+    }
+
+    /// Calls (`tools/call`, `prompts/get`, `resources/read`) that arrived on a session whose
+    /// standalone GET stream had not been answered yet.
+    pub fn calls_before_get_stream(&self) -> u64 {
+        read(&self.calls_before_get_stream)
+    }
+
+    pub(crate) fn call_before_get_stream(&self) {
+        bump(&self.calls_before_get_stream);
     }
 
     /// Orders `place_order` has placed: its side effect, once per run of the tool.

@@ -1,6 +1,9 @@
 //! The other kinds of embedded request: sampling (`summarize`), roots sent on the legacy GET
 //! stream (`list_roots`), and three concurrent questions gathered into one round (`ask_three`).
 
+use std::time::Duration;
+
+use mrtr_gateway::demo::{self, DemoOptions};
 use serde_json::json;
 
 use super::everything;
@@ -63,4 +66,30 @@ async fn three_concurrent_questions_arrive_in_one_round() -> TestResult {
     assert_eq!(h.demo.stats.answers(), 3);
     assert_eq!(h.demo.stats.tool_calls("ask_three"), 2);
     h.stop().await
+}
+
+#[tokio::test]
+async fn a_new_session_is_used_only_once_its_get_stream_is_answered() -> TestResult {
+    // A server such as the Python SDK's drops a request meant for the GET stream while none is
+    // connected, so a call POSTed on a fresh session before its GET was answered could wait for
+    // ever on a question never delivered. With the GET's answer held back, the call must still
+    // arrive after it, on every session the gateway opens.
+    const DELAY: Duration = Duration::from_millis(300);
+    let options = DemoOptions { get_stream_delay: Some(DELAY), ..DemoOptions::default() };
+    let demo = demo::spawn_loopback(options)?;
+    let (gateway, client) = Setup::new().attach(&demo).await?;
+    let call = || client.call_tool("list_roots", json!({})).caps(json!({"roots": {}}));
+    let (requests, state) = call().send().await?.input_required()?;
+    let done = call().state(&state).responses(answer_all(&requests)).send().await?;
+    assert_eq!(done.text()?, format!("Roots: {ROOT}"));
+    // The roots session is retired; the retry and the readiness probe opened sessions of their own.
+    assert!(demo.stats.initializes() >= 2, "{}", demo.stats.initializes());
+    assert_eq!(
+        demo.stats.calls_before_get_stream(),
+        0,
+        "a call reached a session before its GET was answered"
+    );
+    gateway.shutdown().await;
+    demo.shutdown().await?;
+    Ok(())
 }
