@@ -36,11 +36,40 @@ pub(crate) struct GatewayProcess {
 struct Killed(Child);
 
 /// A loopback address that was free a moment ago, for a server that can only take a fixed port
-/// (`redis-server`) or a test about a fixed address: another process may take it meanwhile.
+/// (`redis-server`) or a test about a fixed address: another process may take it meanwhile,
+/// so a start on it goes through [`on_free_port`].
 pub(crate) fn free_port() -> TestResult<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?)
 }
+
+/// Starts on a port that was free a moment ago, and on another one if a parallel test took it
+/// meanwhile: `start` failing with an error for which `taken` is true (the bind found the
+/// address in use) is tried again, at most [`PORT_TRIES`] times. Any other error is returned.
+pub(crate) async fn on_free_port<T, F, Fut>(taken: fn(&HarnessError) -> bool, mut start: F) -> TestResult<T>
+where
+    F: FnMut(u16) -> Fut,
+    Fut: std::future::Future<Output = TestResult<T>>,
+{
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match start(free_port()?.port()).await {
+            Err(e) if tries < PORT_TRIES && taken(&e) => {
+                eprintln!("port taken before the start could bind it, trying another: {e}");
+            }
+            result => return result,
+        }
+    }
+}
+
+/// The error of a listener that found its address in use.
+pub(crate) fn address_in_use(e: &HarnessError) -> bool {
+    e.to_string().to_ascii_lowercase().contains("address already in use")
+}
+
+/// Starts of one server tried on fresh ports before giving up.
+const PORT_TRIES: usize = 4;
 
 // === impl GatewayProcess ===
 
@@ -180,4 +209,32 @@ fn not_started(mut child: Killed, stderr: &Mutex<String>) -> HarnessError {
         "the gateway process ended ({status}) before it bound: {}",
         stderr.lock()
     ))
+}
+
+#[tokio::test]
+async fn a_start_that_found_its_port_taken_is_tried_on_another() -> TestResult {
+    let mut ports = Vec::new();
+    let started = on_free_port(address_in_use, |port| {
+        ports.push(port);
+        let taken = ports.len() == 1;
+        async move {
+            if taken {
+                return Err(HarnessError::Unexpected(format!(
+                    "binding 127.0.0.1:{port}: Address already in use"
+                )));
+            }
+            Ok(port)
+        }
+    })
+    .await?;
+    assert_eq!(ports.len(), 2, "one retry after the port was taken");
+    assert_eq!(started, ports[1]);
+    let mut tries = 0;
+    let other = on_free_port(address_in_use, |_| {
+        tries += 1;
+        async { Err::<(), _>(HarnessError::Unexpected("refused".into())) }
+    })
+    .await;
+    assert!(other.is_err() && tries == 1, "any other failure is returned at once ({tries} tries)");
+    Ok(())
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::process::free_port;
+use super::process::on_free_port;
 use super::{bounded, HarnessError, TestResult};
 
 const BINARY: &str = "redis-server";
@@ -24,14 +24,26 @@ pub(crate) struct RedisServer {
     dir: tempfile::TempDir,
 }
 
+/// How a server that ended before it answered is reported (it could not bind, most likely).
+const EXITED: &str = "exited with";
+
+fn exited(e: &HarnessError) -> bool {
+    e.to_string().contains(EXITED)
+}
+
 // === impl RedisServer ===
 
 impl RedisServer {
-    /// Starts a server on a free loopback port and waits until it answers `PING`.
+    /// Starts a server on a free loopback port and waits until it answers `PING`; if the port
+    /// was taken meanwhile (the server exits at once: it cannot bind), on another one.
     pub(crate) async fn start() -> TestResult<Self> {
-        let mut server = Self { child: None, addr: free_port()?, dir: tempfile::tempdir()? };
-        server.resume().await?;
-        Ok(server)
+        on_free_port(exited, |port| async move {
+            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            let mut server = Self { child: None, addr, dir: tempfile::tempdir()? };
+            server.resume().await?;
+            Ok(server)
+        })
+        .await
     }
 
     /// The URL the gateway is configured with.
@@ -69,7 +81,7 @@ impl RedisServer {
         bounded("redis-server to answer PING", async {
             while !pongs(addr).await {
                 if let Some(status) = self.exited()? {
-                    return Err(HarnessError::Unexpected(format!("{BINARY} on {addr} exited with {status}")));
+                    return Err(HarnessError::Unexpected(format!("{BINARY} on {addr} {EXITED} {status}")));
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }

@@ -19,7 +19,7 @@ use serde_json::json;
 
 use super::form_only;
 use crate::common::harness::{metric, test_key};
-use crate::common::process::{free_port, GatewayProcess};
+use crate::common::process::{address_in_use, on_free_port, GatewayProcess};
 use crate::common::{answer_all, bounded, eventually, Client, HarnessError, Setup, TestResult};
 
 /// A park-mode replica's setup, its internal listener on `port` of loopback.
@@ -37,6 +37,15 @@ async fn start(setup: &Setup, upstream: &str) -> TestResult<(Gateway, Client)> {
     Ok((gateway, client))
 }
 
+/// A park-mode replica in this process, its internal listener on a free port (returned).
+async fn start_replica(upstream: &str) -> TestResult<(Gateway, Client, u16)> {
+    on_free_port(address_in_use, |port| async move {
+        let (gateway, client) = start(&replica(port), upstream).await?;
+        Ok((gateway, client, port))
+    })
+    .await
+}
+
 fn outcome(gateway: &Gateway, label: &str) -> f64 {
     metric(gateway, &format!("mrtr_gateway_park_outcomes_total{{outcome=\"{label}\"}}"))
 }
@@ -48,8 +57,8 @@ fn order(client: &Client) -> crate::common::client::Call<'_> {
 #[tokio::test]
 async fn a_retry_on_another_replica_is_answered_by_the_owner() -> TestResult {
     let demo = demo::spawn_loopback(DemoOptions::default())?;
-    let (a, client_a) = start(&replica(free_port()?.port()), &demo.url()).await?;
-    let (b, client_b) = start(&replica(free_port()?.port()), &demo.url()).await?;
+    let (a, client_a, _) = start_replica(&demo.url()).await?;
+    let (b, client_b, _) = start_replica(&demo.url()).await?;
 
     let (q1, s1) = order(&client_a).send().await?.input_required()?;
     let done = order(&client_b).state(&s1).responses(answer_all(&q1)).send().await?;
@@ -74,10 +83,15 @@ async fn a_chain_whose_owner_was_killed_is_replayed_from_its_journal() -> TestRe
     let demo = demo::spawn_loopback(DemoOptions::default())?;
     let dir = tempfile::tempdir()?;
     let config = dir.path().join("owner.toml");
-    std::fs::write(&config, replica(free_port()?.port()).toml(&demo.url()))?;
-    let owner =
-        GatewayProcess::spawn_args(&["--config", &config.display().to_string()], Stdio::null()).await?;
-    let (b, client_b) = start(&replica(free_port()?.port()), &demo.url()).await?;
+    let owner = on_free_port(address_in_use, |port| {
+        let (config, upstream) = (config.clone(), demo.url());
+        async move {
+            std::fs::write(&config, replica(port).toml(&upstream))?;
+            GatewayProcess::spawn_args(&["--config", &config.display().to_string()], Stdio::null()).await
+        }
+    })
+    .await?;
+    let (b, client_b, _) = start_replica(&demo.url()).await?;
 
     let (q1, s1) = order(&owner.client).send().await?.input_required()?;
     drop(owner); // SIGKILL: the parked call dies with its owner.
@@ -111,8 +125,7 @@ async fn post_internal(port: u16, body: &[u8], mac: Option<String>) -> TestResul
 #[tokio::test]
 async fn forwarded_retries_without_a_valid_replica_mac_are_refused() -> TestResult {
     let demo = demo::spawn_loopback(DemoOptions::default())?;
-    let port = free_port()?.port();
-    let (a, client_a) = start(&replica(port), &demo.url()).await?;
+    let (a, client_a, port) = start_replica(&demo.url()).await?;
     let (q1, s1) = order(&client_a).send().await?.input_required()?;
     let body = serde_json::to_vec(&json!({
         "principal": "anonymous", "caps": 1, "method": "tools/call", "target": "place_order",
