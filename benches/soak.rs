@@ -25,8 +25,9 @@
 //! SOAK_UPSTREAM; SOAK_TOOLS, `demo` or `everything`; SOAK_GATEWAY, the gateway binary to run
 //! instead of this build's; anything `MRTR_GATEWAY__*` reaches the gateway, `MALLOC_*` too).
 
+use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,6 +37,7 @@ use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
+use mrtr_gateway::app::BOUND_PREFIX;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use tokio::net::TcpStream;
@@ -46,6 +48,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_ROUNDS: usize = 4;
 /// Most calls one client makes, whatever the duration.
 const MAX_CALLS_PER_CLIENT: u64 = 10_000_000;
+/// How long the gateway gets to print the address it bound.
+const BIND_WAIT: Duration = Duration::from_secs(30);
 /// How long the gateway gets to become ready, polled every 100 ms.
 const READY_POLLS: usize = 300;
 /// Error messages kept for the report.
@@ -153,8 +157,10 @@ struct GatewayProcess {
 }
 
 impl GatewayProcess {
+    /// Starts the gateway with its front on port 0, and reads the address it bound from the
+    /// line it prints on stderr (the rest of its stderr is passed on), so no other process can
+    /// take the port between a pick and the bind.
     fn spawn(upstream: Option<&str>) -> Self {
-        let addr = free_port();
         // The bench's own build of the gateway, unless SOAK_GATEWAY names another binary (an
         // optimised build or the container's, say), so the load generator's profile does not
         // decide the gateway's.
@@ -164,14 +170,19 @@ impl GatewayProcess {
         if let Some(url) = upstream {
             command.env("MRTR_GATEWAY__UPSTREAM__URL", url);
         }
-        let child = command
-            .env("MRTR_GATEWAY__FRONT__LISTEN", addr.to_string())
+        let mut child = command
+            .env("MRTR_GATEWAY__FRONT__LISTEN", "127.0.0.1:0")
             .env("MRTR_GATEWAY__ADMIN__ENABLED", "false")
             .env("MRTR_GATEWAY__STATE__KEYS", format!("soak:{}", "A".repeat(43)))
             .env("MRTR_GATEWAY__LOG__LEVEL", "warn")
             .stdout(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start the gateway");
+        let stderr = child.stderr.take().expect("the gateway's stderr is piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || pass_stderr(stderr, &tx));
+        let addr = rx.recv_timeout(BIND_WAIT).expect("the gateway to print the address it bound");
         Self { child, addr }
     }
 
@@ -187,10 +198,16 @@ impl Drop for GatewayProcess {
     }
 }
 
-/// A loopback port nobody listens on (the gateway binds it right after).
-fn free_port() -> SocketAddr {
-    let listener = StdListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
-    listener.local_addr().expect("address")
+/// Passes the gateway's stderr on to ours, and sends the front address of its bound line.
+fn pass_stderr(stderr: ChildStderr, tx: &std::sync::mpsc::Sender<SocketAddr>) {
+    for line in BufReader::new(stderr).lines() {
+        let Ok(line) = line else { return };
+        let front = line.strip_prefix(BOUND_PREFIX).and_then(|rest| rest.strip_prefix("front="));
+        if let Some(addr) = front.and_then(|f| f.split(' ').next()).and_then(|a| a.parse().ok()) {
+            let _ = tx.send(addr);
+        }
+        eprintln!("{line}");
+    }
 }
 
 async fn wait_ready(addr: SocketAddr, tools: Tools) {

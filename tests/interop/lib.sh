@@ -39,7 +39,9 @@ stop_started() {
   STARTED_PIDS=()
 }
 
-# free_ports N: N distinct free loopback ports (bound then released at once).
+# free_ports N: N distinct free loopback ports (bound then released at once),
+# for third-party servers that must be told a port. The gateways bind port 0
+# and say what they bound (start_on_any_port), so no one can take theirs.
 free_ports() {
   python3 - "$1" <<'EOF'
 import socket, sys
@@ -52,6 +54,33 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 for s in socks:
     s.close()
 EOF
+}
+
+# start_on_any_port NAME FRONT_VAR ADMIN_VAR CMD...: start a gateway command
+# with both listeners on port 0, wait (bounded) for the line it prints once
+# bound ("mrtr-gateway: bound front=ADDR admin=ADDR"), and set the variables
+# named FRONT_VAR and ADMIN_VAR to the two ports; then wait for /readyz.
+start_on_any_port() {
+  local name="$1" front_var="$2" admin_var="$3" log="$RUN_DIR/$1.log"
+  shift 3
+  start "$name" "$log" "$@" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0
+  local pid="$LAST_PID" deadline=$((SECONDS + READY_SECONDS)) line=""
+  while ((SECONDS < deadline)); do
+    line="$(grep -m1 '^mrtr-gateway: bound ' "$log" || true)"
+    [[ -n "$line" ]] && break
+    if ! kill -0 "$pid" 2>/dev/null; then
+      say "FATAL: $name (pid $pid) exited before it bound"
+      return 1
+    fi
+    sleep 0.1
+  done
+  if [[ ! "$line" =~ front=127\.0\.0\.1:([0-9]+)\ admin=127\.0\.0\.1:([0-9]+) ]]; then
+    say "FATAL: $name did not say where it bound within ${READY_SECONDS}s (${line:-nothing})"
+    return 1
+  fi
+  printf -v "$front_var" '%s' "${BASH_REMATCH[1]}"
+  printf -v "$admin_var" '%s' "${BASH_REMATCH[2]}"
+  wait_http "$name" "$pid" "http://127.0.0.1:${BASH_REMATCH[2]}/readyz" 200 "$READY_SECONDS"
 }
 
 # wait_http NAME PID URL EXPECT SECONDS: poll URL until its HTTP status matches

@@ -123,23 +123,22 @@ start_legacy_servers() {
 
 # === the gateways ===
 
-# start_gateway NAME UPSTREAM_PORT FRONT_PORT ADMIN_PORT
+# start_gateway NAME UPSTREAM_PORT FRONT_VAR ADMIN_VAR: the ports it bound go
+# into the variables named FRONT_VAR and ADMIN_VAR.
 start_gateway() {
-  local name="$1" up="$2" front="$3" admin="$4"
+  local name="$1" up="$2" front_var="$3" admin_var="$4"
   local extra=()
   read -r -a extra <<<"${GATEWAY_EXTRA_ARGS:-}"
-  start "$name" "$RUN_DIR/$name.log" "$GATEWAY" \
-    --upstream "http://127.0.0.1:$up/mcp" --listen "127.0.0.1:$front" \
-    --admin-listen "127.0.0.1:$admin" --state-key-file "$KEY_FILE" "${extra[@]}"
-  wait_http "$name" "$LAST_PID" "http://127.0.0.1:$admin/readyz" 200 "$READY_SECONDS" || return 1
+  start_on_any_port "$name" "$front_var" "$admin_var" "$GATEWAY" \
+    --upstream "http://127.0.0.1:$up/mcp" --state-key-file "$KEY_FILE" "${extra[@]}"
 }
 
 start_gateways() {
   KEY_FILE="$RUN_DIR/state.key"
   (umask 077 && head -c 32 /dev/urandom | base64 >"$KEY_FILE")
-  start_gateway gateway-everything "$P_EVERYTHING" "$P_G1" "$P_G1A" || return 1
-  start_gateway gateway-fixture-a "$P_FIXTURE" "$P_G2" "$P_G2A" || return 1
-  start_gateway gateway-fixture-b "$P_FIXTURE" "$P_G3" "$P_G3A" || return 1
+  start_gateway gateway-everything "$P_EVERYTHING" P_G1 P_G1A || return 1
+  start_gateway gateway-fixture-a "$P_FIXTURE" P_G2 P_G2A || return 1
+  start_gateway gateway-fixture-b "$P_FIXTURE" P_G3 P_G3A || return 1
   start round-robin "$RUN_DIR/round-robin.log" node "$HERE/round_robin_proxy.mjs" \
     --listen "$P_RR" --upstream "http://127.0.0.1:$P_G2/mcp" --upstream "http://127.0.0.1:$P_G3/mcp"
   wait_http round-robin "$LAST_PID" "http://127.0.0.1:$P_RR/" . "$READY_SECONDS" || return 1
@@ -248,13 +247,12 @@ two_gateway_checks() {
 # spawns COMMAND (one line, split by the gateway) as its legacy stdio server;
 # CONFIG (may be empty) adds the upstream's roots, environment or cwd.
 start_stdio_gateway() {
-  local name="$1" front="$2" admin="$3" config="$4" command="$5"
+  local name="$1" front_var="$2" admin_var="$3" config="$4" command="$5"
   local extra=() with_config=()
   read -r -a extra <<<"${GATEWAY_EXTRA_ARGS:-}"
   [[ -n "$config" ]] && with_config=(--config "$config")
-  start "$name" "$RUN_DIR/$name.log" "$GATEWAY" "${with_config[@]}" --upstream-command "$command" \
-    --listen "127.0.0.1:$front" --admin-listen "127.0.0.1:$admin" --state-key-file "$KEY_FILE" "${extra[@]}"
-  wait_http "$name" "$LAST_PID" "http://127.0.0.1:$admin/readyz" 200 "$READY_SECONDS" || return 1
+  start_on_any_port "$name" "$front_var" "$admin_var" "$GATEWAY" "${with_config[@]}" \
+    --upstream-command "$command" --state-key-file "$KEY_FILE" "${extra[@]}"
 }
 
 # The scratch folder: filesystem's directories (root/ is what upstream.roots
@@ -272,13 +270,13 @@ prepare_scratch() {
 
 start_stdio_gateways() {
   prepare_scratch
-  start_stdio_gateway gateway-stdio-everything "$P_S1" "$P_S1A" "" "node '$EVERYTHING_JS' stdio" || return 1
-  start_stdio_gateway gateway-stdio-filesystem "$P_S2" "$P_S2A" "$RUN_DIR/filesystem.toml" \
+  start_stdio_gateway gateway-stdio-everything P_S1 P_S1A "" "node '$EVERYTHING_JS' stdio" || return 1
+  start_stdio_gateway gateway-stdio-filesystem P_S2 P_S2A "$RUN_DIR/filesystem.toml" \
     "node '$FILESYSTEM_JS' '$SCRATCH/fs/cmdline'" || return 1
-  start_stdio_gateway gateway-stdio-memory "$P_S3" "$P_S3A" "$RUN_DIR/memory.toml" "node '$MEMORY_JS'" || return 1
-  start_stdio_gateway gateway-stdio-git "$P_S4" "$P_S4A" "$RUN_DIR/git.toml" \
+  start_stdio_gateway gateway-stdio-memory P_S3 P_S3A "$RUN_DIR/memory.toml" "node '$MEMORY_JS'" || return 1
+  start_stdio_gateway gateway-stdio-git P_S4 P_S4A "$RUN_DIR/git.toml" \
     "'$PY_LEGACY' -m mcp_server_git --repository ." || return 1
-  start_stdio_gateway gateway-stdio-fixture "$P_S5" "$P_S5A" "" \
+  start_stdio_gateway gateway-stdio-fixture P_S5 P_S5A "" \
     "'$PY_LEGACY' '$HERE/legacy_fixture_server.py' --stdio" || return 1
 }
 
@@ -435,10 +433,7 @@ listen_checks() {
   run_checks "ts:listen-everything" "$PROGRAM_SECONDS" node "$HERE/listen_check.mjs" --target listen-everything \
     --url "http://127.0.0.1:$P_G1/mcp" --filter "$all" --honoured "$all" --timeout "$CHECK_SECONDS"
   local p_gw p_gwa
-  read -r p_gw p_gwa <<<"$(free_ports 2)"
-  start gateway-demo "$RUN_DIR/gateway-demo.log" "$GATEWAY" --listen "127.0.0.1:$p_gw" \
-    --admin-listen "127.0.0.1:$p_gwa" --state-key-file "$KEY_FILE"
-  if ! wait_http gateway-demo "$LAST_PID" "http://127.0.0.1:$p_gwa/readyz" 200 "$READY_SECONDS"; then
+  if ! start_on_any_port gateway-demo p_gw p_gwa "$GATEWAY" --state-key-file "$KEY_FILE"; then
     record FAIL "FAIL harness gateway-demo - not ready (logs in $RUN_DIR)"
     return 0
   fi
@@ -454,7 +449,7 @@ listen_checks() {
 # elicitation, sampling and roots rounds among them) through that gateway.
 sse_upstream_checks() {
   local p_sse p_gw p_gwa
-  read -r p_sse p_gw p_gwa <<<"$(free_ports 3)"
+  read -r p_sse <<<"$(free_ports 1)"
   start server-everything-sse "$RUN_DIR/everything-sse.log" \
     env PORT="$p_sse" node --require "$HERE/loopback-only.cjs" "$EVERYTHING_JS" sse
   if ! wait_http server-everything-sse "$LAST_PID" "http://127.0.0.1:$p_sse/sse" 200 "$READY_SECONDS"; then
@@ -463,10 +458,8 @@ sse_upstream_checks() {
   fi
   local extra=()
   read -r -a extra <<<"${GATEWAY_EXTRA_ARGS:-}"
-  start gateway-sse-everything "$RUN_DIR/gateway-sse-everything.log" "$GATEWAY" \
-    --upstream-sse "http://127.0.0.1:$p_sse/sse" --listen "127.0.0.1:$p_gw" \
-    --admin-listen "127.0.0.1:$p_gwa" --state-key-file "$KEY_FILE" "${extra[@]}"
-  if ! wait_http gateway-sse-everything "$LAST_PID" "http://127.0.0.1:$p_gwa/readyz" 200 "$READY_SECONDS"; then
+  if ! start_on_any_port gateway-sse-everything p_gw p_gwa "$GATEWAY" \
+    --upstream-sse "http://127.0.0.1:$p_sse/sse" --state-key-file "$KEY_FILE" "${extra[@]}"; then
     record FAIL "FAIL harness gateway-sse-everything - not ready (logs in $RUN_DIR)"
     return 0
   fi
@@ -567,8 +560,10 @@ main() {
   prepare_run_dir
   trap cleanup EXIT
   trap 'exit 130' INT TERM
-  read -r P_EVERYTHING P_FIXTURE P_G1 P_G1A P_G2 P_G2A P_G3 P_G3A P_RR \
-    P_S1 P_S1A P_S2 P_S2A P_S3 P_S3A P_S4 P_S4A P_S5 P_S5A <<<"$(free_ports 19)"
+  # The third-party servers' ports; every gateway binds port 0 (start_on_any_port).
+  read -r P_EVERYTHING P_FIXTURE P_RR <<<"$(free_ports 3)"
+  P_G1='' P_G1A='' P_G2='' P_G2A='' P_G3='' P_G3A=''
+  P_S1='' P_S1A='' P_S2='' P_S2A='' P_S3='' P_S3A='' P_S4='' P_S4A='' P_S5='' P_S5A=''
   self_tests
   conformance_cli_check
   if ! start_legacy_servers; then
