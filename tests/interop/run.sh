@@ -9,7 +9,8 @@
 #                          and the conformance control (the fixture alone at the
 #                          2025-11-25 wire)
 #
-# Starts, all on 127.0.0.1 with free ports: server-everything (Streamable
+# Starts, all on 127.0.0.1 (the gateways on port 0, reading back what they
+# bound; the third-party servers on picked free ports): server-everything (Streamable
 # HTTP, with the loopback-only preload), the legacy fixture server, and three
 # gateways sharing one state key file (one in front of server-everything, two
 # in front of the fixture with a round-robin proxy across them); then five
