@@ -29,9 +29,10 @@ const MAX_RETRY: Duration = Duration::from_secs(10);
 /// Longest a call's stream is read past its response so that its connection can be reused.
 const DRAIN_AFTER_RESPONSE: Duration = Duration::from_millis(50);
 /// Longest a call's stream is read, unparsed, once its consumer is gone (a round that ended in
-/// replay mode cancels its call; the server then ends the stream, with or without a response).
-/// Read to its end, the connection is reused; cut, it is closed and the next POST opens a new
-/// one, which costs a legacy server far more than reading a few bytes.
+/// replay mode cancels its call; a server may then end the stream). Read to its end, the
+/// connection is reused; cut, it is closed and the next POST opens a new one, which costs a
+/// legacy server far more than reading a few bytes. An upstream whose cancelled streams keep
+/// running past this has them cut at once (see `drain.rs`).
 const DRAIN_AFTER_DROP: Duration = Duration::from_millis(250);
 
 /// The call's reader task: any failure becomes the call's terminal event. It ends by itself
@@ -64,8 +65,15 @@ async fn post_and_read(
         answered = read_until_response(inner, &mut stream, id) => Some(answered?),
     };
     match answered {
-        Some(true) => stream.drain(DRAIN_AFTER_RESPONSE).await,
-        None => stream.drain(DRAIN_AFTER_DROP).await,
+        Some(true) => {
+            stream.drain(DRAIN_AFTER_RESPONSE).await;
+        }
+        None => {
+            let drains = inner.transport.cancel_drain();
+            if drains.should_drain() {
+                drains.record(stream.drain(DRAIN_AFTER_DROP).await);
+            }
+        }
         Some(false) if tx.is_closed() => {}
         Some(false) => {
             tokio::select! {

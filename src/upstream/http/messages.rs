@@ -85,10 +85,11 @@ impl MessageStream {
     /// connection whose response body is dropped before its end, and a server usually ends a
     /// call's stream right after the response, so this keeps the connection for the next
     /// request instead of opening one. Messages after the response have no call to go to.
-    pub(crate) async fn drain(mut self, bound: Duration) {
-        let Some(body) = self.body.take() else { return };
+    /// Reads the rest of the body, unparsed, for at most `bound`; true if it ended in time.
+    pub(crate) async fn drain(mut self, bound: Duration) -> bool {
+        let Some(body) = self.body.take() else { return true };
         let rest = Limited::new(body, self.max_bytes).collect();
-        let _ = tokio::time::timeout(bound, rest).await;
+        matches!(tokio::time::timeout(bound, rest).await, Ok(Ok(_)))
     }
 
     async fn read_json(&mut self) -> Result<String, UpstreamError> {

@@ -8,6 +8,7 @@
 //! Everything HTTP-specific stays in here; the rest of the upstream client drives an
 //! [`HttpSession`] through the transport-neutral [`Session`](super::Session).
 
+mod drain;
 mod exchange;
 mod get_stream;
 mod inner;

@@ -26,6 +26,7 @@ use hyper_util::rt::TokioExecutor;
 use prometheus::IntGauge;
 
 use super::super::{UpstreamError, UpstreamSettings};
+use super::drain::CancelDrain;
 use super::limit::LimitedConnector;
 use super::slots::{self, SlotBody, Slots};
 use crate::protocol::headers;
@@ -48,6 +49,8 @@ pub(crate) struct Transport {
     connector: LimitedConnector,
     slots: Slots,
     settings: Arc<UpstreamSettings>,
+    /// Whether this upstream ends a cancelled call's stream (see `drain.rs`).
+    cancel_drain: Arc<CancelDrain>,
 }
 
 /// The headers a session adds to every request after `initialize`.
@@ -130,7 +133,12 @@ impl Transport {
             .pool_idle_timeout(settings.pool_idle_timeout)
             .pool_max_idle_per_host(settings.max_connections)
             .build(tls::https_connector(connector.clone(), tls_config));
-        Ok(Self { client, connector, slots, settings })
+        Ok(Self { client, connector, slots, settings, cancel_drain: Arc::default() })
+    }
+
+    /// What this upstream does with a cancelled call's stream, as seen so far.
+    pub(crate) fn cancel_drain(&self) -> &CancelDrain {
+        &self.cancel_drain
     }
 
     pub(crate) fn settings(&self) -> &UpstreamSettings {
