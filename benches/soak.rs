@@ -276,7 +276,8 @@ impl Kind {
             (_, Self::Echo) => "Echo: soak",
             (Tools::Demo, Self::Ask) => "Hello, Ada!",
             (Tools::Demo, Self::AskTwice) => "Confirmed Ada: true",
-            (Tools::Everything, _) => "User provided the requested information!",
+            // server-everything 2026.8.31's own text, emoji included.
+            (Tools::Everything, _) => "\u{2705} User provided the requested information!",
         }
     }
 }
