@@ -64,23 +64,38 @@ start_on_any_port() {
   local name="$1" front_var="$2" admin_var="$3" log="$RUN_DIR/$1.log"
   shift 3
   start "$name" "$log" "$@" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0
-  local pid="$LAST_PID" deadline=$((SECONDS + READY_SECONDS)) line=""
+  local pid="$LAST_PID" deadline=$((SECONDS + READY_SECONDS)) ports=""
   while ((SECONDS < deadline)); do
-    line="$(grep -m1 '^mrtr-gateway: bound ' "$log" || true)"
-    [[ -n "$line" ]] && break
+    ports="$(bound_ports "$log")"
+    [[ -n "$ports" ]] && break
     if ! kill -0 "$pid" 2>/dev/null; then
       say "FATAL: $name (pid $pid) exited before it bound"
       return 1
     fi
     sleep 0.1
   done
-  if [[ ! "$line" =~ front=127\.0\.0\.1:([0-9]+)\ admin=127\.0\.0\.1:([0-9]+) ]]; then
-    say "FATAL: $name did not say where it bound within ${READY_SECONDS}s (${line:-nothing})"
+  if [[ -z "$ports" ]]; then
+    say "FATAL: $name did not say where it bound within ${READY_SECONDS}s"
     return 1
   fi
-  printf -v "$front_var" '%s' "${BASH_REMATCH[1]}"
-  printf -v "$admin_var" '%s' "${BASH_REMATCH[2]}"
-  wait_http "$name" "$pid" "http://127.0.0.1:${BASH_REMATCH[2]}/readyz" 200 "$READY_SECONDS"
+  local front admin
+  read -r front admin <<<"$ports"
+  printf -v "$front_var" '%s' "$front"
+  printf -v "$admin_var" '%s' "$admin"
+  wait_http "$name" "$pid" "http://127.0.0.1:$admin/readyz" 200 "$READY_SECONDS"
+}
+
+# bound_ports LOGFILE: "FRONT ADMIN" from the gateway's bound line, once that
+# line is complete (read only succeeds on a line that ends in a newline, so a
+# line still being written is not taken), else nothing.
+bound_ports() {
+  local l re='^mrtr-gateway: bound front=127\.0\.0\.1:([0-9]+) admin=127\.0\.0\.1:([0-9]+)$'
+  while IFS= read -r l; do
+    if [[ "$l" =~ $re ]]; then
+      printf '%s %s\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+      return 0
+    fi
+  done <"$1"
 }
 
 # wait_http NAME PID URL EXPECT SECONDS: poll URL until its HTTP status matches
