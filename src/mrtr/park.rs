@@ -122,6 +122,8 @@ mod tests {
         let text = serde_json::to_string(&handle).unwrap();
         assert_eq!(text, format!(r#"{{"o":"http://10.0.0.7:9443","c":"{}"}}"#, "ab".repeat(16)));
         assert_eq!(serde_json::from_str::<ParkHandle>(&text).unwrap(), handle);
+        // Log lines and panics show the id as the hex a state carries, never as a byte array.
+        assert_eq!(format!("{:?}", handle.call), format!("CallId({})", "ab".repeat(16)));
         assert!(handle.is_local_to("http://10.0.0.7:9443"));
         assert!(!handle.is_local_to("http://10.0.0.8:9443"));
         assert!(!handle.is_local_to(""));

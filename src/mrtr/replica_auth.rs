@@ -142,6 +142,12 @@ mod tests {
         assert_eq!(reason(Some(&other), b"{}", 1000), "unknown_key");
         let retimed = header.replacen(".1000.", ".1001.", 1);
         assert_eq!(reason(Some(&retimed), b"{}", 1000), "mismatch", "the time is authenticated");
+        // A key id is exactly its hex digits: one with more after them is not that key's.
+        let id = header.split('.').nth(1).unwrap_or_default();
+        let longer = header.replacen(&format!(".{id}."), &format!(".{id}00."), 1);
+        assert_eq!(reason(Some(&longer), b"{}", 1000), "malformed", "a key id with trailing digits");
+        let shorter = header.replacen(&format!(".{id}."), &format!(".{}.", &id[..id.len() - 2]), 1);
+        assert_eq!(reason(Some(&shorter), b"{}", 1000), "malformed", "a truncated key id");
     }
 
     #[test]
