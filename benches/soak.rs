@@ -37,7 +37,7 @@ use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
-use mrtr_gateway::app::BOUND_PREFIX;
+use mrtr_gateway::app::Bound;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use tokio::net::TcpStream;
@@ -202,9 +202,8 @@ impl Drop for GatewayProcess {
 fn pass_stderr(stderr: ChildStderr, tx: &std::sync::mpsc::Sender<SocketAddr>) {
     for line in BufReader::new(stderr).lines() {
         let Ok(line) = line else { return };
-        let front = line.strip_prefix(BOUND_PREFIX).and_then(|rest| rest.strip_prefix("front="));
-        if let Some(addr) = front.and_then(|f| f.split(' ').next()).and_then(|a| a.parse().ok()) {
-            let _ = tx.send(addr);
+        if let Some(bound) = Bound::parse(&line) {
+            let _ = tx.send(bound.front);
         }
         eprintln!("{line}");
     }

@@ -34,6 +34,7 @@ use crate::stdio_front::StdioFrontError;
 use crate::subscriptions::Subscriptions;
 use crate::upstream::{Pool, StdioSettings, UpstreamError, UpstreamSettings};
 
+mod bound;
 mod keys;
 mod reload;
 #[cfg(test)]
@@ -74,8 +75,7 @@ pub enum AppError {
     Tracing(#[from] crate::telemetry::TelemetryError),
 }
 
-/// How the line printed on stderr for a listener asked for port 0 starts (see [`run`]).
-pub const BOUND_PREFIX: &str = "mrtr-gateway: bound ";
+pub use bound::Bound;
 
 /// Added to the longest bound below the front before its own timeout cuts a request.
 const FRONT_TIMEOUT_SLACK: Duration = Duration::from_secs(5);
@@ -246,8 +246,8 @@ impl Gateway {
 }
 
 /// Runs the gateway until `shutdown` completes. When a listener asks for port 0, the addresses
-/// bound are printed on stderr as one line: [`BOUND_PREFIX`], then `front=ADDR admin=ADDR`
-/// (`admin=none` without an admin listener).
+/// bound are printed on stderr as one line ([`Bound::line`]):
+/// `mrtr-gateway: bound front=ADDR admin=ADDR` (`admin=none` without an admin listener).
 pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
     let path = cfg.front.path.clone();
     let picked = picks_a_port(&cfg);
@@ -286,8 +286,7 @@ fn picks_a_port(cfg: &Config) -> bool {
 /// port 0 (a test harness, a supervisor): reading it, rather than picking a port, releasing it
 /// and passing it on, leaves no moment in which another process can take the port.
 fn print_bound(gw: &Gateway) {
-    let admin = gw.admin_addr.map_or_else(|| "none".to_owned(), |a| a.to_string());
-    eprintln!("{BOUND_PREFIX}front={} admin={admin}", gw.front_addr);
+    eprintln!("{}", Bound { front: gw.front_addr, admin: gw.admin_addr }.line());
 }
 
 fn announce(gw: &Gateway, path: &str) {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::StatusCode;
-use mrtr_gateway::app::BOUND_PREFIX;
+use mrtr_gateway::app::Bound;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
@@ -180,23 +180,15 @@ fn read_stderr(pipe: ChildStderr, bound: oneshot::Sender<(SocketAddr, SocketAddr
     let mut bound = Some(bound);
     for line in BufReader::new(pipe).lines() {
         let Ok(line) = line else { return };
-        if let Some(addrs) = line.strip_prefix(BOUND_PREFIX).and_then(parse_bound) {
+        if let Some(Bound { front, admin: Some(admin) }) = Bound::parse(&line) {
             if let Some(tx) = bound.take() {
-                let _ = tx.send(addrs);
+                let _ = tx.send((front, admin));
             }
         }
         let mut log = log.lock();
         log.push_str(&line);
         log.push('\n');
     }
-}
-
-/// `front=ADDR admin=ADDR`, as the binary prints it.
-fn parse_bound(rest: &str) -> Option<(SocketAddr, SocketAddr)> {
-    let (front, admin) = rest.split_once(' ')?;
-    let front = front.strip_prefix("front=")?.parse().ok()?;
-    let admin = admin.strip_prefix("admin=")?.parse().ok()?;
-    Some((front, admin))
 }
 
 /// The error for a child whose stderr ended before it printed its addresses: how it exited, and
