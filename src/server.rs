@@ -74,33 +74,42 @@ pub async fn serve<S, B>(
         };
         let _ = stream.set_nodelay(true);
         let service = service.clone();
-        // A tower service is called through `&mut`: each request drives its own clone.
-        let svc = service_fn(move |req| service.clone().oneshot(req));
-        let watcher = graceful.watcher();
-        let builder = builder.clone();
-        let tls = opts.tls.clone();
-        tokio::spawn(async move {
-            let _permit = permit;
-            let result = match tls {
-                None => watcher.watch(builder.serve_connection(TokioIo::new(stream), svc).into_owned()).await,
-                Some(acceptor) => match acceptor.accept(stream).await {
+        // A tower service is called through `&mut`: each request drives its own clone. The
+        // request's future is boxed: hyper keeps a slot of the future's size for every
+        // connection, idle ones included, and a front request's future is several KB.
+        let svc = service_fn(move |req| Box::pin(service.clone().oneshot(req)));
+        let (watcher, builder) = (graceful.watcher(), builder.clone());
+        // Two tasks, not one with a branch: a plain connection's task does not carry the
+        // size of a TLS stream and handshake.
+        match opts.tls.clone() {
+            None => tokio::spawn(async move {
+                let _permit = permit;
+                let served = watcher.watch(builder.serve_connection(TokioIo::new(stream), svc).into_owned());
+                log_end(peer, served.await);
+            }),
+            Some(acceptor) => tokio::spawn(async move {
+                let _permit = permit;
+                match acceptor.accept(stream).await {
                     Ok(tls) => {
-                        watcher.watch(builder.serve_connection(TokioIo::new(tls), svc).into_owned()).await
+                        let served =
+                            watcher.watch(builder.serve_connection(TokioIo::new(tls), svc).into_owned());
+                        log_end(peer, served.await);
                     }
-                    Err(e) => {
-                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                        return;
-                    }
-                },
-            };
-            if let Err(e) = result {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
-        });
+                    Err(e) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                }
+            }),
+        };
     }
     drop(listener);
     if tokio::time::timeout(opts.drain, graceful.shutdown()).await.is_err() {
         tracing::warn!(drain = ?opts.drain, "drain time over; closing remaining connections");
+    }
+}
+
+/// Logs a connection that ended with an error (at debug: clients hang up all the time).
+fn log_end(peer: std::net::SocketAddr, result: Result<(), Box<dyn StdError + Send + Sync>>) {
+    if let Err(e) = result {
+        tracing::debug!(%peer, error = %e, "connection ended with an error");
     }
 }
 

@@ -292,6 +292,9 @@ impl Bridge {
         let Opened { codec, binding, round, journal } = opened;
         report.resumed(round);
         let mut fallback = false;
+        // The park-mode paths (resume here, forward to the owner) are boxed: inline they would
+        // make this future, and with it every front request's, about 2 KB larger, for paths a
+        // replayed call never takes. hyper keeps one such future per client connection.
         if let Some(handle) = park {
             // Where a parked state's retry is served is decided here: resumed on this replica,
             // refused (already answered), forwarded to its owner, or replayed from the journal
@@ -300,7 +303,7 @@ impl Bridge {
                 Found::Parked(parked) => {
                     report.serve(Served::Park);
                     let run = round::Run::new(self, codec, req, binding, round, notes, report);
-                    return self.resume(run, &handle, parked, journal).await.map(Some);
+                    return Box::pin(self.resume(run, &handle, parked, journal)).await.map(Some);
                 }
                 Found::Answered => {
                     self.count_park(ParkOutcome::Refused);
@@ -308,7 +311,7 @@ impl Bridge {
                 }
                 Found::Unknown if hop == Hop::Replica => return Ok(None),
                 Found::Unknown => {
-                    if let Some(reply) = self.forward_to_owner(&handle, req).await {
+                    if let Some(reply) = Box::pin(self.forward_to_owner(&handle, req)).await {
                         report.serve(Served::Forwarded);
                         return reply.map(Some);
                     }

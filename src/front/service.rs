@@ -163,13 +163,17 @@ impl FrontState {
         let (method, outcome) = match self.prepare(&parts, body).await {
             Ok((Envelope::Request(r), identity, bytes)) => match self.legacy_opener(&parts, &r) {
                 Some(legacy) => return Box::pin(self.legacy_call(legacy, &parts, identity, bytes)).await,
-                None => match trace.as_deref_mut() {
-                    None => self.request(&parts, r, identity).await,
-                    Some(t) => {
-                        let cx = t.request(front_request(&parts, &r, &request_id(&r.id)));
-                        Box::pin(self.request(&parts, r, identity).with_context(cx)).await
+                None => {
+                    // The body is parsed; held, it would keep hyper's read buffer for the call.
+                    drop(bytes);
+                    match trace.as_deref_mut() {
+                        None => self.request(parts, r, identity).await,
+                        Some(t) => {
+                            let cx = t.request(front_request(&parts, &r, &request_id(&r.id)));
+                            Box::pin(self.request(parts, r, identity).with_context(cx)).await
+                        }
                     }
-                },
+                }
             },
             Ok((Envelope::Notification(_), _, _)) => {
                 ("notification", Outcome::plain(OutcomeLabel::Accepted, respond::accepted()))
@@ -283,9 +287,12 @@ impl FrontState {
         outcome
     }
 
+    /// Validates and dispatches a request. The request head is dropped before the dispatch:
+    /// its header values are slices of the connection's read buffer, which hyper replaces
+    /// while the request runs, so holding them would keep two buffers per busy connection.
     async fn request(
         self: &Arc<Self>,
-        parts: &Parts,
+        parts: Parts,
         r: RpcRequest,
         identity: Identity,
     ) -> (&'static str, Outcome) {
@@ -293,9 +300,12 @@ impl FrontState {
         let Some(kind) = FrontMethod::parse(&r.method) else {
             return ("unknown", Outcome::error(Some(&id), &unknown_method(&r.method)));
         };
-        let outcome = match Self::validate(parts, kind, r, identity).and_then(|c| self.limit(c)) {
-            Ok(call) => match self.check_param_headers(parts, &call).await {
-                Ok(()) => self.dispatch(call).await,
+        let outcome = match Self::validate(&parts, kind, r, identity).and_then(|c| self.limit(c)) {
+            Ok(call) => match self.check_param_headers(&parts, &call).await {
+                Ok(()) => {
+                    drop(parts);
+                    self.dispatch(call).await
+                }
                 Err(e) => Outcome::error(Some(&id), &e),
             },
             Err(e) => Outcome::error(Some(&id), &e),
@@ -433,8 +443,10 @@ impl FrontState {
         };
         // Notifications need an SSE response: without one, nothing is streamed (and no log
         // level is set upstream).
-        let (token, level) = (call.meta.progress_token.clone(), call.log_level);
-        if call.accepts.sse && (token.is_some() || level.is_some()) {
+        let (token, level, sse) = (call.meta.progress_token.clone(), call.log_level, call.accepts.sse);
+        // `req` has what the run needs; the parsed params and envelope are not held for it.
+        drop(call);
+        if sse && (token.is_some() || level.is_some()) {
             stream::run_streaming(self.clone(), id, req, token, level, cache).await
         } else {
             reply_outcome(&id, self.bridge.run(req, None).await, &cache)
