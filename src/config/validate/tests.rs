@@ -36,7 +36,7 @@ fn every_layer_takes_the_same_defaults() {
     assert_eq!(upstream.request_timeout, Duration::from_secs(120));
     assert_eq!(c.upstream.connect_timeout, upstream.connect_timeout);
     assert_eq!(c.upstream.pool_max_sessions, upstream.pool_max_sessions);
-    assert_eq!(upstream.pool_max_sessions, 256);
+    assert_eq!(upstream.pool_max_sessions, 128);
     assert_eq!(c.upstream.pool_idle, upstream.pool_idle_timeout);
     assert_eq!(c.upstream.protocol_version, upstream.preferred_version);
 }
