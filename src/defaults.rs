@@ -37,9 +37,10 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// Upstream sessions (stdio: processes) per replica, and so upstream calls at once. 128 served
 /// 1,000 concurrent clients as fast as 256 did in front of the demo (3,199 calls/s, p99
-/// 418 ms) and within 10% in front of `server-everything`, on 2 cores; each session costs the
-/// gateway about 70 KB (its GET stream's and its call's connections) and the legacy server a
-/// session, so 256 held about 12 MB more for nothing. Raise it for slow tools.
+/// 418 ms) and within 10% of it in front of `server-everything`, on 2 cores; each session
+/// costs the gateway about 70 KB (its GET stream's and its call's connections) and the legacy
+/// server a session, so 256 held about 12 MB more for at most that 10%. Raise it for slow
+/// tools.
 pub const POOL_MAX_SESSIONS: usize = 128;
 pub const POOL_IDLE: Duration = Duration::from_secs(300);
 /// How long a call waits for a session when every one is leased.
