@@ -36,6 +36,13 @@ impl CallGuard {
         }
     }
 
+    /// Keeps the call's stream read while nobody polls it (see [`Call::detach`]).
+    pub(super) fn detach(&mut self) {
+        if let Some(call) = self.call.as_mut() {
+            call.detach();
+        }
+    }
+
     /// Issues the call again on the same session, after the last one ended upstream.
     pub(super) fn restart(&mut self, call: Call) {
         self.call = Some(call);

@@ -135,11 +135,13 @@ impl ParkRegistry {
     }
 
     /// Parks `parked` under `id` and starts its timer; gives it back when the registry is full.
-    pub(super) fn park(self: &Arc<Self>, id: CallId, parked: Box<Parked>) -> Result<(), Box<Parked>> {
+    pub(super) fn park(self: &Arc<Self>, id: CallId, mut parked: Box<Parked>) -> Result<(), Box<Parked>> {
         let mut entries = self.entries.lock();
         if entries.len() >= self.max {
             return Err(parked);
         }
+        // Nobody polls a parked call until its retry comes: its stream is read meanwhile.
+        parked.guard.detach();
         let timer = tokio::runtime::Handle::try_current().ok().map(|rt| {
             let (registry, deadline) = (Arc::downgrade(self), self.clock.now() + self.timeout);
             let clock = self.clock.clone();

@@ -2,14 +2,25 @@
 //! what the legacy server says during it, ending with its response.
 //!
 //! A transport opens a call with [`Call::open`], which registers it with the session's router,
-//! and feeds the returned queue (its own per-call task for HTTP, the process's stdout reader
+//! and feeds the returned queue (the call's own reader for HTTP, the process's stdout reader
 //! for stdio). The queue is bounded, so a slow consumer slows the upstream reader instead of
-//! growing memory. The whole call is bounded by the request timeout, so a hung upstream shows
+//! growing memory.
+//!
+//! An HTTP call's reader is not a task of its own: it is a future the call polls whenever its
+//! consumer waits for the next event ([`Call::with_reader`]), so the upstream's response wakes
+//! the consumer's task directly. A spawned reader cost two task hand-offs per call (its start,
+//! and each event it queued), which on a plain call were a good part of the gateway's added
+//! latency. A reader still running when the call drops is spawned then, to drain its stream
+//! so that its connection is reused. The whole call is bounded by the request timeout, so a hung upstream shows
 //! up as [`UpstreamError::Timeout`], distinct from a dead one ([`UpstreamError::Closed`]).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
@@ -24,6 +35,9 @@ use crate::telemetry::ExchangeTrace;
 /// Events buffered per call before the reader waits for the consumer.
 const EVENT_QUEUE: usize = 64;
 
+/// A transport's reader of one call, polled by the call itself (see the module doc).
+pub(crate) type Reader = Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// A call in flight. Dropping it detaches it from the session and stops delivering its events:
 /// an HTTP call's task then reads the rest of its stream, unparsed and bounded in time, so
 /// that its connection is reused; other transports' tasks are aborted. Use
@@ -36,6 +50,9 @@ pub struct Call {
     deadline: Instant,
     timeout: Duration,
     task: Option<AbortHandle>,
+    /// The reader this call polls while its consumer waits; `None` once it ended (or for a
+    /// transport whose reader is a task).
+    reader: Option<Reader>,
     finished: bool,
     /// The exchange's span, when the call runs in a traced request (ended by its outcome, or
     /// when the call is dropped).
@@ -65,6 +82,7 @@ impl Call {
             deadline: Instant::now() + timeout,
             timeout,
             task: None,
+            reader: None,
             finished: false,
             trace: None,
             answered: false,
@@ -76,6 +94,25 @@ impl Call {
     pub(crate) fn with_task(mut self, task: AbortHandle) -> Self {
         self.task = Some(task);
         self
+    }
+
+    /// Gives the call its reader, polled whenever the consumer waits for an event. It must end
+    /// by itself soon once the queue is closed: a reader still running when the call drops is
+    /// spawned to finish.
+    pub(crate) fn with_reader(mut self, reader: Reader) -> Self {
+        self.reader = Some(reader);
+        self
+    }
+
+    /// Runs the reader as a task of its own from now on, for a call nobody polls for a while (a
+    /// parked call) whose stream must still be read: a server's ping answered, its events
+    /// queued, a failure noticed.
+    pub(crate) fn detach(&mut self) {
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            if let Some(reader) = self.reader.take() {
+                rt.spawn(reader);
+            }
+        }
     }
 
     /// Ties the exchange's span to this call.
@@ -96,7 +133,9 @@ impl Call {
         if self.finished {
             return Ok(None);
         }
-        let next = tokio::time::timeout_at(self.deadline, self.rx.recv()).await;
+        let (reader, rx) = (&mut self.reader, &mut self.rx);
+        let next =
+            tokio::time::timeout_at(self.deadline, std::future::poll_fn(|cx| recv(reader, rx, cx))).await;
         let result = match next {
             Err(_) => Err(UpstreamError::Timeout(self.timeout)),
             Ok(None) => Err(UpstreamError::Closed("call ended without a response".to_owned())),
@@ -110,6 +149,22 @@ impl Call {
         self.answered = matches!(result, Ok(UpstreamEvent::Response(_)));
         self.state.note(result).map(Some)
     }
+}
+
+/// Moves the reader on (it queues what it read), then takes the next queued event. Both
+/// register with `cx`, so either waking up wakes the consumer. A reader waiting for room in a
+/// full queue is not stuck: the event taken here makes the room.
+fn recv(
+    reader: &mut Option<Reader>,
+    rx: &mut mpsc::Receiver<Result<UpstreamEvent, UpstreamError>>,
+    cx: &mut Context<'_>,
+) -> Poll<Option<Result<UpstreamEvent, UpstreamError>>> {
+    if let Some(running) = reader.as_mut() {
+        if running.as_mut().poll(cx).is_ready() {
+            *reader = None;
+        }
+    }
+    rx.poll_recv(cx)
 }
 
 /// Ends an exchange's span with the call's last event.
@@ -129,6 +184,16 @@ impl Drop for Call {
             task.abort();
         }
         self.state.router.lock().remove(self.raw_id);
+        if let Some(mut reader) = self.reader.take() {
+            // Closed, the queue tells the reader its consumer is gone: it stops, or drains
+            // its stream (bounded in time). Most have nothing left to do by now.
+            self.rx.close();
+            if reader.as_mut().now_or_never().is_none() {
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    rt.spawn(reader);
+                }
+            }
+        }
     }
 }
 

@@ -35,10 +35,11 @@ const DRAIN_AFTER_RESPONSE: Duration = Duration::from_millis(50);
 /// running past this has them cut at once (see `drain.rs`).
 const DRAIN_AFTER_DROP: Duration = Duration::from_millis(250);
 
-/// The call's reader task: any failure becomes the call's terminal event. It ends by itself
-/// once the [`Call`](crate::upstream::Call) is dropped: at once if the response has not
-/// started, else after draining the stream for at most [`DRAIN_AFTER_DROP`] (or at once, on an
-/// upstream that keeps such streams open: see `drain.rs`).
+/// The call's reader, polled by the [`Call`](crate::upstream::Call) itself: any failure
+/// becomes the call's terminal event. It ends by itself once the call is dropped: at once if
+/// the response has not started, else after draining the stream for at most
+/// [`DRAIN_AFTER_DROP`] (or at once, on an upstream that keeps such streams open: see
+/// `drain.rs`).
 pub(super) async fn drive(inner: Arc<Inner>, id: i64, body: Vec<u8>, tx: EventTx, trace: TraceHeaders) {
     if let Err(e) = post_and_read(&inner, id, body.into(), &trace, &tx).await {
         let _ = tx.send(Err(e)).await;

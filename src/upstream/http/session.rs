@@ -54,8 +54,8 @@ impl HttpSession {
         &self.inner.state
     }
 
-    /// Starts `method(params)`: a task POSTs it, with the `trace` headers (empty unless
-    /// tracing is on), and reads its response stream.
+    /// Starts `method(params)`: the call's reader POSTs it, with the `trace` headers (empty
+    /// unless tracing is on), and reads its response stream, driven by the call's consumer.
     pub(crate) fn start(
         &self,
         method: &str,
@@ -67,10 +67,9 @@ impl HttpSession {
         let timeout = self.inner.transport.settings().request_timeout;
         let (call, tx) = Call::open(&self.inner.state, raw_id, surface, timeout);
         let body = request_bytes(call.id(), method, params);
-        // Not aborted when the call drops: it notices and ends itself, draining the stream
+        // Not cut short when the call drops: it notices and ends itself, draining the stream
         // so that its connection is reused (see `exchange::drive`).
-        tokio::spawn(exchange::drive(self.inner.clone(), raw_id, body, tx, trace));
-        call
+        call.with_reader(Box::pin(exchange::drive(self.inner.clone(), raw_id, body, tx, trace)))
     }
 
     /// The upstream's URL and the session id, for a span.

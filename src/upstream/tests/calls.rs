@@ -37,6 +37,16 @@ async fn expect_event(call: &mut crate::upstream::Call) -> UpstreamEvent {
     call.next_event().await.unwrap().expect("an event")
 }
 
+/// Waits for `what` while the call's consumer waits for an event, as the bridge does (the
+/// call's reader runs only then); an event arriving first fails the test.
+async fn polling<T>(call: &mut crate::upstream::Call, what: impl std::future::Future<Output = T>) -> T {
+    tokio::select! {
+        biased;
+        done = what => done,
+        event = call.next_event() => panic!("unexpected event {event:?}"),
+    }
+}
+
 #[tokio::test]
 async fn sse_call_delivers_request_answered_via_respond_then_response() {
     let (tx, rx) = sse_channel();
@@ -113,6 +123,22 @@ async fn ping_is_answered_locally_and_never_surfaced() {
     let mut server = TestServer::start(on_call(move |_| take(&rx).unwrap())).await;
     let session = open(&server).await;
     let mut call = session.call("tools/call", None);
+    tx.send(event(None, &json!({"jsonrpc":"2.0","id":"pg","method":"ping"}))).await.unwrap();
+    let pong = polling(&mut call, server.wait_for(|s| s.is_response_to(&json!("pg")))).await;
+    assert_eq!(pong.body["result"], json!({}));
+    tx.send(event(None, &result(&json!(1), json!({})))).await.unwrap();
+    assert!(matches!(expect_event(&mut call).await, UpstreamEvent::Response(_)));
+}
+
+#[tokio::test]
+async fn a_detached_call_is_read_while_nobody_polls_it() {
+    // A parked call: nobody waits for its events, yet the server's ping is answered.
+    let (tx, rx) = sse_channel();
+    let rx = once(rx);
+    let mut server = TestServer::start(on_call(move |_| take(&rx).unwrap())).await;
+    let session = open(&server).await;
+    let mut call = session.call("tools/call", None);
+    call.detach();
     tx.send(event(None, &json!({"jsonrpc":"2.0","id":"pg","method":"ping"}))).await.unwrap();
     let pong = server.wait_for(|s| s.is_response_to(&json!("pg"))).await;
     assert_eq!(pong.body["result"], json!({}));
@@ -203,9 +229,9 @@ async fn cancel_notifies_the_server_and_detaches_the_call() {
     let (get_tx, get_rx) = sse_channel();
     let mut server = TestServer::start(post_and_get(post_rx, get_rx)).await;
     let session = open(&server).await;
-    let call = session.call("tools/call", None);
+    let mut call = session.call("tools/call", None);
     let id = serde_json::to_value(call.id()).unwrap();
-    server.wait_for(|s| s.rpc_method() == Some("tools/call")).await;
+    polling(&mut call, server.wait_for(|s| s.rpc_method() == Some("tools/call"))).await;
     session.cancel(call, "client went away").await.unwrap();
     let cancelled = server.wait_for(|s| s.rpc_method() == Some("notifications/cancelled")).await;
     assert_eq!(cancelled.body["params"]["requestId"], id);
