@@ -87,9 +87,11 @@ start_on_any_port() {
 
 # bound_ports LOGFILE: "FRONT ADMIN" from the gateway's bound line, once that
 # line is complete (read only succeeds on a line that ends in a newline, so a
-# line still being written is not taken), else nothing.
+# line still being written is not taken), else nothing. The log may not exist
+# yet: the started process creates it after the fork.
 bound_ports() {
   local l re='^mrtr-gateway: bound front=127\.0\.0\.1:([0-9]+) admin=127\.0\.0\.1:([0-9]+)$'
+  [[ -f "$1" ]] || return 0
   while IFS= read -r l; do
     if [[ "$l" =~ $re ]]; then
       printf '%s %s\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
