@@ -73,6 +73,8 @@ pub enum AppError {
     StateStore(#[from] StoreError),
     #[error("tracing: {0}")]
     Tracing(#[from] crate::telemetry::TelemetryError),
+    #[error("cluster: {0}")]
+    Cluster(String),
 }
 
 pub use bound::Bound;
@@ -161,7 +163,10 @@ impl Gateway {
         let parks = front_state.bridge.parks().cloned();
         let front_state = Arc::new(front_state);
         let cluster_addr = match cfg.cluster.listen {
-            Some(addr) => Some(spawn_cluster(&mut tasks, addr, &front_state, &metrics, &stopped).await?),
+            Some(addr) => {
+                let tls = cfg.cluster.tls.as_ref();
+                Some(spawn_cluster(&mut tasks, (addr, tls), &front_state, &metrics, &stopped).await?)
+            }
             None => None,
         };
         let service = front::stack(front_state, front_timeout(&cfg));
@@ -337,7 +342,9 @@ pub(crate) fn front_state_with(
         Bridge::new(pool.clone(), keys.clone(), codec, metrics.clone(), mrtr, version).with_clock(clock);
     if let Some(url) = &cfg.cluster.advertise_url {
         let owner_run = cfg.mrtr.total_timeout + cfg.cluster.connect_timeout + FRONT_TIMEOUT_SLACK;
-        let forwarder = Forwarder::new(cfg.cluster.connect_timeout, keys, owner_run);
+        let forwarder =
+            Forwarder::new(cfg.cluster.connect_timeout, keys, owner_run, &cfg.cluster.forward_tls)
+                .map_err(|e| AppError::Cluster(format!("forwarding TLS: {e}")))?;
         bridge = bridge.with_advertise_url(&url.to_string()).with_forwarder(forwarder);
     }
     if let Some(single_use) = &cfg.state.single_use {
@@ -484,14 +491,22 @@ async fn spawn_admin(
     Ok(bound)
 }
 
-/// Starts the internal listener that serves retries forwarded by other replicas.
+/// Starts the internal listener that serves retries forwarded by other replicas, over TLS when
+/// `cluster.tls_cert_file` is set.
 async fn spawn_cluster(
     tasks: &mut JoinSet<()>,
-    addr: SocketAddr,
+    (addr, tls): (SocketAddr, Option<&crate::config::TlsFiles>),
     front: &Arc<FrontState>,
     metrics: &Arc<Metrics>,
     stopped: &watch::Receiver<bool>,
 ) -> Result<SocketAddr, AppError> {
+    let tls = match tls {
+        Some(files) => Some(
+            tls_acceptor(&files.cert, &files.key)
+                .map_err(|e| AppError::Cluster(format!("internal listener TLS: {e}")))?,
+        ),
+        None => None,
+    };
     let listener = bind(addr).await?;
     let bound = local(&listener, addr)?;
     let cluster = Cluster::new(front.clone(), front.bridge.keys().clone(), metrics.clone());
@@ -499,7 +514,7 @@ async fn spawn_cluster(
         max_connections: front.cfg.max_connections,
         drain: front.cfg.drain,
         header_read_timeout: front.cfg.read_timeout,
-        tls: None,
+        tls,
     };
     tasks.spawn(serve(listener, cluster.service(), opts, signal(stopped.clone())));
     Ok(bound)

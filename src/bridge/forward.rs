@@ -12,6 +12,7 @@ use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -21,6 +22,7 @@ use super::{Clock, MrtrRequest, Reply};
 use crate::defaults;
 use crate::error::FrontError;
 use crate::mrtr::{replica_auth, LiveRing};
+use crate::upstream::tls::{self, TlsError, TlsSettings};
 
 /// Why a forwarded retry got no answer from its owner.
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +53,7 @@ pub(super) enum Forwarded {
 
 /// Forwards retries to their owners; one per replica.
 pub struct Forwarder {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     keys: Arc<LiveRing>,
     clock: Clock,
     /// Longest one forwarded retry may take (the owner's whole run).
@@ -61,12 +63,21 @@ pub struct Forwarder {
 // === impl Forwarder ===
 
 impl Forwarder {
-    pub fn new(connect_timeout: Duration, keys: Arc<LiveRing>, timeout: Duration) -> Self {
+    /// A forwarder to owners at `http://` or `https://` URLs, the latter verified against
+    /// `trust` (built once here, never per retry).
+    pub fn new(
+        connect_timeout: Duration,
+        keys: Arc<LiveRing>,
+        timeout: Duration,
+        trust: &TlsSettings,
+    ) -> Result<Self, TlsError> {
         let mut tcp = HttpConnector::new();
         tcp.set_connect_timeout(Some(connect_timeout));
         tcp.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new()).build(tcp);
-        Self { client, keys, clock: Clock::System, timeout }
+        tcp.enforce_http(false);
+        let https = tls::https_connector(tcp, tls::client_config(trust)?);
+        let client = Client::builder(TokioExecutor::new()).build(https);
+        Ok(Self { client, keys, clock: Clock::System, timeout })
     }
 
     /// Forwards `req`, whose state is `state`, to the replica advertised as `owner`.

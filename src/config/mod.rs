@@ -105,8 +105,8 @@ impl CacheScope {
     }
 }
 
-/// Certificate and key files of the front listener.
-#[derive(Debug, Clone)]
+/// Certificate and key files of a listener (the front, the internal one).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsFiles {
     pub cert: PathBuf,
     pub key: PathBuf,

@@ -38,6 +38,11 @@ pub struct ClusterConfig {
     /// Where the internal listener binds (set exactly when `advertise_url` is).
     pub listen: Option<SocketAddr>,
     pub connect_timeout: Duration,
+    /// The internal listener's certificate and key: it serves TLS (`advertise_url` is then
+    /// `https://`).
+    pub tls: Option<super::TlsFiles>,
+    /// What a forwarded retry trusts when its owner is `https://`.
+    pub forward_tls: crate::upstream::tls::TlsSettings,
 }
 
 // === impl MrtrMode ===

@@ -368,6 +368,14 @@ pub struct RawCluster {
     pub listen: Option<String>,
     /// Connect timeout of a forwarded retry, in milliseconds. Default 500.
     pub forward_connect_timeout_ms: Option<u64>,
+    /// PEM certificate chain: the internal listener serves TLS (with `tls_key_file`), and
+    /// `advertise_url` must then be `https://`.
+    pub tls_cert_file: Option<String>,
+    /// PEM private key for `tls_cert_file`.
+    pub tls_key_file: Option<String>,
+    /// A PEM bundle of CA certificates trusted, beside the platform's roots, when forwarding a
+    /// retry to an `https://` owner (the CA that signed the replicas' certificates).
+    pub tls_ca_file: Option<String>,
 }
 
 /// `[tracing]`: OpenTelemetry traces, exported over OTLP/HTTP (protobuf). Off unless

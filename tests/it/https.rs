@@ -24,6 +24,9 @@ use mrtr_gateway::config::Config;
 /// A CA's certificate (PEM) and a `localhost` certificate it signed.
 pub(super) struct Pki {
     pub(super) ca_pem: String,
+    /// The `localhost` certificate and its key, PEM, for a listener configured by files.
+    pub(super) leaf_pem: String,
+    pub(super) key_pem: String,
     leaf: CertificateDer<'static>,
     key: PrivatePkcs8KeyDer<'static>,
 }
@@ -41,7 +44,13 @@ fn make_pki(ca_name: &str) -> Result<Pki, rcgen::Error> {
     let issuer = Issuer::new(params, ca_key);
     let key = KeyPair::generate()?;
     let leaf = CertificateParams::new(vec!["localhost".to_owned()])?.signed_by(&key, &issuer)?;
-    Ok(Pki { ca_pem, leaf: leaf.der().clone(), key: PrivatePkcs8KeyDer::from(key.serialize_der()) })
+    Ok(Pki {
+        ca_pem,
+        leaf_pem: leaf.pem(),
+        key_pem: key.serialize_pem(),
+        leaf: leaf.der().clone(),
+        key: PrivatePkcs8KeyDer::from(key.serialize_der()),
+    })
 }
 
 /// Terminates TLS on `127.0.0.1:0` and relays the bytes to `backend`; stopped on drop.

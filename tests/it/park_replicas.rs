@@ -78,6 +78,72 @@ async fn a_retry_on_another_replica_is_answered_by_the_owner() -> TestResult {
     Ok(())
 }
 
+/// A park-mode replica whose internal listener serves TLS on `port` with `pki`'s `localhost`
+/// certificate, trusting `ca` (a PEM file) when it forwards.
+fn tls_replica(port: u16, dir: &std::path::Path, pki: &super::https::Pki, ca: &str) -> TestResult<Setup> {
+    let (cert, key) = (dir.join("replica.pem"), dir.join("replica.key"));
+    std::fs::write(&cert, &pki.leaf_pem)?;
+    std::fs::write(&key, &pki.key_pem)?;
+    Ok(Setup::new()
+        .set("mrtr", "mode = \"park\"")
+        .set("cluster", &format!("listen = \"127.0.0.1:{port}\""))
+        .set("cluster", &format!("advertise_url = \"https://localhost:{port}\""))
+        .set("cluster", &format!("tls_cert_file = \"{}\"", cert.display()))
+        .set("cluster", &format!("tls_key_file = \"{}\"", key.display()))
+        .set("cluster", &format!("tls_ca_file = \"{ca}\"")))
+}
+
+#[tokio::test]
+async fn a_retry_is_forwarded_over_tls_to_an_owner_whose_certificate_verifies() -> TestResult {
+    let demo = demo::spawn_loopback(DemoOptions::default())?;
+    let dir = tempfile::tempdir()?;
+    let (pki, stranger) = (super::https::pki("replicas CA")?, super::https::pki("another CA")?);
+    let (ca, wrong_ca) = (dir.path().join("ca.pem"), dir.path().join("wrong-ca.pem"));
+    std::fs::write(&ca, &pki.ca_pem)?;
+    std::fs::write(&wrong_ca, &stranger.ca_pem)?;
+    let ca = ca.display().to_string();
+    let (a, client_a, a_port) = on_free_port(address_in_use, |port| {
+        let setup = tls_replica(port, dir.path(), &pki, &ca);
+        let upstream = demo.url();
+        async move { Ok((start(&setup?, &upstream).await?, port)) }
+    })
+    .await
+    .map(|((gateway, client), port)| (gateway, client, port))?;
+    let (b, client_b) = on_free_port(address_in_use, |port| {
+        let setup = tls_replica(port, dir.path(), &pki, &ca);
+        let upstream = demo.url();
+        async move { start(&setup?, &upstream).await }
+    })
+    .await?;
+
+    let (q1, s1) = order(&client_a).send().await?.input_required()?;
+    let done = order(&client_b).state(&s1).responses(answer_all(&q1)).send().await?;
+    assert!(done.text()?.starts_with("Order #1 placed"), "{}", done.text()?);
+    assert_eq!((outcome(&b, "forwarded"), outcome(&a, "resumed")), (1.0, 1.0));
+    assert_eq!(demo.stats.orders(), 1, "the owner continued its call over TLS");
+
+    // The listener speaks only TLS: a plain request gets no answer from it.
+    assert!(post_internal(a_port, b"{}", None).await.is_err(), "a plain request was answered");
+
+    // A replica that does not trust the replicas' CA cannot reach the owner: it replays.
+    let wrong = wrong_ca.display().to_string();
+    let (c, client_c) = on_free_port(address_in_use, |port| {
+        let setup = tls_replica(port, dir.path(), &pki, &wrong);
+        let upstream = demo.url();
+        async move { start(&setup?, &upstream).await }
+    })
+    .await?;
+    let (q2, s2) = order(&client_a).send().await?.input_required()?;
+    let replayed = order(&client_c).state(&s2).responses(answer_all(&q2)).send().await?;
+    assert!(replayed.text()?.contains("placed"), "{}", replayed.text()?);
+    assert_eq!((outcome(&c, "forwarded"), outcome(&c, "fallback")), (0.0, 1.0));
+    for (name, gateway) in [("a", a), ("b", b), ("c", c)] {
+        bounded(name, gateway.shutdown()).await?;
+    }
+    bounded("the demo server to stop", demo.shutdown()).await??;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_chain_whose_owner_was_killed_is_replayed_from_its_journal() -> TestResult {
     let demo = demo::spawn_loopback(DemoOptions::default())?;

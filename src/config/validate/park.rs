@@ -5,9 +5,10 @@
 use http::Uri;
 
 use super::super::raw::{RawCluster, RawMrtr};
-use super::super::{ClusterConfig, ConfigError, MrtrMode, ParkConfig};
+use super::super::{ClusterConfig, ConfigError, MrtrMode, ParkConfig, TlsFiles};
 use super::{addr, millis, positive};
 use crate::defaults as d;
+use crate::upstream::tls::TlsSettings;
 
 /// Takes the park fields out of `raw` and validates them.
 pub(super) fn park(raw: &mut RawMrtr) -> Result<ParkConfig, ConfigError> {
@@ -51,9 +52,22 @@ pub(super) fn cluster(raw: RawCluster) -> Result<ClusterConfig, ConfigError> {
         raw.forward_connect_timeout_ms,
         d::FORWARD_CONNECT_TIMEOUT,
     )?;
+    let tls = match (raw.tls_cert_file, raw.tls_key_file) {
+        (Some(cert), Some(key)) => Some(TlsFiles { cert: cert.into(), key: key.into() }),
+        (None, None) => None,
+        _ => {
+            return Err(ConfigError::invalid(
+                "cluster.tls_cert_file",
+                "tls_cert_file and tls_key_file go together",
+            ))
+        }
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let (advertise_url, listen) = match (raw.advertise_url, raw.listen) {
         (None, None) => (None, None),
-        (Some(url), Some(listen)) => (Some(advertised(&url)?), Some(addr("cluster.listen", &listen)?)),
+        (Some(url), Some(listen)) => {
+            (Some(advertised(&url, scheme)?), Some(addr("cluster.listen", &listen)?))
+        }
         (Some(_), None) => {
             return Err(ConfigError::invalid("cluster.listen", "is required with cluster.advertise_url"))
         }
@@ -61,21 +75,31 @@ pub(super) fn cluster(raw: RawCluster) -> Result<ClusterConfig, ConfigError> {
             return Err(ConfigError::invalid("cluster.advertise_url", "is required with cluster.listen"))
         }
     };
-    Ok(ClusterConfig { advertise_url, listen, connect_timeout })
+    if tls.is_some() && listen.is_none() {
+        return Err(ConfigError::invalid("cluster.tls_cert_file", "is set but cluster.listen is not"));
+    }
+    let forward_tls =
+        TlsSettings { platform_roots: true, ca_file: raw.tls_ca_file.map(Into::into), client_identity: None };
+    Ok(ClusterConfig { advertise_url, listen, connect_timeout, tls, forward_tls })
 }
 
-/// An `http://host:port` URL with no path beyond `/`, no query and no user info.
-fn advertised(url: &str) -> Result<Uri, ConfigError> {
+/// A `scheme://host:port` URL with no path beyond `/`, no query and no user info: `https` when
+/// the internal listener serves TLS, else `http`.
+fn advertised(url: &str, scheme: &str) -> Result<Uri, ConfigError> {
     const FIELD: &str = "cluster.advertise_url";
     let uri: Uri = url.parse().map_err(|e| ConfigError::invalid(FIELD, format!("{url:?}: {e}")))?;
-    let plain = uri.scheme_str() == Some("http")
+    let plain = uri.scheme_str() == Some(scheme)
         && uri.host().is_some()
         && uri.port_u16().is_some()
         && matches!(uri.path(), "" | "/")
         && uri.query().is_none()
         && !uri.authority().is_some_and(|a| a.as_str().contains('@'));
     if !plain {
-        return Err(ConfigError::invalid(FIELD, format!("{url:?} is not a URL like http://10.0.0.7:9443")));
+        let with_tls = if scheme == "https" { " (cluster.tls_cert_file is set)" } else { "" };
+        return Err(ConfigError::invalid(
+            FIELD,
+            format!("{url:?} is not a URL like {scheme}://10.0.0.7:9443{with_tls}"),
+        ));
     }
     Ok(uri)
 }
@@ -127,7 +151,7 @@ mod tests {
         let ok = cluster(RawCluster {
             advertise_url: Some("http://10.0.0.7:9443".into()),
             listen: Some("0.0.0.0:9443".into()),
-            forward_connect_timeout_ms: None,
+            ..RawCluster::default()
         })
         .unwrap();
         assert_eq!(ok.advertise_url.unwrap().to_string(), "http://10.0.0.7:9443/");
@@ -136,12 +160,35 @@ mod tests {
             let raw = RawCluster {
                 advertise_url: Some(bad.into()),
                 listen: Some("127.0.0.1:1".into()),
-                forward_connect_timeout_ms: None,
+                ..RawCluster::default()
             };
             assert!(cluster(raw).unwrap_err().to_string().starts_with("cluster.advertise_url"), "{bad}");
         }
         let alone = RawCluster { advertise_url: Some("http://a:1".into()), ..RawCluster::default() };
         assert!(cluster(alone).unwrap_err().to_string().starts_with("cluster.listen"));
         assert_eq!(cluster(RawCluster::default()).unwrap().advertise_url, None);
+    }
+
+    #[test]
+    fn a_tls_listener_is_advertised_as_https() {
+        let tls = |url: &str| RawCluster {
+            advertise_url: Some(url.into()),
+            listen: Some("0.0.0.0:9443".into()),
+            tls_cert_file: Some("cert.pem".into()),
+            tls_key_file: Some("key.pem".into()),
+            tls_ca_file: Some("ca.pem".into()),
+            ..RawCluster::default()
+        };
+        let ok = cluster(tls("https://10.0.0.7:9443")).unwrap();
+        assert_eq!(ok.advertise_url.unwrap().to_string(), "https://10.0.0.7:9443/");
+        assert_eq!(ok.tls.unwrap().cert, std::path::PathBuf::from("cert.pem"));
+        assert_eq!(ok.forward_tls.ca_file, Some("ca.pem".into()));
+        assert!(ok.forward_tls.platform_roots);
+        let err = cluster(tls("http://10.0.0.7:9443")).unwrap_err().to_string();
+        assert!(err.starts_with("cluster.advertise_url") && err.contains("https://"), "{err}");
+        let half = RawCluster { tls_key_file: None, ..tls("https://a:1") };
+        assert!(cluster(half).unwrap_err().to_string().starts_with("cluster.tls_cert_file"));
+        let unlistened = RawCluster { advertise_url: None, listen: None, ..tls("https://a:1") };
+        assert!(cluster(unlistened).unwrap_err().to_string().starts_with("cluster.tls_cert_file"));
     }
 }
