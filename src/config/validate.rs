@@ -39,16 +39,7 @@ fn front(raw: RawFront) -> Result<FrontConfig, ConfigError> {
     if !path.starts_with('/') {
         return Err(ConfigError::invalid("front.path", "must start with '/'"));
     }
-    let tls = match (raw.tls_cert_file, raw.tls_key_file) {
-        (Some(cert), Some(key)) => Some(TlsFiles { cert: cert.into(), key: key.into() }),
-        (None, None) => None,
-        _ => {
-            return Err(ConfigError::invalid(
-                "front.tls_cert_file",
-                "tls_cert_file and tls_key_file go together",
-            ))
-        }
-    };
+    let tls = tls_files("front.tls_cert_file", raw.tls_cert_file, raw.tls_key_file)?;
     Ok(FrontConfig {
         listen: addr("front.listen", raw.listen.as_deref().unwrap_or(d::LISTEN))?,
         path,
@@ -65,6 +56,19 @@ fn front(raw: RawFront) -> Result<FrontConfig, ConfigError> {
         cache_scope: cache_scope(raw.cache_scope.as_deref().unwrap_or(d::CACHE_SCOPE))?,
         tls,
     })
+}
+
+/// A listener's certificate and key files: both or neither (`field` names the certificate's).
+pub(super) fn tls_files(
+    field: &str,
+    cert: Option<String>,
+    key: Option<String>,
+) -> Result<Option<TlsFiles>, ConfigError> {
+    match (cert, key) {
+        (Some(cert), Some(key)) => Ok(Some(TlsFiles { cert: cert.into(), key: key.into() })),
+        (None, None) => Ok(None),
+        _ => Err(ConfigError::invalid(field, "tls_cert_file and tls_key_file go together")),
+    }
 }
 
 fn origins(list: Vec<String>) -> Result<OriginPolicy, ConfigError> {

@@ -93,6 +93,23 @@ fn tls_replica(port: u16, dir: &std::path::Path, pki: &super::https::Pki, ca: &s
         .set("cluster", &format!("tls_ca_file = \"{ca}\"")))
 }
 
+/// A [`tls_replica`] in this process on a free port (returned), in front of `upstream`.
+async fn start_tls_replica(
+    upstream: &str,
+    dir: &std::path::Path,
+    pki: &super::https::Pki,
+    ca: &str,
+) -> TestResult<(Gateway, Client, u16)> {
+    on_free_port(address_in_use, |port| {
+        let setup = tls_replica(port, dir, pki, ca);
+        async move {
+            let (gateway, client) = start(&setup?, upstream).await?;
+            Ok((gateway, client, port))
+        }
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_retry_is_forwarded_over_tls_to_an_owner_whose_certificate_verifies() -> TestResult {
     let demo = demo::spawn_loopback(DemoOptions::default())?;
@@ -102,19 +119,8 @@ async fn a_retry_is_forwarded_over_tls_to_an_owner_whose_certificate_verifies() 
     std::fs::write(&ca, &pki.ca_pem)?;
     std::fs::write(&wrong_ca, &stranger.ca_pem)?;
     let ca = ca.display().to_string();
-    let (a, client_a, a_port) = on_free_port(address_in_use, |port| {
-        let setup = tls_replica(port, dir.path(), &pki, &ca);
-        let upstream = demo.url();
-        async move { Ok((start(&setup?, &upstream).await?, port)) }
-    })
-    .await
-    .map(|((gateway, client), port)| (gateway, client, port))?;
-    let (b, client_b) = on_free_port(address_in_use, |port| {
-        let setup = tls_replica(port, dir.path(), &pki, &ca);
-        let upstream = demo.url();
-        async move { start(&setup?, &upstream).await }
-    })
-    .await?;
+    let (a, client_a, a_port) = start_tls_replica(&demo.url(), dir.path(), &pki, &ca).await?;
+    let (b, client_b, _) = start_tls_replica(&demo.url(), dir.path(), &pki, &ca).await?;
 
     let (q1, s1) = order(&client_a).send().await?.input_required()?;
     let done = order(&client_b).state(&s1).responses(answer_all(&q1)).send().await?;
@@ -127,12 +133,7 @@ async fn a_retry_is_forwarded_over_tls_to_an_owner_whose_certificate_verifies() 
 
     // A replica that does not trust the replicas' CA cannot reach the owner: it replays.
     let wrong = wrong_ca.display().to_string();
-    let (c, client_c) = on_free_port(address_in_use, |port| {
-        let setup = tls_replica(port, dir.path(), &pki, &wrong);
-        let upstream = demo.url();
-        async move { start(&setup?, &upstream).await }
-    })
-    .await?;
+    let (c, client_c, _) = start_tls_replica(&demo.url(), dir.path(), &pki, &wrong).await?;
     let (q2, s2) = order(&client_a).send().await?.input_required()?;
     let replayed = order(&client_c).state(&s2).responses(answer_all(&q2)).send().await?;
     assert!(replayed.text()?.contains("placed"), "{}", replayed.text()?);

@@ -5,8 +5,8 @@
 use http::Uri;
 
 use super::super::raw::{RawCluster, RawMrtr};
-use super::super::{ClusterConfig, ConfigError, MrtrMode, ParkConfig, TlsFiles};
-use super::{addr, millis, positive};
+use super::super::{ClusterConfig, ConfigError, MrtrMode, ParkConfig};
+use super::{addr, millis, positive, tls_files};
 use crate::defaults as d;
 use crate::upstream::tls::TlsSettings;
 
@@ -52,16 +52,7 @@ pub(super) fn cluster(raw: RawCluster) -> Result<ClusterConfig, ConfigError> {
         raw.forward_connect_timeout_ms,
         d::FORWARD_CONNECT_TIMEOUT,
     )?;
-    let tls = match (raw.tls_cert_file, raw.tls_key_file) {
-        (Some(cert), Some(key)) => Some(TlsFiles { cert: cert.into(), key: key.into() }),
-        (None, None) => None,
-        _ => {
-            return Err(ConfigError::invalid(
-                "cluster.tls_cert_file",
-                "tls_cert_file and tls_key_file go together",
-            ))
-        }
-    };
+    let tls = tls_files("cluster.tls_cert_file", raw.tls_cert_file, raw.tls_key_file)?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let (advertise_url, listen) = match (raw.advertise_url, raw.listen) {
         (None, None) => (None, None),
