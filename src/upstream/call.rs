@@ -4,15 +4,16 @@
 //! A transport opens a call with [`Call::open`], which registers it with the session's router,
 //! and feeds the returned queue (the call's own reader for HTTP, the process's stdout reader
 //! for stdio). The queue is bounded, so a slow consumer slows the upstream reader instead of
-//! growing memory.
+//! growing memory. The whole call is bounded by the request timeout, so a hung upstream shows
+//! up as [`UpstreamError::Timeout`], distinct from a dead one ([`UpstreamError::Closed`]).
 //!
 //! An HTTP call's reader is not a task of its own: it is a future the call polls whenever its
 //! consumer waits for the next event ([`Call::with_reader`]), so the upstream's response wakes
 //! the consumer's task directly. A spawned reader cost two task hand-offs per call (its start,
 //! and each event it queued), which on a plain call were a good part of the gateway's added
-//! latency. A reader still running when the call drops is spawned then, to drain its stream
-//! so that its connection is reused. The whole call is bounded by the request timeout, so a hung upstream shows
-//! up as [`UpstreamError::Timeout`], distinct from a dead one ([`UpstreamError::Closed`]).
+//! latency. The reader becomes a task only when nobody will poll the call for a while: when it
+//! is parked ([`Call::detach`]), or when it drops with its stream still to drain so that its
+//! connection is reused.
 
 use std::future::Future;
 use std::pin::Pin;
