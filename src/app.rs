@@ -165,7 +165,7 @@ impl Gateway {
         let cluster_addr = match cfg.cluster.listen {
             Some(addr) => {
                 let tls = cfg.cluster.tls.as_ref();
-                Some(spawn_cluster(&mut tasks, (addr, tls), &front_state, &metrics, &stopped).await?)
+                Some(spawn_cluster(&mut tasks, addr, tls, &front_state, &metrics, &stopped).await?)
             }
             None => None,
         };
@@ -495,7 +495,8 @@ async fn spawn_admin(
 /// `cluster.tls_cert_file` is set.
 async fn spawn_cluster(
     tasks: &mut JoinSet<()>,
-    (addr, tls): (SocketAddr, Option<&crate::config::TlsFiles>),
+    addr: SocketAddr,
+    tls: Option<&crate::config::TlsFiles>,
     front: &Arc<FrontState>,
     metrics: &Arc<Metrics>,
     stopped: &watch::Receiver<bool>,
