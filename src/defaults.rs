@@ -201,6 +201,9 @@ pub const SUBSCRIPTIONS_MAX_LISTENERS: usize = 256;
 pub const SUBSCRIPTIONS_MAX_PER_PRINCIPAL: usize = 16;
 /// Resource URIs one listen request may name.
 pub const SUBSCRIPTIONS_MAX_URIS: usize = 64;
+/// A key's calls lease its listen session first while no other call has it, so that what they
+/// change on a per-session server reaches the key's listen streams.
+pub const SUBSCRIPTIONS_SHARE_WITH_CALLS: bool = true;
 /// Notifications queued for one listen stream (and between the upstream session and its
 /// listeners); a client that falls this far behind has its stream ended (not configurable).
 pub const LISTEN_QUEUE: usize = 64;

@@ -234,6 +234,8 @@ pub struct SubscriptionsConfig {
     pub max_per_principal: usize,
     /// Resource URIs one listen request may name.
     pub max_uris: usize,
+    /// The key's calls lease its listen session first when no other call has it.
+    pub share_with_calls: bool,
 }
 
 impl Default for SubscriptionsConfig {
@@ -244,6 +246,7 @@ impl Default for SubscriptionsConfig {
             max_listeners: d::SUBSCRIPTIONS_MAX_LISTENERS,
             max_per_principal: d::SUBSCRIPTIONS_MAX_PER_PRINCIPAL,
             max_uris: d::SUBSCRIPTIONS_MAX_URIS,
+            share_with_calls: d::SUBSCRIPTIONS_SHARE_WITH_CALLS,
         }
     }
 }

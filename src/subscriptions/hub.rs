@@ -7,7 +7,13 @@
 //! the pool's connector when none is idle) and keeps it: its GET
 //! stream (or a stdio child's stdout, or an HTTP+SSE stream) carries the list changes and the
 //! resource updates, which the session's router sends to the hub whatever stream they came on.
-//! Server requests on it are refused as on any session with no call in flight.
+//! Server requests on it go to the call it is lent to (below), and are refused, as on any
+//! session, when no call has it.
+//!
+//! With `subscriptions.share_with_calls` the hub also lends its session back to the pool for
+//! its key's calls ([`Lending`]), one at a time: a server that tells a session only of that
+//! session's own changes then tells the listen streams of what the principal's calls changed.
+//! Closing the hub withdraws the session first; a call still on it closes it as it ends.
 //!
 //! Each resource URI is subscribed upstream (`resources/subscribe`) by the first listener that
 //! asks for it and unsubscribed when the last one ends; the counts and the upstream requests
@@ -28,7 +34,7 @@ use crate::defaults;
 use crate::front::body::sse_event;
 use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::{methods, RequestId};
-use crate::upstream::{Session, UpstreamError, UpstreamEvent};
+use crate::upstream::{Lending, Session, UpstreamError, UpstreamEvent};
 
 /// One listen stream as the hub sees it.
 struct Slot {
@@ -48,14 +54,17 @@ pub(super) struct Hub {
     /// True once the upstream session is gone or the hub was closed.
     lost: watch::Sender<bool>,
     closed: AtomicBool,
+    /// The session lent to the key's calls, until the hub closes.
+    lending: Mutex<Option<Lending>>,
     metrics: ListenMetrics,
 }
 
 // === impl Hub ===
 
 impl Hub {
-    /// Takes over `session` (opened for this key) and starts fanning its notifications out.
-    pub(super) fn start(session: Session, metrics: ListenMetrics) -> Arc<Self> {
+    /// Takes over `session` (opened for this key, and lent to its calls by `lending` if any)
+    /// and starts fanning its notifications out.
+    pub(super) fn start(session: Session, lending: Option<Lending>, metrics: ListenMetrics) -> Arc<Self> {
         let notes = session.listen(defaults::LISTEN_QUEUE);
         let offer = Offer::from_capabilities(&session.initialize_result().capabilities);
         let hub = Arc::new(Self {
@@ -66,6 +75,7 @@ impl Hub {
             uris: tokio::sync::Mutex::new(HashMap::new()),
             lost: watch::channel(false).0,
             closed: AtomicBool::new(false),
+            lending: Mutex::new(lending),
             metrics,
         });
         hub.metrics.sessions.inc();
@@ -202,13 +212,19 @@ impl Hub {
         }
     }
 
-    /// Ends the hub: its fan-out stops and its session is closed upstream (bounded). Runs once.
+    /// Ends the hub: its fan-out stops and its session is closed upstream (bounded), or by the
+    /// call it is lent to as that call ends. Runs once.
     pub(super) async fn close(&self) {
         if self.closed.swap(true, Ordering::Relaxed) {
             return;
         }
         self.lose("closed");
         self.metrics.sessions.dec();
+        let lending = self.lending.lock().take();
+        if lending.is_some_and(|l| !l.withdraw()) {
+            tracing::debug!("a listen session is closed by the call it is lent to, as that call ends");
+            return;
+        }
         match tokio::time::timeout(defaults::SHUTDOWN_CLOSE, self.session.close()).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::debug!(error = %e, "closing a listen session failed"),

@@ -6,7 +6,7 @@
 //! - [`filter`]: the filter, the honoured subset and the messages a listener gets;
 //! - [`hub`]: one upstream session per (principal, capability set), fanned out to all its
 //!   listeners, with `resources/subscribe` once per URI and `resources/unsubscribe` after the
-//!   last listener of a URI;
+//!   last listener of a URI, and lent to the key's calls when no other call has it;
 //! - this file: the registry of hubs, the bounds on listeners (per principal and in total),
 //!   and each listener's stream, which ends when its client closes it (noticed at once), when
 //!   the gateway shuts down (after the graceful `subscriptions/listen` response), or when the
@@ -130,7 +130,8 @@ impl Subscriptions {
             .get_or_try_init(|| async {
                 let taken = self.pool.take_unpooled(&req.key, req.capabilities).await;
                 let session = taken.map_err(ListenError::Upstream)?;
-                Ok::<_, ListenError>(Hub::start(session, self.metrics.clone()))
+                let lending = self.cfg.share_with_calls.then(|| self.pool.lend(&req.key, session.clone()));
+                Ok::<_, ListenError>(Hub::start(session, lending, self.metrics.clone()))
             })
             .await?
             .clone();

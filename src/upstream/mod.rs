@@ -44,7 +44,7 @@ pub use call::Call;
 pub use error::UpstreamError;
 pub use event::UpstreamEvent;
 pub use handshake::InitializeResult;
-pub use pool::{Lease, Pool, PoolKey, PoolStats};
+pub use pool::{Lease, Lending, Pool, PoolKey, PoolStats};
 pub(crate) use session::Connector;
 pub use session::Session;
 pub use settings::{StdioSettings, ToolsChanged, UpstreamSettings};

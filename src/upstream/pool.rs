@@ -16,7 +16,9 @@
 //! after `pool_idle_timeout`.
 //!
 //! Warm processes (stdio, `pool_min_warm`) are started and left waiting for `initialize`; see
-//! [`warm`] for why that, and not an initialised session, is what is kept ready.
+//! [`warm`] for why that, and not an initialised session, is what is kept ready. A session a
+//! long-lived holder keeps outside the pool may be lent back to its key's calls, which then
+//! lease it first; see [`home`].
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
@@ -31,7 +33,10 @@ use super::admission::{Admission, Admitted, Bounds, PoolMetrics};
 use super::session::{Connector, Session, Spare};
 use super::{InitializeResult, UpstreamError, UpstreamSettings};
 
+mod home;
 mod warm;
+
+pub use home::Lending;
 
 /// (principal, capability fingerprint).
 pub type PoolKey = (Arc<str>, u8);
@@ -62,6 +67,8 @@ struct PoolInner {
     initialize: Mutex<Option<Arc<InitializeResult>>>,
     /// Wakes the task that keeps processes warm: one was taken or capacity freed.
     rewarm: Arc<Notify>,
+    /// Sessions held outside the pool and lent to their key's calls ([`home`]).
+    homes: home::Homes,
 }
 
 #[derive(Default)]
@@ -85,18 +92,22 @@ struct Idle {
 }
 
 enum Step {
+    /// The key's lent session ([`home`]).
+    Home(Arc<home::Home>, Session),
     Reuse(Session),
     /// Initialise this warm process.
     Warm(Spare),
     Start,
 }
 
-/// A session leased to one call; dropping it returns the session to the pool, or retires it if
-/// it is unhealthy or was poisoned.
+/// A session leased to one call; dropping it returns the session to the pool (or to the holder
+/// that lent it), or retires it if it is unhealthy or was poisoned.
 pub struct Lease {
     session: Session,
     key: PoolKey,
     pool: Arc<PoolInner>,
+    /// Set when the session is a lent one, which goes back to its holder, not to the pool.
+    home: Option<Arc<home::Home>>,
     poisoned: bool,
     /// Freed after the session is back in the pool, so the next caller finds it there.
     _slot: Admitted,
@@ -131,6 +142,7 @@ impl Pool {
             admission,
             initialize: Mutex::new(None),
             rewarm: Arc::new(Notify::new()),
+            homes: home::Homes::default(),
         });
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(reap(Arc::downgrade(&inner)));
@@ -157,6 +169,11 @@ impl Pool {
         // Opening a session is the rare path and its future is large: boxed, so every call's
         // future (held for as long as the call runs) stays small.
         match self.inner.acquire(&key) {
+            Step::Home(home, session) => {
+                let mut lease = self.lease_of(key, session, slot);
+                lease.home = Some(home);
+                Ok(lease)
+            }
             Step::Reuse(session) => Ok(self.lease_of(key, session, slot)),
             Step::Warm(spare) => Box::pin(self.start(key, &capabilities(), slot, Some(spare))).await,
             Step::Start => Box::pin(self.start(key, &capabilities(), slot, None)).await,
@@ -184,15 +201,22 @@ impl Pool {
     }
 
     fn lease_of(&self, key: PoolKey, session: Session, slot: Admitted) -> Lease {
-        Lease { session, key, pool: self.inner.clone(), poisoned: false, _slot: slot }
+        Lease { session, key, pool: self.inner.clone(), home: None, poisoned: false, _slot: slot }
+    }
+
+    /// Lends `session` (taken with [`Pool::take_unpooled`]) to the calls of `key`: until the
+    /// returned [`Lending`] is withdrawn or dropped, a call of that key leases it first whenever
+    /// no other call has it. See [`home`] for why.
+    pub fn lend(&self, key: &PoolKey, session: Session) -> Lending {
+        Lending::start(&self.inner, key.clone(), session)
     }
 
     /// A session of `key` for a holder that keeps it for a long time, such as the
     /// `subscriptions/listen` bridge: an idle session of the key is taken out of the pool (it
     /// costs no handshake, and for stdio no process start), or else one is opened on the
     /// pool's connector (its HTTP client or command) declaring `capabilities`. Either way it
-    /// leaves the pool: leases never see it, it counts against no pool bound, and its holder
-    /// closes it.
+    /// leaves the pool: it counts against no pool bound, its holder closes it, and leases see it
+    /// only if the holder lends it back ([`Pool::lend`]).
     pub async fn take_unpooled(&self, key: &PoolKey, capabilities: &Value) -> Result<Session, UpstreamError> {
         if let Some(session) = self.inner.take_idle(key) {
             return Ok(session);
@@ -293,6 +317,9 @@ impl PoolInner {
     /// reserve a new session. Slots bound leased + starting sessions, and warm processes only
     /// fill free room, so a full pool without a warm one always has an idle one to evict.
     fn acquire(&self, key: &PoolKey) -> Step {
+        if let Some(step) = self.lent(key) {
+            return step;
+        }
         let mut evicted = self.take_stale();
         let (step, dead) = {
             let mut state = self.state.lock();
@@ -322,6 +349,13 @@ impl PoolInner {
         warm::log_dead(&dead);
         close_in_background(evicted);
         step
+    }
+
+    /// The lent session of `key`, when there is one and no call has it.
+    fn lent(&self, key: &PoolKey) -> Option<Step> {
+        let home = self.homes.lock().get(key).cloned()?;
+        let session = home.lend()?;
+        Some(Step::Home(home, session))
     }
 
     /// Takes the most recently used healthy idle session of `key` out of the pool.
@@ -491,7 +525,10 @@ impl std::ops::Deref for Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         // A clone of the handle goes back; this one is dropped with the lease.
-        self.pool.release(self.key.clone(), self.session.clone(), self.poisoned);
+        match &self.home {
+            Some(home) => home.give_back(self.poisoned || !self.session.is_healthy()),
+            None => self.pool.release(self.key.clone(), self.session.clone(), self.poisoned),
+        }
     }
 }
 

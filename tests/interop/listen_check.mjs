@@ -1,7 +1,7 @@
 // Drive the real TypeScript MCP client's `subscriptions/listen` (@modelcontextprotocol/client
 // 2.4.0, pinned to 2026-07-28) through a gateway:
 //   - the acknowledged filter (the SDK's `honoredFilter`) must be exactly --honoured;
-//   - with --bump URI, a call of the upstream's `bump_counter` tool must bring a
+//   - with --bump URI, a call of the upstream's --tool (default `bump_counter`) must bring a
 //     `notifications/resources/updated` for URI to the client's handler, and no list change
 //     (the stream did not ask for one) before it;
 //   - `close()` must end the subscription as 'local'.
@@ -9,7 +9,7 @@
 // Prints `CHECK PASS|FAIL ts <target> <detail>` per check; exits 1 if any failed.
 //
 // Usage: node listen_check.mjs --url URL --target LABEL --filter JSON --honoured JSON
-//          [--bump URI] [--timeout SECONDS]
+//          [--bump URI [--tool NAME]] [--timeout SECONDS]
 
 import { isDeepStrictEqual } from 'node:util';
 import { parseArgs } from 'node:util';
@@ -22,6 +22,7 @@ const { values: opts } = parseArgs({
     filter: { type: 'string' },
     honoured: { type: 'string' },
     bump: { type: 'string' },
+    tool: { type: 'string', default: 'bump_counter' },
     timeout: { type: 'string', default: '60' },
   },
 });
@@ -73,7 +74,8 @@ async function main() {
     const wanted = canonical(JSON.parse(opts.honoured));
     report(isDeepStrictEqual(honoured, wanted), 'acknowledged', JSON.stringify(honoured));
     if (opts.bump) {
-      await within('bump_counter result', client.callTool({ name: 'bump_counter', arguments: {} }, undefined, { timeout: timeoutMs }));
+      const result = await within(`${opts.tool} result`, client.callTool({ name: opts.tool, arguments: {} }, undefined, { timeout: timeoutMs }));
+      if (result?.isError) throw new Error(`${opts.tool} answered an error result`);
       await within(`notifications/resources/updated for ${opts.bump}`, arrived);
       const onlyUpdates = seen.every((s) => s.startsWith('updated '));
       report(onlyUpdates, 'updated', `received: ${seen.join(', ')}`);

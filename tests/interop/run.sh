@@ -424,15 +424,27 @@ with_gateways() {
 
 # subscriptions/listen with the real TypeScript client (listen_check.mjs):
 # through gateway-everything, the acknowledgement must honour all four kinds
-# server-everything declares (it sends updates only to the session that asked
-# for them with a tool call, never to the gateway's listening session, so no
-# update is expected there); through a gateway fronting its embedded demo, a
-# bump_counter call must bring the subscribed resource's update, and nothing
-# the stream did not ask for.
+# server-everything declares. server-everything sends resource updates only to
+# the session that turned them on with its toggle-subscriber-updates tool: the
+# client's call of that tool runs on the gateway's listen session (the key's
+# calls share it), so the subscribed resource's update must arrive, through the
+# HTTP gateway and through the stdio one. Through a gateway fronting its
+# embedded demo, a bump_counter call must bring the subscribed resource's
+# update, and nothing the stream did not ask for.
 listen_checks() {
-  local all='{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["demo://resource/static/document/architecture.md"]}'
+  local doc='demo://resource/static/document/architecture.md'
+  local all='{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["'"$doc"'"]}'
+  local one='{"resourceSubscriptions":["'"$doc"'"]}'
   run_checks "ts:listen-everything" "$PROGRAM_SECONDS" node "$HERE/listen_check.mjs" --target listen-everything \
     --url "http://127.0.0.1:$P_G1/mcp" --filter "$all" --honoured "$all" --timeout "$CHECK_SECONDS"
+  local target port
+  for target in "listen-everything-updates:$P_G1" "listen-everything-stdio-updates:$P_S1"; do
+    port="${target##*:}"
+    target="${target%%:*}"
+    run_checks "ts:$target" "$PROGRAM_SECONDS" node "$HERE/listen_check.mjs" --target "$target" \
+      --url "http://127.0.0.1:$port/mcp" --filter "$one" --honoured "$one" \
+      --bump "$doc" --tool toggle-subscriber-updates --timeout "$CHECK_SECONDS"
+  done
   local p_gw p_gwa
   if ! start_on_any_port gateway-demo p_gw p_gwa "$GATEWAY" --state-key-file "$KEY_FILE"; then
     record FAIL "FAIL harness gateway-demo - not ready (logs in $RUN_DIR)"

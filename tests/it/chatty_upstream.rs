@@ -7,7 +7,11 @@
 //! - `url_required` fails with `-32042` listing one URL elicitation (a fresh `elicitationId`
 //!   per call, and [`UPSTREAM_WORDS`] in the message) until the test marks the out-of-band
 //!   interaction done ([`Chatty::complete`]), then answers `signed in`;
-//! - `url_required_unlisted` fails with a `-32042` that lists nothing.
+//! - `url_required_unlisted` fails with a `-32042` that lists nothing;
+//! - `touch` changes every resource its own session subscribed to (`resources/subscribe`) and
+//!   tells only that session, in its SSE answer: a `notifications/resources/updated` per URI,
+//!   then the result `touched <n>`. That is how many per-session servers notify (as
+//!   `server-everything`'s simulated updates do).
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,8 +48,10 @@ pub(crate) struct Seen {
     sessions: AtomicU64,
     /// `(session, level)` of every `logging/setLevel`, in order.
     set_levels: Mutex<Vec<(String, String)>>,
-    /// Tool calls, by name, in order.
-    calls: Mutex<Vec<String>>,
+    /// Tool calls, by name, in order, with the session each came on.
+    calls: Mutex<Vec<(String, String)>>,
+    /// `(session, uri)` of every subscription held now.
+    subscribed: Mutex<Vec<(String, String)>>,
     completed: AtomicBool,
 }
 
@@ -64,7 +70,22 @@ impl Seen {
     }
 
     pub(crate) fn calls_of(&self, tool: &str) -> usize {
-        self.calls.lock().iter().filter(|c| *c == tool).count()
+        self.calls.lock().iter().filter(|(c, _)| c == tool).count()
+    }
+
+    /// The sessions `tool`'s calls came on, in order.
+    pub(crate) fn sessions_of(&self, tool: &str) -> Vec<String> {
+        self.calls.lock().iter().filter(|(c, _)| c == tool).map(|(_, s)| s.clone()).collect()
+    }
+
+    /// The URIs `session` is subscribed to now.
+    fn subscriptions_of(&self, session: &str) -> Vec<String> {
+        self.subscribed.lock().iter().filter(|(s, _)| s == session).map(|(_, u)| u.clone()).collect()
+    }
+
+    /// The sessions subscribed to `uri` now.
+    pub(crate) fn subscribers(&self, uri: &str) -> Vec<String> {
+        self.subscribed.lock().iter().filter(|(_, u)| u == uri).map(|(s, _)| s.clone()).collect()
     }
 }
 
@@ -129,8 +150,10 @@ fn request(r: &RpcRequest, seen: &Seen, session: &str, logging: bool) -> Respons
     match r.method.as_str() {
         "initialize" => {
             let n = seen.sessions.fetch_add(1, Ordering::Relaxed) + 1;
-            let capabilities =
-                if logging { json!({"tools": {}, "logging": {}}) } else { json!({"tools": {}}) };
+            let mut capabilities = json!({"tools": {}, "resources": {"subscribe": true}});
+            if logging {
+                capabilities["logging"] = json!({});
+            }
             let result = json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
                                 "serverInfo": {"name": "chatty", "version": "1.0.0"}});
             let mut response = json_message(&json!({"jsonrpc": "2.0", "id": r.id, "result": result}));
@@ -144,22 +167,32 @@ fn request(r: &RpcRequest, seen: &Seen, session: &str, logging: bool) -> Respons
             json_message(&json!({"jsonrpc": "2.0", "id": r.id, "result": {}}))
         }
         "tools/list" => json_message(&json!({"jsonrpc": "2.0", "id": r.id, "result": {"tools": []}})),
-        "tools/call" => call(r, seen),
+        "tools/call" => call(r, seen, session),
+        "resources/subscribe" | "resources/unsubscribe" => {
+            let uri = r.params.as_ref().and_then(|p| p["uri"].as_str()).unwrap_or("").to_owned();
+            let mut subscribed = seen.subscribed.lock();
+            subscribed.retain(|(s, u)| (s.as_str(), u.as_str()) != (session, uri.as_str()));
+            if r.method == "resources/subscribe" {
+                subscribed.push((session.to_owned(), uri));
+            }
+            json_message(&json!({"jsonrpc": "2.0", "id": r.id, "result": {}}))
+        }
         other => {
             json_message(&json!({"jsonrpc": "2.0", "id": r.id, "error": {"code": -32601, "message": other}}))
         }
     }
 }
 
-fn call(r: &RpcRequest, seen: &Seen) -> Response<Body> {
+fn call(r: &RpcRequest, seen: &Seen, session: &str) -> Response<Body> {
     let tool = r.params.as_ref().and_then(|p| p["name"].as_str()).unwrap_or_default().to_owned();
     let number = {
         let mut calls = seen.calls.lock();
-        calls.push(tool.clone());
+        calls.push((tool.clone(), session.to_owned()));
         calls.len()
     };
     match tool.as_str() {
         "log_burst" => burst(r),
+        "touch" => touch(r, &seen.subscriptions_of(session)),
         "url_required" if seen.completed.load(Ordering::Relaxed) => json_message(&result(&r.id, "signed in")),
         "url_required" => {
             let elicitation = json!({"mode": "url", "elicitationId": format!("e-{number}"),
@@ -184,15 +217,33 @@ fn result(id: &RequestId, text: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}})
 }
 
-/// Every notification and the result in one SSE write, so they reach the gateway together.
-fn burst(r: &RpcRequest) -> Response<Body> {
-    let token = r.params.as_ref().map(|p| p["_meta"]["progressToken"].clone()).unwrap_or(Value::Null);
+/// One SSE body holding `messages`, written at once.
+fn sse(messages: impl IntoIterator<Item = Value>) -> Response<Body> {
     let mut chunk = Vec::new();
-    let mut event = |message: Value| {
+    for message in messages {
         chunk.extend_from_slice(b"event: message\ndata: ");
         chunk.extend_from_slice(message.to_string().as_bytes());
         chunk.extend_from_slice(b"\n\n");
-    };
+    }
+    let mut response = Response::new(Full::new(Bytes::from(chunk)).boxed());
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    response
+}
+
+/// An update of each of `uris`, on the call's own stream, then the result.
+fn touch(r: &RpcRequest, uris: &[String]) -> Response<Body> {
+    let updates = uris.iter().map(
+        |uri| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}),
+    );
+    let done = result(&r.id, &format!("touched {}", uris.len()));
+    sse(updates.chain(std::iter::once(done)))
+}
+
+/// Every notification and the result in one SSE write, so they reach the gateway together.
+fn burst(r: &RpcRequest) -> Response<Body> {
+    let token = r.params.as_ref().map(|p| p["_meta"]["progressToken"].clone()).unwrap_or(Value::Null);
+    let mut messages = Vec::new();
+    let mut event = |message: Value| messages.push(message);
     let progress = |n: u64| {
         json!({"jsonrpc": "2.0", "method": "notifications/progress",
                                    "params": {"progressToken": token, "progress": n, "total": 2}})
@@ -206,9 +257,7 @@ fn burst(r: &RpcRequest) -> Response<Body> {
     event(json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": complete}));
     event(progress(2));
     event(result(&r.id, "burst done"));
-    let mut response = Response::new(Full::new(Bytes::from(chunk)).boxed());
-    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    response
+    sse(messages)
 }
 
 fn json_message(message: &Value) -> Response<Body> {

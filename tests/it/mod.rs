@@ -22,6 +22,7 @@ mod key_rotation;
 mod legacy_clients;
 mod legacy_seam;
 mod limits;
+mod listen_sessions;
 mod logs;
 mod otel;
 mod param_headers;

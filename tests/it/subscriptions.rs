@@ -14,14 +14,14 @@ const COUNTER: &str = "demo://counter";
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The SSE messages of one open listen stream, read as they come.
-struct Events {
+pub(crate) struct Events {
     body: Incoming,
     buffer: String,
 }
 
 impl Events {
     /// Opens `subscriptions/listen` with `filter` as request `id`; the stream must be SSE.
-    async fn open(client: &Client, id: i64, filter: Value) -> TestResult<Self> {
+    pub(crate) async fn open(client: &Client, id: i64, filter: Value) -> TestResult<Self> {
         let response = client
             .request("subscriptions/listen")
             .id(json!(id))
@@ -40,7 +40,7 @@ impl Events {
     }
 
     /// The next message; `None` when the stream ended.
-    async fn next(&mut self) -> TestResult<Option<Value>> {
+    pub(crate) async fn next(&mut self) -> TestResult<Option<Value>> {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let event: String = self.buffer.drain(..end + 2).collect();
@@ -63,7 +63,7 @@ impl Events {
     }
 
     /// The next message, which must exist.
-    async fn message(&mut self) -> TestResult<Value> {
+    pub(crate) async fn message(&mut self) -> TestResult<Value> {
         self.next().await?.ok_or_else(|| HarnessError::Unexpected("the listen stream ended".into()))
     }
 }

@@ -24,6 +24,7 @@ pub(super) fn subscriptions(raw: RawSubscriptions) -> Result<SubscriptionsConfig
         max_listeners,
         max_per_principal,
         max_uris: positive("subscriptions.max_uris", raw.max_uris.unwrap_or(d::SUBSCRIPTIONS_MAX_URIS))?,
+        share_with_calls: raw.share_with_calls.unwrap_or(d::SUBSCRIPTIONS_SHARE_WITH_CALLS),
     })
 }
 

@@ -2,6 +2,7 @@
 //! per area: session wire behaviour, call streams, the pool, and the bounds in front of it.
 
 mod calls;
+mod lend;
 mod limit;
 mod pool;
 mod server;

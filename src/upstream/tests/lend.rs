@@ -1,0 +1,88 @@
+//! A session lent back to the pool by a long-lived holder (the listen bridge): its key's calls
+//! get it first, one at a time; other keys never do; a poisoned call retires it from calls
+//! without closing it; a withdrawal while a call has it leaves the close to that call's lease.
+
+use std::sync::Arc;
+
+use http::Method;
+
+use super::server::{Reply, Seen, TestServer};
+use super::{caps, on_call, settings};
+use crate::upstream::{Pool, PoolKey, PoolStats};
+
+fn key(principal: &str) -> PoolKey {
+    (Arc::from(principal), 0)
+}
+
+fn inits(seen: &Seen) -> bool {
+    seen.rpc_method() == Some("initialize")
+}
+
+fn deletes(seen: &Seen) -> bool {
+    seen.method == Method::DELETE
+}
+
+async fn server() -> TestServer {
+    TestServer::start(on_call(|_| Reply::Status(404))).await
+}
+
+#[tokio::test]
+async fn a_lent_session_serves_its_keys_calls_one_at_a_time() {
+    let server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    let held = pool.take_unpooled(&key("a"), &caps()).await.unwrap();
+    let _lending = pool.lend(&key("a"), held);
+    let first = pool.lease(key("a"), &caps()).await.unwrap();
+    assert_eq!(server.count(inits), 1, "the first call got the lent session");
+    assert_eq!(pool.stats(), PoolStats::default(), "a lent session is not the pool's");
+    let second = pool.lease(key("a"), &caps()).await.unwrap();
+    assert_eq!(server.count(inits), 2, "a second call at once gets a pooled session");
+    let other = pool.lease(key("b"), &caps()).await.unwrap();
+    assert_eq!(server.count(inits), 3, "another key never gets it");
+    drop(first);
+    let third = pool.lease(key("a"), &caps()).await.unwrap();
+    assert_eq!(server.count(inits), 3, "given back, it serves the next call");
+    assert_eq!(pool.stats().leased, 2);
+    drop((second, other, third));
+    assert_eq!(pool.stats(), PoolStats { idle: 2, leased: 0, starting: 0, warm: 0 });
+}
+
+#[tokio::test]
+async fn a_poisoned_call_retires_the_lent_session_from_calls_without_closing_it() {
+    let server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    let held = pool.take_unpooled(&key("a"), &caps()).await.unwrap();
+    let lending = pool.lend(&key("a"), held.clone());
+    pool.lease(key("a"), &caps()).await.unwrap().poison();
+    drop(pool.lease(key("a"), &caps()).await.unwrap());
+    assert_eq!(server.count(inits), 2, "the next call got a pooled session");
+    assert!(held.is_healthy());
+    assert!(lending.withdraw(), "no call holds it: its holder closes it");
+    assert_eq!(server.count(deletes), 0, "nobody closed the holder's session for it");
+}
+
+#[tokio::test]
+async fn a_withdrawal_leaves_the_close_to_the_call_holding_the_session() {
+    let mut server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    let held = pool.take_unpooled(&key("a"), &caps()).await.unwrap();
+    let lending = pool.lend(&key("a"), held);
+    let call = pool.lease(key("a"), &caps()).await.unwrap();
+    assert!(!lending.withdraw(), "a call holds it");
+    drop(pool.lease(key("a"), &caps()).await.unwrap());
+    assert_eq!(server.count(inits), 2, "withdrawn, it serves no new call");
+    assert_eq!(server.count(deletes), 0, "the call still has it");
+    drop(call);
+    server.wait_for(deletes).await;
+    assert_eq!(pool.stats().idle, 1, "only the pooled session went back to the pool");
+}
+
+#[tokio::test]
+async fn dropping_the_lending_withdraws_the_session() {
+    let server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    let held = pool.take_unpooled(&key("a"), &caps()).await.unwrap();
+    drop(pool.lend(&key("a"), held));
+    drop(pool.lease(key("a"), &caps()).await.unwrap());
+    assert_eq!(server.count(inits), 2);
+}
