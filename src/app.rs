@@ -398,6 +398,7 @@ pub(crate) fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> Upst
     s.pool_acquire_timeout = cfg.upstream.pool_acquire_timeout;
     s.pool_max_per_key = cfg.upstream.pool_max_per_key;
     s.pool_min_warm = cfg.upstream.pool_min_warm;
+    s.listen_sessions = cfg.subscriptions.upstream_sessions();
     s.max_connections = cfg.upstream.max_connections;
     s.max_connecting = cfg.upstream.max_connecting;
     s
@@ -421,7 +422,9 @@ fn demo_options(cfg: &Config) -> DemoOptions {
     let defaults = DemoOptions::default();
     DemoOptions {
         max_connections: defaults.max_connections.max(upstream.max_connections + upstream.max_connecting),
-        max_sessions: defaults.max_sessions.max(2 * upstream.pool_max_sessions),
+        max_sessions: defaults
+            .max_sessions
+            .max(2 * upstream.pool_max_sessions + cfg.subscriptions.upstream_sessions()),
         ..defaults
     }
 }

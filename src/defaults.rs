@@ -60,11 +60,12 @@ pub const MAX_CONNECTING: usize = 32;
 /// Upstream connections allowed beyond two per session, for short POSTs (answers, cancels).
 pub const SPARE_CONNECTIONS: usize = 16;
 
-/// The default `upstream.max_connections`: each session holds its GET stream and, while
-/// leased, its call's response stream; the spare ones carry the short POSTs. Requests in flight
-/// stay `MAX_CONNECTING` below it, so those connections are there for connects to start at once.
-pub const fn max_connections(pool_max_sessions: usize) -> usize {
-    2 * pool_max_sessions + SPARE_CONNECTIONS + MAX_CONNECTING
+/// The default `upstream.max_connections`: each session (pooled, or listening for
+/// `subscriptions/listen`) holds its GET stream and, while a call or request runs on it, that
+/// call's response stream; the spare ones carry the short POSTs. Requests in flight stay
+/// `MAX_CONNECTING` below it, so those connections are there for connects to start at once.
+pub const fn max_connections(pool_max_sessions: usize, listen_sessions: usize) -> usize {
+    2 * (pool_max_sessions + listen_sessions) + SPARE_CONNECTIONS + MAX_CONNECTING
 }
 /// Largest SSE event or JSON body accepted from the upstream (not configurable).
 pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
@@ -201,6 +202,9 @@ pub const SUBSCRIPTIONS_MAX_LISTENERS: usize = 256;
 pub const SUBSCRIPTIONS_MAX_PER_PRINCIPAL: usize = 16;
 /// Resource URIs one listen request may name.
 pub const SUBSCRIPTIONS_MAX_URIS: usize = 64;
+/// Upstream sessions (stdio: processes) held for listen streams at once, one per listening
+/// (principal, capability set); past it a listen stream of a new key is refused (503).
+pub const SUBSCRIPTIONS_MAX_SESSIONS: usize = 16;
 /// A key's calls lease its listen session first while no other call has it, so that what they
 /// change on a per-session server reaches the key's listen streams.
 pub const SUBSCRIPTIONS_SHARE_WITH_CALLS: bool = true;

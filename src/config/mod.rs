@@ -236,6 +236,19 @@ pub struct SubscriptionsConfig {
     pub max_uris: usize,
     /// The key's calls lease its listen session first when no other call has it.
     pub share_with_calls: bool,
+    /// Upstream sessions held for listen streams at once (one per listening key).
+    pub max_sessions: usize,
+}
+
+impl SubscriptionsConfig {
+    /// The upstream sessions listen streams may hold: none when the bridge is off.
+    pub fn upstream_sessions(&self) -> usize {
+        if self.enabled {
+            self.max_sessions
+        } else {
+            0
+        }
+    }
 }
 
 impl Default for SubscriptionsConfig {
@@ -247,6 +260,7 @@ impl Default for SubscriptionsConfig {
             max_per_principal: d::SUBSCRIPTIONS_MAX_PER_PRINCIPAL,
             max_uris: d::SUBSCRIPTIONS_MAX_URIS,
             share_with_calls: d::SUBSCRIPTIONS_SHARE_WITH_CALLS,
+            max_sessions: d::SUBSCRIPTIONS_MAX_SESSIONS,
         }
     }
 }

@@ -353,6 +353,10 @@ pub struct RawSubscriptions {
     pub max_per_principal: Option<usize>,
     /// Most resource URIs in one listen request; past it the request gets 400. Default 64.
     pub max_uris: Option<usize>,
+    /// Most upstream sessions (stdio: processes) held for listen streams, one per listening
+    /// principal and capability set; past it a listen stream that needs a new one gets 503.
+    /// Default 16; at most `max_listeners`. They count in `upstream.max_connections`.
+    pub max_sessions: Option<usize>,
     /// While a principal listens, its calls run on the listen session whenever no other call
     /// has it, so a server that notifies a session only of its own changes tells the listen
     /// streams of them. Default true; false keeps every call on the pool's sessions.

@@ -18,17 +18,18 @@ use crate::upstream::tls::{ClientIdentity, TlsSettings};
 
 /// Validates a raw configuration.
 pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
+    let subscriptions = subscriptions::subscriptions(raw.subscriptions)?;
     Ok(Config {
         front: front(raw.front)?,
         admin_listen: admin(raw.admin)?,
-        upstream: upstream(raw.upstream)?,
+        upstream: upstream(raw.upstream, subscriptions.upstream_sessions())?,
         mrtr: mrtr(raw.mrtr)?,
         state: state(raw.state)?,
         auth: super::auth::validate(raw.auth)?,
         log: log(raw.log)?,
         legacy: legacy(raw.legacy)?,
         limits: limits::limits(raw.limits)?,
-        subscriptions: subscriptions::subscriptions(raw.subscriptions)?,
+        subscriptions,
         cluster: park::cluster(raw.cluster)?,
         tracing: tracing::tracing(raw.tracing)?,
     })
@@ -105,7 +106,8 @@ fn admin(raw: RawAdmin) -> Result<Option<SocketAddr>, ConfigError> {
     addr("admin.listen", raw.listen.as_deref().unwrap_or(d::ADMIN_LISTEN)).map(Some)
 }
 
-fn upstream(mut raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
+/// `listen_sessions`: the sessions `subscriptions/listen` may hold beside the pool's.
+fn upstream(mut raw: RawUpstream, listen_sessions: usize) -> Result<UpstreamConfig, ConfigError> {
     let target = target(&mut raw)?;
     let protocol_version = match raw.protocol_version.as_deref() {
         None => d::UPSTREAM_VERSION,
@@ -139,7 +141,7 @@ fn upstream(mut raw: RawUpstream) -> Result<UpstreamConfig, ConfigError> {
         )?,
         pool_max_per_key: pool_max_per_key(raw.pool_max_per_key, pool_max_sessions)?,
         pool_min_warm,
-        max_connections: max_connections(raw.max_connections, pool_max_sessions)?,
+        max_connections: max_connections(raw.max_connections, pool_max_sessions, listen_sessions)?,
         max_connecting: positive("upstream.max_connecting", raw.max_connecting.unwrap_or(d::MAX_CONNECTING))?,
         roots: raw.roots.map(roots).transpose()?,
         tls: upstream_tls(raw.tls.unwrap_or_default())?,
@@ -187,16 +189,23 @@ fn target(raw: &mut RawUpstream) -> Result<UpstreamTarget, ConfigError> {
     }
 }
 
-/// Every session may hold two connections at once (its GET stream and its call's response
-/// stream); a bound at or below that could leave a call's answers waiting for ever.
-fn max_connections(raw: Option<usize>, pool_max_sessions: usize) -> Result<usize, ConfigError> {
-    let n = raw.unwrap_or(d::max_connections(pool_max_sessions));
-    if n <= 2 * pool_max_sessions {
+/// Every session, pooled or listening, may hold two connections at once (its GET stream and its
+/// call's response stream); a bound at or below that could leave a call's answers waiting for
+/// ever.
+fn max_connections(
+    raw: Option<usize>,
+    pool_max_sessions: usize,
+    listen_sessions: usize,
+) -> Result<usize, ConfigError> {
+    let n = raw.unwrap_or(d::max_connections(pool_max_sessions, listen_sessions));
+    let sessions = pool_max_sessions + listen_sessions;
+    if n <= 2 * sessions {
         return Err(ConfigError::invalid(
             "upstream.max_connections",
             format!(
-                "must be more than twice upstream.pool_max_sessions ({pool_max_sessions}): each session \
-                 holds its GET stream and its call's response stream"
+                "must be more than twice upstream.pool_max_sessions + subscriptions.max_sessions \
+                 ({pool_max_sessions} + {listen_sessions}): each session holds its GET stream and its \
+                 call's response stream"
             ),
         ));
     }

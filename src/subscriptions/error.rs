@@ -16,6 +16,8 @@ pub enum ListenError {
     PerPrincipal { limit: usize },
     #[error("too many subscriptions/listen streams open on this gateway (the limit is {limit})")]
     Total { limit: usize },
+    #[error("too many clients listen on this gateway: no upstream session is free for another (the limit is {limit})")]
+    Sessions { limit: usize },
     /// The gateway is shutting down.
     #[error("the gateway is shutting down")]
     ShuttingDown,
@@ -34,6 +36,7 @@ impl ListenError {
             Self::TooManyUris { .. } => "too_many_uris",
             Self::PerPrincipal { .. } => "per_principal",
             Self::Total { .. } => "total",
+            Self::Sessions { .. } => "sessions",
             Self::ShuttingDown => "shutting_down",
             Self::Upstream(_) => "upstream",
         }

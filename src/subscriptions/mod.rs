@@ -82,6 +82,10 @@ struct Registry {
     hubs: HashMap<PoolKey, Arc<Entry>>,
     per_principal: HashMap<Arc<str>, usize>,
     total: usize,
+    /// Entries whose upstream session may be open: from the entry's first listener until its
+    /// last one is gone and the session closed (a lost hub's entry leaves `hubs` earlier, while
+    /// its session still closes). Bounded by `subscriptions.max_sessions`.
+    sessions: usize,
 }
 
 /// One key's hub, opened once by whichever listener comes first.
@@ -181,6 +185,13 @@ impl Subscriptions {
         if stale {
             reg.hubs.remove(key);
         }
+        // A key without an entry needs an upstream session of its own.
+        if !reg.hubs.contains_key(key) {
+            if reg.sessions >= self.cfg.max_sessions {
+                return Err(ListenError::Sessions { limit: self.cfg.max_sessions });
+            }
+            reg.sessions += 1;
+        }
         let entry = reg.hubs.entry(key.clone()).or_default().clone();
         *entry.listeners.lock() += 1;
         *reg.per_principal.entry(key.0.clone()).or_default() += 1;
@@ -253,15 +264,22 @@ impl Drop for Guard {
             }
             last
         };
-        let Some(hub) = hub else { return };
         let uris = std::mem::take(&mut self.uris);
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
-                hub.release(&uris).await;
-                if last {
-                    hub.close().await;
-                }
-            });
+        let handle = tokio::runtime::Handle::try_current().ok();
+        match (hub, handle) {
+            (Some(hub), Some(handle)) => {
+                let state = self.state.clone();
+                handle.spawn(async move {
+                    hub.release(&uris).await;
+                    if last {
+                        hub.close().await;
+                        state.lock().sessions -= 1;
+                    }
+                });
+            }
+            // No session was opened (or none can be closed here): nothing holds it any more.
+            _ if last => self.state.lock().sessions -= 1,
+            _ => {}
         }
     }
 }

@@ -58,8 +58,12 @@ pub struct UpstreamSettings {
     /// that finds no idle session of its key skips the process start. Ignored by the network
     /// transports, whose sessions cost no process.
     pub pool_min_warm: usize,
-    /// Most TCP connections open to the upstream. It must exceed twice `pool_max_sessions`:
-    /// each session holds its GET stream and, while leased, its call's response stream.
+    /// Most sessions held outside the pool for `subscriptions/listen` (0 when it is off); they
+    /// need connections as pooled sessions do.
+    pub listen_sessions: usize,
+    /// Most TCP connections open to the upstream. It must exceed twice `pool_max_sessions` +
+    /// `listen_sessions`: each session holds its GET stream and, while a call or request runs
+    /// on it, that response stream.
     pub max_connections: usize,
     /// Most TCP connections being opened at once.
     pub max_connecting: usize,
@@ -167,7 +171,11 @@ impl UpstreamSettings {
             pool_max_queued: defaults::POOL_MAX_QUEUED,
             pool_max_per_key: defaults::pool_max_per_key(defaults::POOL_MAX_SESSIONS),
             pool_min_warm: defaults::POOL_MIN_WARM,
-            max_connections: defaults::max_connections(defaults::POOL_MAX_SESSIONS),
+            listen_sessions: defaults::SUBSCRIPTIONS_MAX_SESSIONS,
+            max_connections: defaults::max_connections(
+                defaults::POOL_MAX_SESSIONS,
+                defaults::SUBSCRIPTIONS_MAX_SESSIONS,
+            ),
             max_connecting: defaults::MAX_CONNECTING,
             max_event_bytes: defaults::MAX_EVENT_BYTES,
             tools_changed: ToolsChanged::default(),

@@ -86,7 +86,9 @@ async fn upstream_connections_and_queue_are_bounded() -> TestResult {
     let setup = Setup::new()
         .set("upstream", &format!("pool_max_sessions = {SESSIONS}"))
         .set("upstream", &format!("max_connections = {CONNECTIONS}"))
-        .set("upstream", &format!("pool_max_queued = {QUEUED}"));
+        .set("upstream", &format!("pool_max_queued = {QUEUED}"))
+        // Only pooled sessions here: no connection is set aside for listen sessions.
+        .set("subscriptions", "enabled = false");
     let (gateway, client) = setup.attach_url(&relay.url()).await?;
 
     let replies = join_all((0..BURST).map(|_| slow_call(&client))).await;

@@ -81,3 +81,36 @@ async fn with_sharing_off_calls_stay_on_the_pool() -> TestResult {
     gateway.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn listen_sessions_are_bounded_with_a_clear_error() -> TestResult {
+    let upstream = Chatty::spawn(false).await?;
+    let setup = Setup::new().set("subscriptions", "max_sessions = 1");
+    let (gateway, client) = setup.attach_url(&upstream.url()).await?;
+    let first = listen(&client, 1).await?;
+    // The same key shares the session it holds; another capability set is another key.
+    let second = listen(&client, 2).await?;
+    let other_key = json!({"elicitation": {"form": {}}});
+    let refused = client
+        .request("subscriptions/listen")
+        .caps(other_key.clone())
+        .param("notifications", json!({"resourceSubscriptions": [URI]}))
+        .send()
+        .await?;
+    let message = refused.expect_error(http::StatusCode::SERVICE_UNAVAILABLE, -32603)?;
+    assert!(message.contains("no upstream session is free") && message.contains("limit is 1"), "{message}");
+    let series = "mrtr_gateway_listen_refused_total{reason=\"sessions\"}";
+    assert_eq!(metric(&gateway, series), 1.0);
+    drop((first, second));
+    eventually("the listen session to be closed", || metric(&gateway, HUBS) == 0.0).await?;
+    let again = client
+        .request("subscriptions/listen")
+        .caps(other_key)
+        .param("notifications", json!({"resourceSubscriptions": [URI]}))
+        .open()
+        .await?;
+    assert_eq!(again.status(), http::StatusCode::OK, "the session was given back");
+    drop(again);
+    gateway.shutdown().await;
+    Ok(())
+}

@@ -25,6 +25,10 @@ pub(super) fn subscriptions(raw: RawSubscriptions) -> Result<SubscriptionsConfig
         max_per_principal,
         max_uris: positive("subscriptions.max_uris", raw.max_uris.unwrap_or(d::SUBSCRIPTIONS_MAX_URIS))?,
         share_with_calls: raw.share_with_calls.unwrap_or(d::SUBSCRIPTIONS_SHARE_WITH_CALLS),
+        max_sessions: positive(
+            "subscriptions.max_sessions",
+            raw.max_sessions.unwrap_or(d::SUBSCRIPTIONS_MAX_SESSIONS).min(max_listeners),
+        )?,
     })
 }
 
@@ -42,6 +46,9 @@ mod tests {
             RawSubscriptions { max_listeners: Some(4), max_per_principal: Some(5), ..Default::default() };
         assert!(subscriptions(over).unwrap_err().to_string().contains("at most subscriptions.max_listeners"));
         let small = RawSubscriptions { max_listeners: Some(4), ..Default::default() };
-        assert_eq!(subscriptions(small).unwrap().max_per_principal, 4);
+        let small = subscriptions(small).unwrap();
+        assert_eq!((small.max_per_principal, small.max_sessions), (4, 4), "each capped by the listeners");
+        let none = RawSubscriptions { max_sessions: Some(0), ..Default::default() };
+        assert!(subscriptions(none).unwrap_err().to_string().contains("subscriptions.max_sessions"));
     }
 }

@@ -138,13 +138,21 @@ fn bad_keys_fail_at_load_naming_their_source() {
 }
 
 #[test]
-fn upstream_connections_follow_the_pool() {
+fn upstream_connections_follow_the_pool_and_the_listen_sessions() {
     let c = Config::from_toml("[upstream]\npool_max_sessions = 10").unwrap();
-    assert_eq!(c.upstream.max_connections, 68, "two per session, 16 spare and 32 for connects");
+    assert_eq!(
+        c.upstream.max_connections, 100,
+        "two per session (10 pooled, 16 listening), 16 spare, 32 connects"
+    );
     assert_eq!((c.upstream.pool_max_queued, c.upstream.max_connecting), (1024, 32));
-    let e = err("[upstream]\npool_max_sessions = 10\nmax_connections = 20");
-    assert!(e.starts_with("upstream.max_connections:"), "{e}");
-    assert!(Config::from_toml("[upstream]\npool_max_sessions = 10\nmax_connections = 21").is_ok());
+    let e = err("[upstream]\npool_max_sessions = 10\nmax_connections = 52");
+    assert!(e.starts_with("upstream.max_connections:") && e.contains("(10 + 16)"), "{e}");
+    assert!(Config::from_toml("[upstream]\npool_max_sessions = 10\nmax_connections = 53").is_ok());
+    let four = "[upstream]\npool_max_sessions = 10\n[subscriptions]\nmax_sessions = 4";
+    assert_eq!(Config::from_toml(four).unwrap().upstream.max_connections, 76);
+    let off = "[subscriptions]\nenabled = false\n[upstream]\npool_max_sessions = 10";
+    assert_eq!(Config::from_toml(off).unwrap().upstream.max_connections, 68, "no listen session when off");
+    assert!(Config::from_toml(&format!("{off}\nmax_connections = 21")).is_ok());
     assert!(err("[upstream]\nmax_connecting = 0").starts_with("upstream.max_connecting:"));
 }
 

@@ -121,8 +121,9 @@ impl Transport {
         tcp.set_nodelay(true);
         tcp.enforce_http(false);
         let bounds = (settings.max_connections, settings.max_connecting);
-        // Every session's GET stream and call stream, and one more request, always fit.
-        let streams = 2 * settings.pool_max_sessions + 1;
+        // Every session's GET stream and call stream (pooled or listening), and one more
+        // request, always fit.
+        let streams = 2 * (settings.pool_max_sessions + settings.listen_sessions) + 1;
         let slots = Slots::new(slots::bound(settings.max_connections, settings.max_connecting, streams));
         let connector = LimitedConnector::new(tcp, bounds, settings.connect_timeout, connections);
         // A plain upstream never handshakes, so it needs no trust roots (a minimal image may
