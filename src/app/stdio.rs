@@ -10,8 +10,8 @@ use tokio::task::JoinSet;
 
 use super::reload::Hangups;
 use super::{
-    close_sessions, embedded_demo, front_state_with, front_timeout, live_keys, signal, upstream_settings,
-    AppError, ReloadHandle,
+    close_sessions, embedded_demo, front_state_with, front_timeout, live_keys, signal, subscriptions,
+    upstream_settings, AppError, ReloadHandle,
 };
 use crate::auth::Auth;
 use crate::bridge::Clock;
@@ -44,7 +44,12 @@ pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Resul
     let auth = Auth::new(&cfg.auth, metrics.auth.clone());
     let tracing = Tracing::start(cfg.tracing.as_ref())?;
     let state = front_state_with(&cfg, &metrics, &pool, Clock::System, auth, keys)?;
-    let state = Arc::new(state.without_param_headers().with_tracing(tracing.clone()));
+    let mut state = state.without_param_headers().with_tracing(tracing.clone());
+    let subscriptions = subscriptions(&cfg, &pool, &metrics);
+    if let Some(subscriptions) = &subscriptions {
+        state = state.with_subscriptions(subscriptions.clone());
+    }
+    let state = Arc::new(state);
     let service = front::stack(state, front_timeout(&cfg));
     let opts = StdioOptions {
         path: cfg.front.path.clone(),
@@ -53,7 +58,10 @@ pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Resul
         drain: cfg.front.drain,
     };
     tracing::info!("mrtr-gateway serving MCP 2026-07-28 on stdin/stdout");
-    let serving = stdio_front::serve(service, tokio::io::stdin(), tokio::io::stdout(), opts, shutdown);
+    // Listen streams never end by themselves: at the end of input they end gracefully.
+    let stop_listening = || subscriptions.iter().for_each(|s| s.stop());
+    let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
+    let serving = stdio_front::serve_then_stop(service, stdin, stdout, opts, shutdown, stop_listening);
     let served = tokio::select! {
         biased;
         served = serving => served,
@@ -61,6 +69,9 @@ pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Resul
     };
     let _ = stop.send(true);
     while tasks.join_next().await.is_some() {}
+    if let Some(subscriptions) = &subscriptions {
+        subscriptions.close_sessions().await;
+    }
     close_sessions(&pool).await;
     if let Some(tracing) = tracing {
         tracing.shutdown().await;

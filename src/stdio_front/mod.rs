@@ -18,8 +18,12 @@
 //!   SSE stream does over HTTP), and nothing more is written for it;
 //! - the front never writes requests (MRTR questions are `input_required` results), and logs go
 //!   to stderr, so stdout carries JSON-RPC messages only;
-//! - end of stdin stops reading; in-flight requests finish within `front.drain`, then the
-//!   process ends.
+//! - `subscriptions/listen` is the HTTP front's listen stream as lines: the acknowledgement,
+//!   then each notification as it comes; the client's `notifications/cancelled` ends it. When
+//!   its upstream session is lost it ends with `notifications/cancelled` naming it (see
+//!   [`reply`]), and at the end of input with the graceful result;
+//! - end of stdin stops reading; listen streams end gracefully, in-flight requests finish
+//!   within `front.drain`, then the process ends.
 //!
 //! The one check made here rather than in the front: an MRTR method whose `name`/`uri` is not a
 //! string gets the front's own `-32602`, since over stdio there is no `Mcp-Name` header whose
@@ -31,7 +35,7 @@ mod reply;
 mod serve;
 mod synth;
 
-pub use serve::{serve, StdioOptions};
+pub use serve::{serve, serve_then_stop, StdioOptions};
 
 /// Why the stdio front stopped other than by the end of its input.
 #[derive(Debug, thiserror::Error)]

@@ -2,6 +2,11 @@
 //! none); an SSE body is one line per event, sent as each event arrives, so progress reaches the
 //! client before the result. The HTTP status is not needed: every body the front writes is a
 //! complete JSON-RPC message.
+//!
+//! Over HTTP a stream that ends without its response tells the client the request was lost (a
+//! listen stream whose upstream session died ends so). Over stdio nothing ends, so the client
+//! is told ([`unanswered`]): a listen request gets `notifications/cancelled` naming it, the one
+//! server-sent use the transport allows, and any other request an error response.
 
 use std::fmt::Display;
 use std::pin::pin;
@@ -14,13 +19,16 @@ use http_body_util::BodyExt;
 use tokio::sync::mpsc;
 
 use super::output::one_line;
+use crate::error::FrontError;
+use crate::protocol::jsonrpc::error_bytes;
+use crate::protocol::{methods, RequestId};
 
 /// The client's side of stdout is gone.
 #[derive(Debug)]
 pub(super) struct Closed;
 
-/// Sends the messages of `response` to `out`, in order.
-pub(super) async fn relay<B>(response: Response<B>, out: &mpsc::Sender<Bytes>) -> Result<(), Closed>
+/// Sends the messages of `response` to `out`, in order; true when one of them was a response.
+pub(super) async fn relay<B>(response: Response<B>, out: &mpsc::Sender<Bytes>) -> Result<bool, Closed>
 where
     B: Body<Data = Bytes>,
     B::Error: Display,
@@ -30,6 +38,7 @@ where
     let mut body = pin!(response.into_body());
     let mut events = SseDecoder::default();
     let mut whole = Vec::new();
+    let mut responded = false;
     while let Some(frame) = body.frame().await {
         let data = match frame {
             Ok(frame) => match frame.into_data() {
@@ -46,14 +55,50 @@ where
             continue;
         }
         for message in events.push(&data) {
+            responded |= is_response(&message);
             send(out, message).await?;
         }
     }
     let last = if sse { events.finish() } else { Some(whole) };
     match last {
-        Some(message) if !message.iter().all(u8::is_ascii_whitespace) => send(out, message).await,
-        _ => Ok(()),
+        Some(message) if !message.iter().all(u8::is_ascii_whitespace) => {
+            // A JSON body is the response (or the error that stands for it).
+            responded |= !sse || is_response(&message);
+            send(out, message).await?;
+            Ok(responded)
+        }
+        _ => Ok(responded),
     }
+}
+
+/// Tells the client that request `id` (`subscriptions/listen` when `listen`) ended without a
+/// response.
+pub(super) async fn unanswered(id: &RequestId, listen: bool, out: &mpsc::Sender<Bytes>) {
+    let message = if listen {
+        let params = serde_json::json!({
+            "requestId": id,
+            "reason": "the subscription ended: listen again",
+        });
+        let note = serde_json::json!({"jsonrpc": "2.0", "method": methods::CANCELLED, "params": params});
+        note.to_string().into_bytes()
+    } else {
+        tracing::warn!(%id, "a stdio request's response ended before its result");
+        let e = FrontError::internal("the gateway's response ended before its result");
+        error_bytes(Some(id), &e.to_object())
+    };
+    let _ = send(out, message).await;
+}
+
+/// True for a JSON-RPC response: a result or an error, no method.
+fn is_response(message: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        method: Option<serde::de::IgnoredAny>,
+        result: Option<serde::de::IgnoredAny>,
+        error: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<Probe>(message)
+        .is_ok_and(|p| p.method.is_none() && (p.result.is_some() || p.error.is_some()))
 }
 
 async fn send(out: &mpsc::Sender<Bytes>, message: Vec<u8>) -> Result<(), Closed> {
@@ -104,6 +149,51 @@ fn event_data(event: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http_body_util::Full;
+
+    fn response(content_type: &'static str, body: impl Into<String>) -> Response<Full<Bytes>> {
+        let mut response = Response::new(Full::new(Bytes::from(body.into())));
+        response.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static(content_type));
+        response
+    }
+
+    /// The lines `response` becomes, and whether one was its response.
+    async fn lines(response: Response<Full<Bytes>>) -> (Vec<String>, bool) {
+        let (tx, mut rx) = mpsc::channel(8);
+        let responded = relay(response, &tx).await.unwrap();
+        drop(tx);
+        let mut lines = Vec::new();
+        while let Some(line) = rx.recv().await {
+            lines.push(String::from_utf8(line.to_vec()).unwrap());
+        }
+        (lines, responded)
+    }
+
+    #[tokio::test]
+    async fn a_stream_without_its_response_is_told_apart() {
+        let note = r#"data: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#;
+        let ended = format!("{note}\n\ndata: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{}}}}\n\n");
+        let (sent, responded) = lines(response("text/event-stream", ended)).await;
+        assert_eq!((sent.len(), responded), (2, true));
+        let (sent, responded) = lines(response("text/event-stream", format!("{note}\n\n"))).await;
+        assert_eq!((sent.len(), responded), (1, false), "a notification alone is no response");
+        let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}"#;
+        assert_eq!(lines(response("application/json", error)).await, (vec![error.to_owned()], true));
+        assert_eq!(lines(response("application/json", "")).await, (vec![], false), "a 202 answers nothing");
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_listen_is_cancelled_and_any_other_request_gets_an_error() {
+        let (tx, mut rx) = mpsc::channel(2);
+        unanswered(&RequestId::String("listen:1".into()), true, &tx).await;
+        unanswered(&RequestId::Number(7), false, &tx).await;
+        let listen: serde_json::Value = serde_json::from_slice(&rx.recv().await.unwrap()).unwrap();
+        assert_eq!(listen["method"], "notifications/cancelled");
+        assert_eq!(listen["params"]["requestId"], "listen:1");
+        assert!(listen.get("id").is_none(), "a notification: {listen}");
+        let other: serde_json::Value = serde_json::from_slice(&rx.recv().await.unwrap()).unwrap();
+        assert_eq!((other["id"].clone(), other["error"]["code"].clone()), (7.into(), (-32603).into()));
+    }
 
     #[test]
     fn events_split_across_chunks_are_joined() {

@@ -30,6 +30,7 @@ use super::synth::{incoming, Incoming};
 use super::StdioFrontError;
 use crate::error::FrontError;
 use crate::protocol::jsonrpc::error_bytes;
+use crate::protocol::{headers, methods};
 use crate::upstream::stdio::lines::{Line, LineReader};
 
 /// How the stdio front serves.
@@ -60,6 +61,25 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Display + Send,
 {
+    serve_then_stop(service, input, output, opts, shutdown, || {}).await
+}
+
+/// [`serve`], calling `stop` once reading has ended and before the drain: requests that never
+/// end by themselves (listen streams) are ended there, so the drain does not wait for them.
+pub async fn serve_then_stop<S, B>(
+    service: S,
+    input: impl AsyncRead + Unpin,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+    opts: StdioOptions,
+    shutdown: impl Future<Output = ()>,
+    stop: impl FnOnce(),
+) -> Result<(), StdioFrontError>
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<B>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Display + Send,
+{
     let (lines, queued) = mpsc::channel(output::QUEUE);
     let mut writer = tokio::spawn(output::write_lines(output, queued));
     let mut reader = LineReader::new(input, opts.max_line_bytes);
@@ -83,6 +103,7 @@ where
             },
         }
     };
+    stop();
     drain(&mut inflight, opts.drain, signalled, shutdown).await;
     drop(lines);
     let flushed = match written {
@@ -130,9 +151,13 @@ fn dispatch<S, B>(
         Incoming::Answer(bytes) if full => refuse(lines, bytes),
         Incoming::Forward { request, id } => {
             let (service, out) = (service.clone(), lines.clone());
-            inflight.spawn(id, async move {
+            let listen =
+                request.headers().get(headers::METHOD).is_some_and(|m| m == methods::SUBSCRIPTIONS_LISTEN);
+            inflight.spawn(id.clone(), async move {
                 let Ok(response) = service.oneshot(*request).await;
-                let _ = reply::relay(response, &out).await;
+                if let (Ok(false), Some(id)) = (reply::relay(response, &out).await, &id) {
+                    reply::unanswered(id, listen, &out).await;
+                }
             });
         }
         Incoming::Cancel(id) => {

@@ -6,18 +6,23 @@
 //     (the stream did not ask for one) before it;
 //   - `close()` must end the subscription as 'local'.
 //
+// With --stdio JSON (an array: the command and its arguments) instead of --url, the client
+// launches that command (the gateway's stdio front) and speaks to it over its pipes.
+//
 // Prints `CHECK PASS|FAIL ts <target> <detail>` per check; exits 1 if any failed.
 //
-// Usage: node listen_check.mjs --url URL --target LABEL --filter JSON --honoured JSON
-//          [--bump URI [--tool NAME]] [--timeout SECONDS]
+// Usage: node listen_check.mjs (--url URL | --stdio JSON) --target LABEL --filter JSON
+//          --honoured JSON [--bump URI [--tool NAME]] [--timeout SECONDS]
 
 import { isDeepStrictEqual } from 'node:util';
 import { parseArgs } from 'node:util';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 const { values: opts } = parseArgs({
   options: {
     url: { type: 'string' },
+    stdio: { type: 'string' },
     target: { type: 'string', default: 'listen' },
     filter: { type: 'string' },
     honoured: { type: 'string' },
@@ -51,6 +56,12 @@ function canonical(value) {
   return value;
 }
 
+function transport() {
+  if (!opts.stdio) return new StreamableHTTPClientTransport(new URL(opts.url));
+  const [command, ...args] = JSON.parse(opts.stdio);
+  return new StdioClientTransport({ command, args, stderr: 'ignore' });
+}
+
 async function main() {
   const client = new Client(
     { name: 'mrtr-interop-listen', version: '1.0.0' },
@@ -67,7 +78,7 @@ async function main() {
   });
   client.setNotificationHandler('notifications/resources/list_changed', () => seen.push('resources/list_changed'));
   client.setNotificationHandler('notifications/tools/list_changed', () => seen.push('tools/list_changed'));
-  await within('connection', client.connect(new StreamableHTTPClientTransport(new URL(opts.url))));
+  await within('connection', client.connect(transport()));
   try {
     const subscription = await within('acknowledgement', client.listen(JSON.parse(opts.filter), { timeout: timeoutMs }));
     const honoured = canonical(subscription.honoredFilter);

@@ -430,7 +430,9 @@ with_gateways() {
 # calls share it), so the subscribed resource's update must arrive, through the
 # HTTP gateway and through the stdio one. Through a gateway fronting its
 # embedded demo, a bump_counter call must bring the subscribed resource's
-# update, and nothing the stream did not ask for.
+# update, and nothing the stream did not ask for. The same toggle check runs
+# through the stdio front too: the client launches `mrtr-gateway stdio`, which
+# spawns server-everything over stdio.
 listen_checks() {
   local doc='demo://resource/static/document/architecture.md'
   local all='{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["'"$doc"'"]}'
@@ -445,6 +447,12 @@ listen_checks() {
       --url "http://127.0.0.1:$port/mcp" --filter "$one" --honoured "$one" \
       --bump "$doc" --tool toggle-subscriber-updates --timeout "$CHECK_SECONDS"
   done
+  local launch
+  launch="$(node -e 'console.log(JSON.stringify(process.argv.slice(1)))' "$GATEWAY" stdio \
+    --upstream-command "node '$EVERYTHING_JS' stdio" --state-key-file "$KEY_FILE" --log-level warn)"
+  run_checks "ts:listen-everything-stdio-front" "$PROGRAM_SECONDS" node "$HERE/listen_check.mjs" \
+    --target listen-everything-stdio-front --stdio "$launch" --filter "$one" --honoured "$one" \
+    --bump "$doc" --tool toggle-subscriber-updates --timeout "$CHECK_SECONDS"
   local p_gw p_gwa
   if ! start_on_any_port gateway-demo p_gw p_gwa "$GATEWAY" --state-key-file "$KEY_FILE"; then
     record FAIL "FAIL harness gateway-demo - not ready (logs in $RUN_DIR)"

@@ -1,7 +1,7 @@
 //! The stdio front: the real binary as `mrtr-gateway stdio --upstream <demo>`, driven over its
 //! pipes. Discovery, lists, a plain call, a full MRTR round trip, progress before the result,
-//! out-of-order responses, cancellation, a malformed line, and a clean exit at the end of
-//! stdin. Every stdout line of every test must parse as JSON-RPC (see `StdioFront::next`).
+//! out-of-order responses, cancellation, a malformed line, `subscriptions/listen`, and a clean
+//! exit at the end of stdin. Every stdout line of every test must parse as JSON-RPC (see `StdioFront::next`).
 
 use mrtr_gateway::demo::{self, DemoHandle, DemoOptions};
 use serde_json::{json, Value};
@@ -168,5 +168,64 @@ async fn a_cancelled_plain_json_request_is_stopped_upstream_too() -> TestResult 
     eventually("the demo to stop the cancelled call", || stats.calls_stopped() >= 1).await?;
     let rest = finish(demo, front).await?;
     assert!(rest.is_empty(), "no response for the cancelled request: {rest:?}");
+    Ok(())
+}
+
+const COUNTER: &str = "demo://counter";
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+fn listen(id: &str) -> Value {
+    request(
+        json!(id),
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": [COUNTER]}}),
+        json!({}),
+    )
+}
+
+#[tokio::test]
+async fn a_listen_request_streams_its_notifications_until_the_client_cancels_it() -> TestResult {
+    let _serial = serial().await;
+    let (demo, mut front) = start()?;
+    front.send(&listen("listen:1")).await?;
+    let ack = front.next().await?;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    assert_eq!(ack["params"]["notifications"], json!({"resourceSubscriptions": [COUNTER]}));
+    assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_ID], "listen:1");
+    front.send(&call(2, "bump_counter", json!({}), json!({}))).await?;
+    let (bumped, before) = front.response(&json!(2)).await?;
+    assert!(text(&bumped)?.starts_with("demo://counter is now"), "{bumped}");
+    let mut notes = before;
+    if notes.is_empty() {
+        notes.push(front.next().await?);
+    }
+    assert_eq!(
+        notes,
+        [json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                "params": {"uri": COUNTER, "_meta": {SUBSCRIPTION_ID: "listen:1"}}})]
+    );
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "listen:1"}});
+    front.send(&cancel).await?;
+    let stats = demo.stats.clone();
+    eventually("the upstream subscription to end", || stats.unsubscribes() >= 1).await?;
+    let rest = finish(demo, front).await?;
+    assert!(rest.is_empty(), "nothing more for a cancelled listen request: {rest:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_end_of_stdin_ends_a_listen_request_with_the_graceful_result() -> TestResult {
+    let _serial = serial().await;
+    let (demo, mut front) = start()?;
+    front.send(&listen("listen:9")).await?;
+    assert_eq!(front.next().await?["method"], "notifications/subscriptions/acknowledged");
+    // Had the drain waited for the stream instead, its end would have aborted it unanswered.
+    let rest = finish(demo, front).await?;
+    assert_eq!(
+        rest,
+        [json!({"jsonrpc": "2.0", "id": "listen:9",
+                "result": {"resultType": "complete", "_meta": {SUBSCRIPTION_ID: "listen:9"}}})]
+    );
     Ok(())
 }
