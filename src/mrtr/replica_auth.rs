@@ -126,6 +126,9 @@ mod tests {
     fn a_signed_body_verifies_on_a_replica_with_the_same_ring() {
         let header = sign(&ring(1), 1000, b"{}");
         assert!(verify(&ring(1), Some(&header), b"{}", 1010, 30).is_ok());
+        // The skew is allowed exactly, either way.
+        assert!(verify(&ring(1), Some(&header), b"{}", 1030, 30).is_ok());
+        assert!(verify(&ring(1), Some(&header), b"{}", 970, 30).is_ok());
     }
 
     #[test]

@@ -98,3 +98,23 @@ fn session_ids_and_request_states_never_open_as_each_other() {
     let as_state = swap_prefix(&session, SESSION_ID_PREFIX, TOKEN_PREFIX);
     assert!(matches!(codec.open_at(&as_state, &binding, 1_800_000_000), Err(StateError::Integrity)));
 }
+
+#[test]
+fn every_failure_has_its_own_label() {
+    let encode = serde_json::from_str::<u8>("x").unwrap_err();
+    let all = [
+        SessionIdError::TooLarge { size: 2, limit: 1 },
+        SessionIdError::Malformed("x"),
+        SessionIdError::UnknownKey(ring(&[(1, "a")]).sealing_id()),
+        SessionIdError::Integrity,
+        SessionIdError::Version(9),
+        SessionIdError::Principal,
+        SessionIdError::Encode(encode),
+        SessionIdError::Seal,
+    ];
+    let labels: Vec<&str> = all.iter().map(SessionIdError::reason).collect();
+    assert_eq!(
+        labels,
+        ["too_large", "malformed", "unknown_key", "integrity", "version", "principal", "encode", "seal"]
+    );
+}
