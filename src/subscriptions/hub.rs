@@ -13,6 +13,8 @@
 //! With `subscriptions.share_with_calls` the hub also lends its session back to the pool for
 //! its key's calls ([`Lending`]), one at a time: a server that tells a session only of that
 //! session's own changes then tells the listen streams of what the principal's calls changed.
+//! A call that runs on a pooled session meanwhile taps the list changes it hears into this
+//! session's queue, so they reach the listen streams too.
 //! Closing the hub withdraws the session first; a call still on it closes it as it ends.
 //!
 //! Each resource URI is subscribed upstream (`resources/subscribe`) by the first listener that
@@ -62,9 +64,8 @@ pub(super) struct Hub {
 // === impl Hub ===
 
 impl Hub {
-    /// Takes over `session` (opened for this key, and lent to its calls by `lending` if any)
-    /// and starts fanning its notifications out.
-    pub(super) fn start(session: Session, lending: Option<Lending>, metrics: ListenMetrics) -> Arc<Self> {
+    /// Takes over `session` (opened for this key) and starts fanning its notifications out.
+    pub(super) fn start(session: Session, metrics: ListenMetrics) -> Arc<Self> {
         let notes = session.listen(defaults::LISTEN_QUEUE);
         let offer = Offer::from_capabilities(&session.initialize_result().capabilities);
         let hub = Arc::new(Self {
@@ -75,12 +76,17 @@ impl Hub {
             uris: tokio::sync::Mutex::new(HashMap::new()),
             lost: watch::channel(false).0,
             closed: AtomicBool::new(false),
-            lending: Mutex::new(lending),
+            lending: Mutex::new(None),
             metrics,
         });
         hub.metrics.sessions.inc();
         tokio::spawn(fan_out(Arc::downgrade(&hub), notes, hub.lost.subscribe()));
         hub
+    }
+
+    /// Keeps `lending` (its session lent to the key's calls) until the hub closes.
+    pub(super) fn lend(&self, lending: Lending) {
+        *self.lending.lock() = Some(lending);
     }
 
     pub(super) fn offer(&self) -> Offer {

@@ -134,8 +134,11 @@ impl Subscriptions {
             .get_or_try_init(|| async {
                 let taken = self.pool.take_unpooled(&req.key, req.capabilities).await;
                 let session = taken.map_err(ListenError::Upstream)?;
-                let lending = self.cfg.share_with_calls.then(|| self.pool.lend(&req.key, session.clone()));
-                Ok::<_, ListenError>(Hub::start(session, lending, self.metrics.clone()))
+                let hub = Hub::start(session.clone(), self.metrics.clone());
+                if self.cfg.share_with_calls {
+                    hub.lend(self.pool.lend(&req.key, session));
+                }
+                Ok::<_, ListenError>(hub)
             })
             .await?
             .clone();

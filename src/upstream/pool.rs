@@ -30,6 +30,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::admission::{Admission, Admitted, Bounds, PoolMetrics};
+use super::event::EventTx;
 use super::session::{Connector, Session, Spare};
 use super::{InitializeResult, UpstreamError, UpstreamSettings};
 
@@ -108,6 +109,8 @@ pub struct Lease {
     pool: Arc<PoolInner>,
     /// Set when the session is a lent one, which goes back to its holder, not to the pool.
     home: Option<Arc<home::Home>>,
+    /// Its list changes go to the key's lent session while this lease lasts.
+    tapped: bool,
     poisoned: bool,
     /// Freed after the session is back in the pool, so the next caller finds it there.
     _slot: Admitted,
@@ -166,18 +169,24 @@ impl Pool {
         capabilities: impl FnOnce() -> Value,
     ) -> Result<Lease, UpstreamError> {
         let slot = self.inner.admission.admit(&key).await?;
+        let (step, tap) = self.inner.acquire(&key);
         // Opening a session is the rare path and its future is large: boxed, so every call's
         // future (held for as long as the call runs) stays small.
-        match self.inner.acquire(&key) {
+        let mut lease = match step {
             Step::Home(home, session) => {
                 let mut lease = self.lease_of(key, session, slot);
                 lease.home = Some(home);
-                Ok(lease)
+                lease
             }
-            Step::Reuse(session) => Ok(self.lease_of(key, session, slot)),
-            Step::Warm(spare) => Box::pin(self.start(key, &capabilities(), slot, Some(spare))).await,
-            Step::Start => Box::pin(self.start(key, &capabilities(), slot, None)).await,
+            Step::Reuse(session) => self.lease_of(key, session, slot),
+            Step::Warm(spare) => Box::pin(self.start(key, &capabilities(), slot, Some(spare))).await?,
+            Step::Start => Box::pin(self.start(key, &capabilities(), slot, None)).await?,
+        };
+        if let Some(tap) = tap {
+            lease.session.set_tap(Some(tap));
+            lease.tapped = true;
         }
+        Ok(lease)
     }
 
     async fn start(
@@ -201,7 +210,15 @@ impl Pool {
     }
 
     fn lease_of(&self, key: PoolKey, session: Session, slot: Admitted) -> Lease {
-        Lease { session, key, pool: self.inner.clone(), home: None, poisoned: false, _slot: slot }
+        Lease {
+            session,
+            key,
+            pool: self.inner.clone(),
+            home: None,
+            tapped: false,
+            poisoned: false,
+            _slot: slot,
+        }
     }
 
     /// Lends `session` (taken with [`Pool::take_unpooled`]) to the calls of `key`: until the
@@ -316,10 +333,16 @@ impl PoolInner {
     /// One decision under the lock, by a caller holding a slot: reuse, take a warm process, or
     /// reserve a new session. Slots bound leased + starting sessions, and warm processes only
     /// fill free room, so a full pool without a warm one always has an idle one to evict.
-    fn acquire(&self, key: &PoolKey) -> Step {
-        if let Some(step) = self.lent(key) {
-            return step;
-        }
+    /// Also returns the lent session's tap when a pooled session is chosen while one is lent.
+    fn acquire(&self, key: &PoolKey) -> (Step, Option<EventTx>) {
+        let tap = match self.lent(key) {
+            Ok(step) => return (step, None),
+            Err(tap) => tap,
+        };
+        (self.acquire_pooled(key), tap)
+    }
+
+    fn acquire_pooled(&self, key: &PoolKey) -> Step {
         let mut evicted = self.take_stale();
         let (step, dead) = {
             let mut state = self.state.lock();
@@ -351,11 +374,14 @@ impl PoolInner {
         step
     }
 
-    /// The lent session of `key`, when there is one and no call has it.
-    fn lent(&self, key: &PoolKey) -> Option<Step> {
-        let home = self.homes.lock().get(key).cloned()?;
-        let session = home.lend()?;
-        Some(Step::Home(home, session))
+    /// The lent session of `key`, when there is one and no call has it; else the tap of the
+    /// one lent, if any.
+    fn lent(&self, key: &PoolKey) -> Result<Step, Option<EventTx>> {
+        let Some(home) = self.homes.lock().get(key).cloned() else { return Err(None) };
+        match home.lend() {
+            Some(session) => Ok(Step::Home(home, session)),
+            None => Err(home.tap()),
+        }
     }
 
     /// Takes the most recently used healthy idle session of `key` out of the pool.
@@ -524,6 +550,9 @@ impl std::ops::Deref for Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        if self.tapped {
+            self.session.set_tap(None);
+        }
         // A clone of the handle goes back; this one is dropped with the lease.
         match &self.home {
             Some(home) => home.give_back(self.poisoned || !self.session.is_healthy()),

@@ -11,7 +11,9 @@
 //! A `notifications/tools/list_changed` is also counted ([`ToolsChanged`]), whoever it goes to.
 //! A session opened for `subscriptions/listen` has a *listener* queue: the notifications a
 //! listen stream may carry (list changes, resource updates) go there, whatever stream carried
-//! them, instead of to a call.
+//! them, instead of to a call. While its key's listen session is lent to calls, a pooled
+//! session leased to one of them has a *tap* instead: the list changes it hears go there, to the
+//! listen streams, since a per-session server tells only the session whose call changed a list.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,6 +28,8 @@ use crate::protocol::{codes, methods, Envelope, RequestId};
 /// What to do with one routed message.
 pub(crate) enum Action {
     Deliver(EventTx, UpstreamEvent),
+    /// To a listen session's queue, never waiting: a call's stream must not stall on it.
+    Tap(EventTx, UpstreamEvent),
     Answer(RequestId, Result<Value, ErrorObject>),
     Ignore(&'static str),
 }
@@ -46,6 +50,8 @@ pub(crate) struct Router {
     tools_changed: ToolsChanged,
     /// Where the listenable notifications go on a session opened for listening.
     listener: Option<EventTx>,
+    /// Where the list changes go on a pooled session while its key listens.
+    tap: Option<EventTx>,
 }
 
 // === impl Router ===
@@ -64,6 +70,15 @@ impl Router {
     /// Sends the session's listenable notifications ([`is_listenable`]) to `tx` from now on.
     pub(crate) fn set_listener(&mut self, tx: EventTx) {
         self.listener = Some(tx);
+    }
+
+    pub(crate) fn listener(&self) -> Option<EventTx> {
+        self.listener.clone()
+    }
+
+    /// Sends the session's list changes to `tap` (a listen session's queue), or no longer.
+    pub(crate) fn set_tap(&mut self, tap: Option<EventTx>) {
+        self.tap = tap;
     }
 
     /// Registers a call; the first surfacing call becomes the GET-stream target.
@@ -112,9 +127,13 @@ impl Router {
 
     fn route_notification(&self, n: Notification, origin: Origin) -> Action {
         let listener = self.listener.as_ref().filter(|_| is_listenable(&n.method)).cloned();
+        let tap = self.tap.as_ref().filter(|_| is_list_change(&n.method)).cloned();
         let event = UpstreamEvent::Notification { method: n.method, params: n.params };
         if let Some(tx) = listener {
             return Action::Deliver(tx, event);
+        }
+        if let Some(tx) = tap {
+            return Action::Tap(tx, event);
         }
         match self.target(origin) {
             Some(slot) => Action::Deliver(slot.tx.clone(), event),
@@ -176,12 +195,14 @@ impl Router {
 
 /// True for the notifications a `subscriptions/listen` stream may carry.
 pub(crate) fn is_listenable(method: &str) -> bool {
+    is_list_change(method) || method == methods::RESOURCES_UPDATED
+}
+
+/// A change of a list, which concerns every session of a key, not only one that subscribed.
+fn is_list_change(method: &str) -> bool {
     matches!(
         method,
-        methods::TOOLS_LIST_CHANGED
-            | methods::PROMPTS_LIST_CHANGED
-            | methods::RESOURCES_LIST_CHANGED
-            | methods::RESOURCES_UPDATED
+        methods::TOOLS_LIST_CHANGED | methods::PROMPTS_LIST_CHANGED | methods::RESOURCES_LIST_CHANGED
     )
 }
 

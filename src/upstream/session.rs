@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::call::Call;
-use super::event::UpstreamEvent;
+use super::event::{EventTx, UpstreamEvent};
 use super::handshake::InitializeResult;
 use super::http::{HttpSession, Transport};
 use super::sse_legacy::SseSession;
@@ -289,6 +289,16 @@ impl Session {
         let (tx, rx) = mpsc::channel(capacity);
         self.state().router.lock().set_listener(tx);
         rx
+    }
+
+    /// The queue [`Session::listen`] set up, for other sessions of the key to tap.
+    pub(crate) fn listener(&self) -> Option<EventTx> {
+        self.state().router.lock().listener()
+    }
+
+    /// Sends this session's list changes to `tap` (another session's listener), or no longer.
+    pub(crate) fn set_tap(&self, tap: Option<EventTx>) {
+        self.state().router.lock().set_tap(tap);
     }
 
     /// Cancels a call upstream (`notifications/cancelled`); its further events are dropped.

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 
 use parking_lot::Mutex;
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use super::event::Origin;
 use super::handshake::INITIALIZE_ID;
@@ -101,6 +102,12 @@ pub(crate) async fn deliver(action: Action) -> Option<Action> {
     match action {
         Action::Deliver(tx, event) => {
             let _ = tx.send(Ok(event)).await;
+            None
+        }
+        Action::Tap(tx, event) => {
+            if let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(Ok(event)) {
+                tracing::warn!("a list change for listen streams dropped: their queue is full");
+            }
             None
         }
         Action::Ignore(why) => {

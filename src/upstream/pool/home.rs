@@ -9,6 +9,10 @@
 //! would hear nothing. So while the holder keeps its session *lent* ([`Lending`]), a call of that
 //! key leases it first whenever no other call has it, and the pool's sessions otherwise.
 //!
+//! When the call runs on a pooled session instead (another call has the lent one), the list
+//! changes that session hears are tapped into the lent session's listen queue for as long as the
+//! lease lasts; resource updates are not, since a pooled session subscribes to nothing.
+//!
 //! The lease is exclusive as any other, so the server's requests on it still go to that one
 //! call. A call that poisons it (it learned a client's roots, or it failed) ends the lending,
 //! not the session: the holder keeps listening on it. A holder that withdraws the session while
@@ -20,6 +24,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 
 use super::{close_in_background, PoolInner, PoolKey};
+use crate::upstream::event::EventTx;
 use crate::upstream::Session;
 
 /// The lent sessions of a pool, at most one per key.
@@ -28,6 +33,9 @@ pub(super) type Homes = Mutex<HashMap<PoolKey, Arc<Home>>>;
 /// One lent session and who has it.
 pub(super) struct Home {
     session: Session,
+    /// Its listen queue: the list changes the key's pooled sessions hear while it is lent go
+    /// there too, since the call that changed a list may have run on one of them.
+    tap: Option<EventTx>,
     state: Mutex<Lent>,
 }
 
@@ -62,6 +70,10 @@ impl Home {
         Some(self.session.clone())
     }
 
+    pub(super) fn tap(&self) -> Option<EventTx> {
+        self.tap.clone()
+    }
+
     /// A call's lease ended; `poisoned` retires the session from calls.
     pub(super) fn give_back(&self, poisoned: bool) {
         let close = {
@@ -88,7 +100,8 @@ impl Home {
 impl Lending {
     /// Lends `session` to the calls of `key` of `pool`, in place of any earlier lending of it.
     pub(super) fn start(pool: &Arc<PoolInner>, key: PoolKey, session: Session) -> Self {
-        let home = Arc::new(Home { session, state: Mutex::new(Lent::default()) });
+        let tap = session.listener();
+        let home = Arc::new(Home { session, tap, state: Mutex::new(Lent::default()) });
         pool.homes.lock().insert(key.clone(), home.clone());
         Self { home, key, pool: Arc::downgrade(pool) }
     }

@@ -1,14 +1,16 @@
 //! A session lent back to the pool by a long-lived holder (the listen bridge): its key's calls
 //! get it first, one at a time; other keys never do; a poisoned call retires it from calls
-//! without closing it; a withdrawal while a call has it leaves the close to that call's lease.
+//! without closing it; a withdrawal while a call has it leaves the close to that call's lease;
+//! a call on a pooled session meanwhile taps its list changes into the lent session's queue.
 
 use std::sync::Arc;
 
 use http::Method;
+use serde_json::json;
 
-use super::server::{Reply, Seen, TestServer};
-use super::{caps, on_call, settings};
-use crate::upstream::{Pool, PoolKey, PoolStats};
+use super::server::{event, sse_channel, Reply, Seen, TestServer};
+use super::{caps, on_call, result, settings};
+use crate::upstream::{Pool, PoolKey, PoolStats, UpstreamEvent};
 
 fn key(principal: &str) -> PoolKey {
     (Arc::from(principal), 0)
@@ -85,4 +87,41 @@ async fn dropping_the_lending_withdraws_the_session() {
     drop(pool.lend(&key("a"), held));
     drop(pool.lease(key("a"), &caps()).await.unwrap());
     assert_eq!(server.count(inits), 2);
+}
+
+/// A server whose every call says its tool list changed, on the call's own stream, then answers.
+async fn list_changing_server() -> TestServer {
+    TestServer::start(on_call(|seen| {
+        let (tx, rx) = sse_channel();
+        let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        tx.try_send(event(None, &changed)).unwrap();
+        tx.try_send(event(None, &result(&seen.body["id"], json!({})))).unwrap();
+        Reply::Sse(rx)
+    }))
+    .await
+}
+
+#[tokio::test]
+async fn a_pooled_call_meanwhile_taps_its_list_changes_into_the_lent_session() {
+    let server = list_changing_server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    let held = pool.take_unpooled(&key("a"), &caps()).await.unwrap();
+    let mut notes = held.listen(8);
+    let lending = pool.lend(&key("a"), held);
+    let lent = pool.lease(key("a"), &caps()).await.unwrap();
+    let pooled = pool.lease(key("a"), &caps()).await.unwrap();
+    pooled.request("tools/call", None).await.unwrap();
+    let Ok(UpstreamEvent::Notification { method, .. }) = notes.try_recv().unwrap() else {
+        panic!("the list change was not tapped")
+    };
+    assert_eq!(method, "notifications/tools/list_changed");
+    // Each list change is routed before the response after it, so none can still be on its way.
+    let other = pool.lease(key("b"), &caps()).await.unwrap();
+    other.request("tools/call", None).await.unwrap();
+    assert!(notes.try_recv().is_err(), "another key's call taps nothing");
+    drop((pooled, lending));
+    let after = pool.lease(key("a"), &caps()).await.unwrap();
+    after.request("tools/call", None).await.unwrap();
+    assert!(notes.try_recv().is_err(), "once withdrawn, nothing is tapped");
+    drop((lent, other, after));
 }
