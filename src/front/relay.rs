@@ -29,7 +29,7 @@ pub(super) async fn relay(
     params: Value,
     tools: &ToolHeaders,
 ) -> Result<Box<RawValue>, FrontError> {
-    let lease = pool.lease_with(key, init_caps).await?;
+    let lease = pool.lease_with(key.clone(), init_caps).await?;
     let started = std::time::Instant::now();
     let outcome = match lease.session().request(method.name(), Some(params)).await {
         Ok(o) => {
@@ -44,7 +44,7 @@ pub(super) async fn relay(
         }
     };
     match outcome {
-        Outcome::Result(raw) if method == RelayMethod::ToolsList => Ok(modern_tools(raw, tools)),
+        Outcome::Result(raw) if method == RelayMethod::ToolsList => Ok(modern_tools(raw, &key, tools)),
         Outcome::Result(raw) => Ok(raw),
         Outcome::Error(e) => Err(FrontError::Upstream(map_upstream_error(e))),
     }
@@ -85,8 +85,8 @@ fn next_cursor(page: &RawValue) -> Option<String> {
 /// - tools whose `x-mcp-header` annotations are invalid are left out (learnt by `tools`);
 /// - tools that can only be called as legacy tasks are left out, and `execution` (the legacy
 ///   tasks hint the 2026-07-28 `Tool` no longer has) is removed from the others.
-fn modern_tools(raw: Box<RawValue>, tools: &ToolHeaders) -> Box<RawValue> {
-    let invalid = tools.learn(&raw);
+fn modern_tools(raw: Box<RawValue>, key: &PoolKey, tools: &ToolHeaders) -> Box<RawValue> {
+    let invalid = tools.learn(key, &raw);
     let legacy_tasks = raw.get().contains("\"execution\"");
     if invalid.is_empty() && !legacy_tasks {
         return raw;
@@ -124,6 +124,10 @@ mod tests {
 
     use super::*;
 
+    fn key() -> PoolKey {
+        (std::sync::Arc::from("alice"), 0)
+    }
+
     #[test]
     fn execution_is_removed_and_task_only_tools_hidden() {
         let raw = RawValue::from_string(
@@ -134,14 +138,17 @@ mod tests {
             .to_string(),
         )
         .unwrap();
-        let v: Value = serde_json::from_str(modern_tools(raw, &catalogue()).get()).unwrap();
+        let v: Value = serde_json::from_str(modern_tools(raw, &key(), &catalogue()).get()).unwrap();
         assert_eq!(v, json!({"tools": [{"name": "a", "inputSchema": {}}, {"name": "c", "inputSchema": {}}]}));
     }
 
     #[test]
     fn plain_lists_are_untouched() {
         let text = r#"{"tools": [{"name": "a"}]}"#;
-        assert_eq!(modern_tools(RawValue::from_string(text.into()).unwrap(), &catalogue()).get(), text);
+        assert_eq!(
+            modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue()).get(),
+            text
+        );
     }
 
     #[test]
@@ -156,7 +163,8 @@ mod tests {
             .to_string();
         let tools = catalogue();
         let v: Value =
-            serde_json::from_str(modern_tools(RawValue::from_string(text).unwrap(), &tools).get()).unwrap();
+            serde_json::from_str(modern_tools(RawValue::from_string(text).unwrap(), &key(), &tools).get())
+                .unwrap();
         assert_eq!(
             v,
             json!({"tools": [{"name": "ok", "inputSchema": region}, {"name": "plain", "inputSchema": {}}],
@@ -168,7 +176,10 @@ mod tests {
     #[test]
     fn a_valid_annotated_list_is_untouched() {
         let text = r#"{"tools": [{"name": "a", "inputSchema": {"type": "object", "properties": {"r": {"type": "boolean", "x-mcp-header": "R"}}}}]}"#;
-        assert_eq!(modern_tools(RawValue::from_string(text.into()).unwrap(), &catalogue()).get(), text);
+        assert_eq!(
+            modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue()).get(),
+            text
+        );
     }
 
     #[test]

@@ -339,18 +339,18 @@ impl FrontState {
         let params = call.params.as_ref();
         let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else { return Ok(()) };
         let arguments = params.and_then(|p| p.get("arguments"));
-        if let Some(checked) = self.tool_headers.check(name, &parts.headers, arguments) {
+        let key = (call.principal.clone(), call.caps.fingerprint());
+        if let Some(checked) = self.tool_headers.check(&key, name, &parts.headers, arguments) {
             return checked;
         }
         let (caps, version) = (call.caps, self.upstream_version);
-        let key = (call.principal.clone(), call.caps.fingerprint());
         let list = || {
             let init = move || caps.legacy_initialize(version);
-            relay::list_tools(&self.pool, &self.metrics, key, init, &self.tool_headers)
+            relay::list_tools(&self.pool, &self.metrics, key.clone(), init, &self.tool_headers)
         };
-        self.tool_headers.fetch_once(name, list).await?;
+        self.tool_headers.fetch_once(&key, name, list).await?;
         // A tool the upstream does not list has no annotations to check: its answer is the upstream's.
-        self.tool_headers.check(name, &parts.headers, arguments).unwrap_or(Ok(()))
+        self.tool_headers.check(&key, name, &parts.headers, arguments).unwrap_or(Ok(()))
     }
 
     /// Takes the call's rate-limit tokens: a retry of an MRTR chain (it carries a

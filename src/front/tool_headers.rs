@@ -2,14 +2,20 @@
 //! a `tools/call` can be checked against its `Mcp-Param-*` headers without asking the upstream
 //! each time.
 //!
+//! It is kept per pool key, (principal, capability set), the unit the upstream sessions are:
+//! a legacy server may list different tools, or the same tool with different annotations, to
+//! different clients, so what one principal's listing taught is never applied to another's
+//! calls (nor a tool one of them sees as invalid hidden from the other).
+//!
 //! It is filled from every relayed `tools/list` page ([`ToolHeaders::learn`]), and when a call
 //! names a tool it has not seen, from one upstream listing shared by every caller that waits
 //! for it ([`ToolHeaders::fetch_once`]: single-flight, bounded in time, and not repeated for a
 //! while after a complete listing, so calls naming unknown tools cannot make the gateway list
 //! the upstream's tools once each). A `notifications/tools/list_changed` that reaches the
 //! gateway on any upstream session empties it ([`ToolsChanged`]). A tool without annotations
-//! costs an atomic load and one hash lookup under a read lock on the call's path. The catalogue is bounded: past
-//! [`defaults::TOOL_HEADERS_MAX_TOOLS`] an arbitrary entry makes room.
+//! costs an atomic load and two hash lookups under a read lock on the call's path. The catalogue
+//! is bounded: past [`defaults::TOOL_HEADERS_MAX_TOOLS`] entries in all, an arbitrary one makes
+//! room.
 
 mod annotation;
 
@@ -31,7 +37,7 @@ pub use annotation::{header_params, AnnotationError, HeaderParam};
 use super::validate;
 use crate::defaults;
 use crate::error::FrontError;
-use crate::upstream::{ToolsChanged, UpstreamError};
+use crate::upstream::{PoolKey, ToolsChanged, UpstreamError};
 
 /// What the catalogue knows about one tool.
 #[derive(Debug)]
@@ -65,13 +71,20 @@ impl Default for Limits {
 
 /// The catalogue; one per front.
 pub struct ToolHeaders {
-    tools: RwLock<HashMap<Box<str>, Entry>>,
-    /// Held while one caller lists the upstream's tools; holds the last complete listing.
-    listing: Mutex<Option<Listed>>,
+    tools: RwLock<Tools>,
+    /// Held while one caller lists the upstream's tools; holds each key's last complete listing.
+    listing: Mutex<HashMap<PoolKey, Listed>>,
     limits: Limits,
     changed: ToolsChanged,
     /// The count of `changed` the entries are from.
     seen: AtomicU64,
+}
+
+/// Every key's tools, and how many entries they are in all.
+#[derive(Default)]
+struct Tools {
+    by_key: HashMap<PoolKey, HashMap<Box<str>, Entry>>,
+    len: usize,
 }
 
 /// A complete listing of the upstream's tools.
@@ -103,7 +116,8 @@ impl ToolHeaders {
     /// An empty catalogue, emptied again whenever `changed` counts a change.
     pub fn new(limits: Limits, changed: ToolsChanged) -> Self {
         let seen = AtomicU64::new(changed.count());
-        Self { tools: RwLock::new(HashMap::new()), listing: Mutex::new(None), limits, changed, seen }
+        let (tools, listing) = (RwLock::default(), Mutex::default());
+        Self { tools, listing, limits, changed, seen }
     }
 
     /// Forgets every tool once the upstream said its tools changed.
@@ -116,16 +130,17 @@ impl ToolHeaders {
     }
 
     /// Checks a `tools/call` of `name`'s headers against its `arguments`; `None` when the
-    /// catalogue has not seen the tool.
+    /// catalogue has not seen the tool listed to `key`.
     pub fn check(
         &self,
+        key: &PoolKey,
         name: &str,
         map: &HeaderMap,
         arguments: Option<&Value>,
     ) -> Option<Result<(), FrontError>> {
         self.follow_changes();
         let tools = self.tools.read();
-        Some(match tools.get(name)? {
+        Some(match tools.by_key.get(key)?.get(name)? {
             Entry::Plain => Ok(()),
             Entry::Mirrored(params) => validate::check_params(map, params, arguments),
             Entry::Invalid => Err(FrontError::InvalidParams(format!(
@@ -134,9 +149,10 @@ impl ToolHeaders {
         })
     }
 
-    /// Records the annotations of every tool of one `tools/list` page; returns the names of the
-    /// tools whose annotations are invalid (to leave out), logging each one once.
-    pub fn learn(&self, page: &RawValue) -> HashSet<String> {
+    /// Records the annotations of every tool of one `tools/list` page listed to `key`; returns
+    /// the names of the tools whose annotations are invalid (to leave out), logging each one
+    /// once per key.
+    pub fn learn(&self, key: &PoolKey, page: &RawValue) -> HashSet<String> {
         self.follow_changes();
         let Ok(page) = serde_json::from_str::<Page<'_>>(page.get()) else { return HashSet::new() };
         let mut hidden = HashSet::new();
@@ -148,7 +164,7 @@ impl ToolHeaders {
                     Ok(params) if params.is_empty() => Entry::Plain,
                     Ok(params) => Entry::Mirrored(params.into()),
                     Err(reason) => {
-                        if !matches!(tools.get(tool.name.as_str()), Some(Entry::Invalid)) {
+                        if !matches!(tools.get(key, &tool.name), Some(Entry::Invalid)) {
                             tracing::warn!(tool = %tool.name, %reason, "left a tool out of tools/list: invalid x-mcp-header annotation");
                         }
                         hidden.insert(tool.name.clone());
@@ -156,43 +172,36 @@ impl ToolHeaders {
                     }
                 },
             };
-            self.insert(&mut tools, tool.name, entry);
+            tools.insert(key, tool.name, entry, self.limits.max_tools);
         }
         hidden
     }
 
-    fn insert(&self, tools: &mut HashMap<Box<str>, Entry>, name: String, entry: Entry) {
-        if tools.len() >= self.limits.max_tools && !tools.contains_key(name.as_str()) {
-            let evicted = tools.keys().next().cloned();
-            if let Some(key) = evicted {
-                tools.remove(&key);
-            }
-        }
-        tools.insert(name.into_boxed_str(), entry);
-    }
-
-    /// Runs `list` (an upstream listing that feeds [`Self::learn`]) unless `name` became known
-    /// meanwhile or a listing completed less than `refetch_after` ago with no list change since. One listing at a time;
-    /// the others wait for it, all within `fetch_timeout`. A JSON-RPC error from the upstream
-    /// (no `tools/list` there) counts as a complete listing of no tools.
-    pub async fn fetch_once<F, Fut>(&self, name: &str, list: F) -> Result<(), FrontError>
+    /// Runs `list` (an upstream listing to `key` that feeds [`Self::learn`]) unless `name`
+    /// became known to `key` meanwhile or `key`'s listing completed less than `refetch_after`
+    /// ago with no list change since. One listing at a time; the others wait for it, all within
+    /// `fetch_timeout`. A JSON-RPC error from the upstream (no `tools/list` there) counts as a
+    /// complete listing of no tools.
+    pub async fn fetch_once<F, Fut>(&self, key: &PoolKey, name: &str, list: F) -> Result<(), FrontError>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<(), FrontError>>,
     {
         let run = async {
-            let mut last = self.listing.lock().await;
-            if self.tools.read().contains_key(name) {
+            let mut listed = self.listing.lock().await;
+            if self.tools.read().get(key, name).is_some() {
                 return Ok(());
             }
             let changes = self.changed.count();
             let recent = |l: &Listed| l.at.elapsed() < self.limits.refetch_after && l.changes == changes;
-            if last.as_ref().is_some_and(recent) {
+            if listed.get(key).is_some_and(recent) {
                 return Ok(());
             }
             match list().await {
                 Ok(()) | Err(FrontError::Upstream(_)) => {
-                    *last = Some(Listed { at: Instant::now(), changes });
+                    // Only recent listings matter: older ones go, so the map stays small.
+                    listed.retain(|_, l| recent(l));
+                    listed.insert(key.clone(), Listed { at: Instant::now(), changes });
                     Ok(())
                 }
                 Err(e) => Err(e),
@@ -206,16 +215,47 @@ impl ToolHeaders {
 
     /// Forgets every tool: calls of them list the upstream's tools again.
     pub fn forget(&self) {
-        self.tools.write().clear();
+        *self.tools.write() = Tools::default();
     }
 
-    /// How many tools the catalogue holds.
+    /// How many tools the catalogue holds, for all keys.
     pub fn len(&self) -> usize {
-        self.tools.read().len()
+        self.tools.read().len
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+// === impl Tools ===
+
+impl Tools {
+    fn get(&self, key: &PoolKey, name: &str) -> Option<&Entry> {
+        self.by_key.get(key)?.get(name)
+    }
+
+    /// Records `name`'s entry for `key`; at `max` entries in all, an arbitrary one makes room.
+    fn insert(&mut self, key: &PoolKey, name: String, entry: Entry, max: usize) {
+        if self.len >= max && self.get(key, &name).is_none() {
+            self.evict_one();
+        }
+        let tools = self.by_key.entry(key.clone()).or_default();
+        if tools.insert(name.into_boxed_str(), entry).is_none() {
+            self.len += 1;
+        }
+    }
+
+    fn evict_one(&mut self) {
+        let Some(key) = self.by_key.keys().next().cloned() else { return };
+        let Some(tools) = self.by_key.get_mut(&key) else { return };
+        if let Some(name) = tools.keys().next().cloned() {
+            tools.remove(&name);
+            self.len -= 1;
+        }
+        if tools.is_empty() {
+            self.by_key.remove(&key);
+        }
     }
 }
 
