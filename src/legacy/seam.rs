@@ -11,9 +11,17 @@
 //! call carries (a child's stdout ties nothing to a call) go to the session's oldest open call,
 //! as the seam attributes them.
 //!
-//! Not done on these transports: the GET stream (answered 405, which the legacy protocol
-//! allows) and so resumption; a server request sent while no call is open is refused upstream
-//! by the seam, where a Streamable HTTP upstream would deliver it on the GET stream.
+//! The client's GET stream carries what no open call can take, as a Streamable HTTP server
+//! sends it there: notifications, and server requests made while no call is open (the client
+//! POSTs its answers as for any other). Without a GET stream open, such a request is refused
+//! upstream, as the seam refuses any request nobody can answer; when the client closes the
+//! stream, a request still queued on it is refused the same way. One GET stream at a time: a
+//! new one takes over from the old. Its events carry no ids, so there is no resumption
+//! (`Last-Event-ID` opens a fresh stream).
+//!
+//! A JSON-RPC batch (a POSTed array, which 2025-03-26 clients may send) is taken apart: its
+//! notifications and answers go upstream one by one, and the events and responses of its
+//! requests share one SSE stream, which ends after the last response.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -24,6 +32,7 @@ use http::request::Parts;
 use http::{HeaderValue, Method, Response, StatusCode};
 use parking_lot::Mutex;
 use prometheus::IntGauge;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 
@@ -35,7 +44,7 @@ use crate::protocol::jsonrpc::{
     error_bytes, notification_bytes, request_bytes, result_bytes, ErrorObject, Notification, Outcome, Request,
 };
 use crate::protocol::{methods, Envelope, RequestId};
-use crate::upstream::{Call, Connector, Session, UpstreamEvent, UpstreamSettings};
+use crate::upstream::{Call, Connector, EventTx, Session, UpstreamError, UpstreamEvent, UpstreamSettings};
 
 /// Frames buffered towards the client before the upstream call waits.
 const FRAMES: usize = 16;
@@ -107,23 +116,70 @@ impl SeamSession {
         parts: &Parts,
         body: Bytes,
     ) -> Result<Response<FrontBody>, LegacyError> {
+        if parts.method == Method::GET {
+            return Ok(self.get_stream(entry));
+        }
         if parts.method != Method::POST {
             return Err(LegacyError::MethodNotAllowed(parts.method.to_string()));
         }
         let _active = entry.begin();
+        if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            return self.batch(entry, &body).await;
+        }
         match Envelope::parse(&body).map_err(|e| LegacyError::Invalid(e.to_string()))? {
             Envelope::Request(req) => Ok(self.call(entry, req)),
-            Envelope::Notification(n) => self.notify(n).await.map(|()| accepted()),
+            other => self.deliver(other).await.map(|()| accepted()),
+        }
+    }
+
+    /// A notification or an answer, sent upstream.
+    async fn deliver(&self, envelope: Envelope) -> Result<(), LegacyError> {
+        match envelope {
+            Envelope::Notification(n) => self.notify(n).await,
             Envelope::Response(r) => {
                 let id = r.id.ok_or_else(|| LegacyError::Invalid("a response needs an id".into()))?;
                 let outcome = match r.outcome {
                     Outcome::Result(raw) => Ok(serde_json::from_str(raw.get()).unwrap_or(Value::Null)),
                     Outcome::Error(e) => Err(e),
                 };
-                self.session.respond(&id, outcome).await?;
-                Ok(accepted())
+                Ok(self.session.respond(&id, outcome).await?)
+            }
+            Envelope::Request(_) => Err(LegacyError::Invalid("a request is not an answer".into())),
+        }
+    }
+
+    /// A batch: its notifications and answers upstream in order, its requests as calls whose
+    /// events share one stream (or 202 when it holds no request).
+    async fn batch(&self, entry: &Arc<Entry>, body: &[u8]) -> Result<Response<FrontBody>, LegacyError> {
+        let items: Vec<&RawValue> =
+            serde_json::from_slice(body).map_err(|e| LegacyError::Invalid(e.to_string()))?;
+        if items.is_empty() {
+            return Err(LegacyError::Invalid("an empty batch".into()));
+        }
+        let mut requests = Vec::new();
+        for item in items {
+            match Envelope::parse(item.get().as_bytes()).map_err(|e| LegacyError::Invalid(e.to_string()))? {
+                Envelope::Request(req) => requests.push(req),
+                other => self.deliver(other).await?,
             }
         }
+        if requests.is_empty() {
+            return Ok(accepted());
+        }
+        let (tx, rx) = mpsc::channel(FRAMES);
+        for req in requests {
+            self.start(entry, req, tx.clone());
+        }
+        Ok(sse_response(rx))
+    }
+
+    /// The GET stream: what no call can take, until the client closes it or the session ends.
+    fn get_stream(&self, entry: &Arc<Entry>) -> Response<FrontBody> {
+        let (mine, events) = self.session.open_standalone(FRAMES);
+        let (tx, rx) = mpsc::channel(FRAMES);
+        let run = GetRun { session: self.session.clone(), mine, tx, _active: entry.begin() };
+        tokio::spawn(run.run(events, entry.ended()));
+        sse_response(rx)
     }
 
     /// False once the process exited or the stream broke.
@@ -140,9 +196,15 @@ impl SeamSession {
 
     /// Starts the call and streams its events to the client.
     fn call(&self, entry: &Arc<Entry>, req: Request) -> Response<FrontBody> {
+        let (tx, rx) = mpsc::channel(FRAMES);
+        self.start(entry, req, tx);
+        sse_response(rx)
+    }
+
+    /// Starts the call; its events go to `tx` until its response.
+    fn start(&self, entry: &Arc<Entry>, req: Request, tx: mpsc::Sender<Bytes>) {
         let call = self.session.call(&req.method, req.params);
         self.calls.lock().insert(req.id.clone(), call.id().clone());
-        let (tx, rx) = mpsc::channel(FRAMES);
         let run = CallRun {
             session: self.session.clone(),
             calls: self.calls.clone(),
@@ -151,10 +213,6 @@ impl SeamSession {
             _active: entry.begin(),
         };
         tokio::spawn(run.run(call, entry.ended()));
-        let mut resp = Response::new(FrontBody::Stream(rx));
-        resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-        resp.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        resp
     }
 
     async fn notify(&self, n: Notification) -> Result<(), LegacyError> {
@@ -240,6 +298,66 @@ impl CallRun {
             }
         }
     }
+}
+
+/// One GET stream: the session's messages no call took, as SSE frames.
+struct GetRun {
+    session: Session,
+    /// The stream's queue as the session knows it, to end it there.
+    mine: EventTx,
+    tx: mpsc::Sender<Bytes>,
+    _active: Active,
+}
+
+impl GetRun {
+    async fn run(
+        self,
+        mut events: mpsc::Receiver<Result<UpstreamEvent, UpstreamError>>,
+        mut ended: watch::Receiver<bool>,
+    ) {
+        loop {
+            // Biased: the client leaving or the session ending wins over a ready event.
+            let event = tokio::select! {
+                biased;
+                _ = self.tx.closed() => break,
+                _ = ended.wait_for(|e| *e) => break,
+                event = events.recv() => event,
+            };
+            let frame = match event {
+                Some(Ok(UpstreamEvent::Request { id, method, params })) => {
+                    request_bytes(&id, &method, params.as_ref())
+                }
+                Some(Ok(UpstreamEvent::Notification { method, params })) => {
+                    notification_bytes(&method, params.as_ref())
+                }
+                Some(Ok(UpstreamEvent::Response(_))) => continue,
+                Some(Err(_)) | None => break,
+            };
+            if self.tx.send(sse_event(&frame)).await.is_err() {
+                break;
+            }
+        }
+        // Nothing more comes here; what is queued still gets an answer if it needs one.
+        self.session.close_standalone(&self.mine);
+        events.close();
+        while let Ok(event) = events.try_recv() {
+            if let Ok(UpstreamEvent::Request { id, .. }) = event {
+                let error = ErrorObject {
+                    code: TRANSPORT_ERROR,
+                    message: "the client's event stream closed".to_owned(),
+                    data: None,
+                };
+                let _ = self.session.respond(&id, Err(error)).await;
+            }
+        }
+    }
+}
+
+fn sse_response(rx: mpsc::Receiver<Bytes>) -> Response<FrontBody> {
+    let mut resp = Response::new(FrontBody::Stream(rx));
+    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    resp.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
 }
 
 fn json_response(status: StatusCode, bytes: Vec<u8>) -> Response<FrontBody> {

@@ -42,6 +42,7 @@ mod tests;
 pub use admission::PoolMetrics;
 pub use call::Call;
 pub use error::UpstreamError;
+pub(crate) use event::EventTx;
 pub use event::UpstreamEvent;
 pub use handshake::InitializeResult;
 pub use pool::{Lease, Lending, Pool, PoolKey, PoolStats};

@@ -52,6 +52,9 @@ pub(crate) struct Router {
     listener: Option<EventTx>,
     /// Where the list changes go on a pooled session while its key listens.
     tap: Option<EventTx>,
+    /// Where what no call can take goes on a legacy client's own session while its GET stream
+    /// is open (the legacy relay's seam), as a Streamable HTTP server would send it there.
+    standalone: Option<EventTx>,
 }
 
 // === impl Router ===
@@ -81,6 +84,18 @@ impl Router {
         self.tap = tap;
     }
 
+    /// Sends what no call can take (notifications, server requests) to `tx` from now on.
+    pub(crate) fn set_standalone(&mut self, tx: EventTx) {
+        self.standalone = Some(tx);
+    }
+
+    /// Stops sending to `tx`, unless another stream took its place meanwhile.
+    pub(crate) fn clear_standalone(&mut self, tx: &EventTx) {
+        if self.standalone.as_ref().is_some_and(|s| s.same_channel(tx)) {
+            self.standalone = None;
+        }
+    }
+
     /// Registers a call; the first surfacing call becomes the GET-stream target.
     pub(crate) fn insert(&mut self, id: i64, tx: EventTx, surfaces_requests: bool) {
         self.calls.insert(id, Slot { tx, surfaces_requests });
@@ -106,7 +121,7 @@ impl Router {
     pub(crate) fn drain(&mut self) -> Vec<EventTx> {
         self.attached = None;
         let calls = self.calls.drain().map(|(_, slot)| slot.tx);
-        calls.chain(self.listener.take()).collect()
+        calls.chain(self.listener.take()).chain(self.standalone.take()).collect()
     }
 
     /// Decides where a message goes; the flag is true when it is the response that ends the
@@ -137,7 +152,10 @@ impl Router {
         }
         match self.target(origin) {
             Some(slot) => Action::Deliver(slot.tx.clone(), event),
-            None => Action::Ignore("notification with no call to attribute it to"),
+            None => match &self.standalone {
+                Some(tx) => Action::Deliver(tx.clone(), event),
+                None => Action::Ignore("notification with no call to attribute it to"),
+            },
         }
     }
 
@@ -150,7 +168,12 @@ impl Router {
     }
 
     fn route_request(&self, req: Request, origin: Origin) -> Action {
-        match self.target(origin) {
+        let target = self.target(origin);
+        if let (None, Some(tx)) = (target, &self.standalone) {
+            let event = UpstreamEvent::Request { id: req.id, method: req.method, params: req.params };
+            return Action::Deliver(tx.clone(), event);
+        }
+        match target {
             Some(slot) if slot.surfaces_requests => {
                 let event = UpstreamEvent::Request { id: req.id, method: req.method, params: req.params };
                 Action::Deliver(slot.tx.clone(), event)

@@ -291,6 +291,22 @@ impl Session {
         rx
     }
 
+    /// A stream for what no call can take on this session (notifications, server requests):
+    /// the legacy relay's GET stream. Its sender identifies it to [`Session::close_standalone`].
+    pub(crate) fn open_standalone(
+        &self,
+        capacity: usize,
+    ) -> (EventTx, mpsc::Receiver<Result<UpstreamEvent, UpstreamError>>) {
+        let (tx, rx) = mpsc::channel(capacity);
+        self.state().router.lock().set_standalone(tx.clone());
+        (tx, rx)
+    }
+
+    /// Ends the stream [`Session::open_standalone`] gave `tx` for, unless another replaced it.
+    pub(crate) fn close_standalone(&self, tx: &EventTx) {
+        self.state().router.lock().clear_standalone(tx);
+    }
+
     /// The queue [`Session::listen`] set up, for other sessions of the key to tap.
     pub(crate) fn listener(&self) -> Option<EventTx> {
         self.state().router.lock().listener()

@@ -20,6 +20,7 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use mrtr_gateway::protocol::headers;
 use mrtr_gateway::upstream::sse::SseParser;
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
@@ -150,6 +151,31 @@ impl LegacyClient {
             let _ = me.read_call(resp.into_body(), &Value::Null, &mut None).await;
         });
         Ok(GetStream { status, task: Some(task) })
+    }
+
+    /// [`LegacyClient::open_get`], also keeping every message the stream carried.
+    pub(crate) async fn open_get_recording(&self) -> TestResult<(GetStream, Arc<Mutex<Vec<Value>>>)> {
+        let resp = bounded("the GET stream", self.send(Method::GET, None, None)).await??;
+        let (status, seen) = (resp.status(), Arc::new(Mutex::new(Vec::new())));
+        if status != StatusCode::OK {
+            return Ok((GetStream { status, task: None }, seen));
+        }
+        let (me, record) = (self.clone(), seen.clone());
+        let task = tokio::spawn(async move {
+            let mut body = resp.into_body();
+            let mut parser = SseParser::new(MAX_EVENT);
+            while let Some(Ok(frame)) = body.frame().await {
+                let Ok(data) = frame.into_data() else { continue };
+                for event in parser.feed(&data).unwrap_or_default() {
+                    let Ok(message) = serde_json::from_str::<Value>(&event.data) else { continue };
+                    record.lock().push(message.clone());
+                    if message.get("method").is_some() && message.get("id").is_some() {
+                        let _ = me.answer(&message).await;
+                    }
+                }
+            }
+        });
+        Ok((GetStream { status, task: Some(task) }, seen))
     }
 
     /// `DELETE` of the session; returns the status.

@@ -1,7 +1,8 @@
 //! Legacy clients in front of a stdio or HTTP+SSE upstream: each client session gets an
 //! upstream session of its own through the seam (a child process, an SSE stream), its server
-//! requests relayed in-band on the POST's stream, ended by DELETE or the idle limit, and bound
-//! to the replica that holds it.
+//! requests relayed in-band on the POST's stream (and on its GET stream when no call is open),
+//! batches taken apart, ended by DELETE or the idle limit, and bound to the replica that holds
+//! it.
 
 use http::StatusCode;
 use mrtr_gateway::mrtr::{KeyRing, KeySecret, Reach, SessionSealer};
@@ -45,7 +46,6 @@ async fn a_stdio_session_has_its_own_process_until_deleted() -> TestResult {
     let pid = pid_of(&client).await?;
     let modern_pid = gw.client.call_tool("pid", json!({})).send().await?.text()?;
     assert_ne!(modern_pid, pid.to_string(), "never a pooled process");
-    assert_eq!(client.open_get().await?.status, StatusCode::METHOD_NOT_ALLOWED);
 
     assert_eq!(client.delete().await?, StatusCode::OK);
     eventually("the session's process to end", || !alive(pid)).await?;
@@ -120,5 +120,85 @@ async fn a_dead_process_ends_its_session_and_the_client_starts_anew() -> TestRes
     client.session = None;
     client.initialize(form_only()).await?;
     assert_ne!(pid_of(&client).await?, pid);
+    gw.stop().await
+}
+
+/// A gateway whose fixture logs its events to a file in `dir`, and that file.
+async fn logging_gateway(dir: &std::path::Path) -> TestResult<(StdioGateway, std::path::PathBuf)> {
+    let log = dir.join("events");
+    let gw = StdioGateway::start(&["--log", log.to_str().unwrap_or_default()], &[], &[]).await?;
+    Ok((gw, log))
+}
+
+/// Calls `ask_after` (it answers, then asks for the roots with no call open, then logs), and
+/// returns what the fixture learnt of the roots, read from its event log: the test makes no
+/// call meanwhile, which the fixture's question would otherwise be attributed to.
+async fn roots_asked_later(client: &LegacyClient, log: &std::path::Path) -> TestResult<Value> {
+    assert_eq!(text_of(&client.call_tool("ask_after", json!({})).await?), "asked later");
+    let learnt = || {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        text.lines().find_map(|l| l.strip_prefix("roots ").map(str::to_owned))
+    };
+    eventually("the fixture to learn something of the roots", || learnt().is_some()).await?;
+    Ok(serde_json::from_str(&learnt().unwrap_or_default())?)
+}
+
+#[tokio::test]
+async fn the_get_stream_carries_what_no_call_can_take() -> TestResult {
+    let _serial = serial().await;
+    let dir = tempfile::tempdir()?;
+    let (gw, log) = logging_gateway(dir.path()).await?;
+    let mut client = LegacyClient::new(gw.gateway.url("/mcp"));
+    client.initialize(form_only()).await?;
+    let (get, messages) = client.open_get_recording().await?;
+    assert_eq!(get.status, StatusCode::OK);
+    let seen = roots_asked_later(&client, &log).await?;
+    assert_eq!(seen["roots"][0]["uri"], crate::common::answers::ROOT, "answered on the GET stream: {seen}");
+    eventually("the log after the call to reach the GET stream", || {
+        messages
+            .lock()
+            .iter()
+            .any(|m| m["method"] == "notifications/message" && m["params"]["data"] == "roots learnt")
+    })
+    .await?;
+    drop(get);
+    gw.stop().await
+}
+
+#[tokio::test]
+async fn without_a_get_stream_a_request_no_call_can_take_is_refused() -> TestResult {
+    let _serial = serial().await;
+    let dir = tempfile::tempdir()?;
+    let (gw, log) = logging_gateway(dir.path()).await?;
+    let mut client = LegacyClient::new(gw.gateway.url("/mcp"));
+    client.initialize(form_only()).await?;
+    let seen = roots_asked_later(&client, &log).await?;
+    assert!(seen.get("error").is_some(), "refused, never invented: {seen}");
+    assert_eq!(client.answered.load(std::sync::atomic::Ordering::Relaxed), 0);
+    gw.stop().await
+}
+
+#[tokio::test]
+async fn a_batch_is_taken_apart_and_its_responses_share_one_stream() -> TestResult {
+    let _serial = serial().await;
+    let gw = StdioGateway::start(&[], &[], &[]).await?;
+    let mut client = LegacyClient::new(gw.gateway.url("/mcp"));
+    client.initialize(form_only()).await?;
+    let echo = |id: i64, message: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"message": message}}})
+    };
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"});
+    let batch = json!([echo(101, "one"), note, echo(102, "two")]);
+    let reply = client.post(&batch).await?;
+    assert_eq!(reply.status, StatusCode::OK);
+    let mut texts: Vec<(i64, String)> =
+        reply.messages.iter().map(|m| (m["id"].as_i64().unwrap_or_default(), text_of(m))).collect();
+    texts.sort();
+    assert_eq!(texts, [(101, "Echo: one".to_owned()), (102, "Echo: two".to_owned())]);
+    let only_notes = client.post(&json!([note])).await?;
+    assert_eq!(only_notes.status, StatusCode::ACCEPTED);
+    let empty = client.post(&json!([])).await?;
+    assert_eq!(empty.status, StatusCode::BAD_REQUEST);
     gw.stop().await
 }
