@@ -452,6 +452,8 @@ mod tests {
         assert_eq!(format!("{id:?}"), "KeyId(dead0bef)");
         let ring = KeyRing::new(vec![KeySecret::new([5; 32], Some("k".into())).unwrap()]).unwrap();
         assert_eq!(format!("{ring:?}"), format!("[KeyId({})]", label_id("k")));
+        let live = LiveRing::new(ring);
+        assert_eq!(format!("{live:?}"), format!("LiveRing([KeyId({})])", label_id("k")), "ids only");
     }
 
     #[test]

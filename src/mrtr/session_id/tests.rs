@@ -118,3 +118,20 @@ fn every_failure_has_its_own_label() {
         ["too_large", "malformed", "unknown_key", "integrity", "version", "principal", "encode", "seal"]
     );
 }
+
+#[test]
+fn the_size_bound_is_exact_when_sealing_and_opening() {
+    let limit = defaults::LEGACY_MAX_SESSION_ID_BYTES;
+    let s = sealer(&[(1, "a")]);
+    let seal = |n: usize| s.seal(&SessionClaims::new(Some("x".repeat(n)), Reach::Local, "a", 0));
+    let largest = (0..limit).take_while(|n| seal(*n).is_ok()).last().unwrap_or_default();
+    let token = seal(largest).unwrap();
+    // Base64 grows in steps of 4 characters per 3 bytes: the largest id comes that close.
+    assert!(token.len() <= limit && token.len() + 4 > limit, "{} of {limit}", token.len());
+    assert!(matches!(seal(largest + 1), Err(SessionIdError::TooLarge { .. })));
+    // Opening: exactly the limit is looked at (and found malformed), one more is too large.
+    let at_limit = s.open(&"x".repeat(limit), "a").unwrap_err();
+    assert!(matches!(at_limit, SessionIdError::Malformed(_)), "{at_limit}");
+    let over = s.open(&"x".repeat(limit + 1), "a").unwrap_err();
+    assert!(matches!(over, SessionIdError::TooLarge { .. }), "{over}");
+}
