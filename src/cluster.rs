@@ -6,6 +6,8 @@
 //! answer in the wire format of [`crate::bridge::wire`]: the reply, the fixed error object the
 //! owner would send its own client, or "not held" (the forwarding replica then replays).
 //! It never runs a call that is not parked here: that is the forwarding replica's to replay.
+//! A retry whose client asked for progress or logs gets them as lines before the reply, each
+//! sent as the call produces it, so they reach the client as they would on this replica.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -14,13 +16,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
+use serde_json::Value;
+use tokio::sync::mpsc;
 use tower::Service;
 
-use crate::bridge::wire::{WireReply, WireRequest, RESUME_PATH};
-use crate::bridge::ParkOutcome;
+use crate::bridge::wire::{WireFrame, WireReply, WireRequest, RESUME_PATH};
+use crate::bridge::{MrtrRequest, ParkOutcome};
 use crate::defaults;
+use crate::error::FrontError;
+use crate::front::body::FrontBody;
 use crate::front::FrontState;
 use crate::metrics::Metrics;
 use crate::mrtr::{replica_auth, LiveRing};
@@ -45,7 +51,7 @@ impl Cluster {
         self: &Arc<Self>,
     ) -> impl Service<
         Request<Incoming>,
-        Response = Response<Full<Bytes>>,
+        Response = Response<FrontBody>,
         Error = Infallible,
         Future: Send + 'static,
     > + Clone
@@ -58,7 +64,7 @@ impl Cluster {
         })
     }
 
-    async fn handle(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    async fn handle(&self, req: Request<Incoming>) -> Response<FrontBody> {
         if req.uri().path() != RESUME_PATH {
             return plain(StatusCode::NOT_FOUND, "not found");
         }
@@ -76,22 +82,68 @@ impl Cluster {
             self.metrics.park_outcomes.with_label_values(&[ParkOutcome::Unauthenticated.label()]).inc();
             return plain(StatusCode::UNAUTHORIZED, "unauthenticated");
         }
-        let Some(request) =
-            serde_json::from_slice::<WireRequest>(&body).ok().and_then(WireRequest::into_request)
-        else {
+        let Ok(wire) = serde_json::from_slice::<WireRequest>(&body) else {
             return plain(StatusCode::BAD_REQUEST, "not a forwarded retry");
         };
-        let answer = match self.front.bridge.run_forwarded(request).await {
-            Ok(Some(reply)) => WireReply::from(reply),
-            Ok(None) => WireReply::NotHeld,
-            Err(e) => {
-                tracing::info!(error = %e.detail(), "a forwarded retry failed");
-                WireReply::Error { error: e.to_object(), status: e.status().as_u16() }
-            }
+        let (tx, notes) = mpsc::channel(defaults::NOTES_QUEUE);
+        let wanted = wire.wants_notes().then(|| wire.notes(tx));
+        let Some(request) = wire.into_request() else {
+            return plain(StatusCode::BAD_REQUEST, "not a forwarded retry");
         };
-        match serde_json::to_vec(&answer) {
-            Ok(json) => respond(StatusCode::OK, "application/json", json.into()),
-            Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
+        if wanted.is_none() {
+            let answer = wire_reply(self.front.bridge.run_forwarded(request, None).await);
+            return match serde_json::to_vec(&answer) {
+                Ok(json) => respond(StatusCode::OK, "application/json", json.into()),
+                Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
+            };
+        }
+        let (lines, body) = mpsc::channel(defaults::NOTES_QUEUE);
+        tokio::spawn(stream_answer(self.front.clone(), request, wanted, notes, lines));
+        let mut response = Response::new(FrontBody::Stream(body));
+        response.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("application/x-ndjson"));
+        response
+    }
+}
+
+/// Runs the retry and writes its notifications, then its reply, one line each. The call runs
+/// to its end even if the forwarding replica goes: a parked call is answered at most once.
+async fn stream_answer(
+    front: Arc<FrontState>,
+    request: MrtrRequest,
+    wanted: Option<crate::bridge::Notes>,
+    mut notes: mpsc::Receiver<Value>,
+    lines: mpsc::Sender<Bytes>,
+) {
+    let run = front.bridge.run_forwarded(request, wanted);
+    tokio::pin!(run);
+    let reply = loop {
+        tokio::select! {
+            // Notes first: each one queued before the reply goes out before it.
+            biased;
+            Some(note) = notes.recv() => send_line(&lines, &WireFrame::Note(note)).await,
+            reply = &mut run => break reply,
+        }
+    };
+    while let Ok(note) = notes.try_recv() {
+        send_line(&lines, &WireFrame::Note(note)).await;
+    }
+    send_line(&lines, &WireFrame::Reply(wire_reply(reply))).await;
+}
+
+async fn send_line(lines: &mpsc::Sender<Bytes>, frame: &WireFrame) {
+    let Ok(line) = frame.to_line() else { return };
+    // A forwarding replica that went away reads nothing more; the run still ends here.
+    let _ = lines.send(line.into()).await;
+}
+
+/// The bridge's answer in the wire format.
+fn wire_reply(served: Result<Option<crate::bridge::Reply>, FrontError>) -> WireReply {
+    match served {
+        Ok(Some(reply)) => WireReply::from(reply),
+        Ok(None) => WireReply::NotHeld,
+        Err(e) => {
+            tracing::info!(error = %e.detail(), "a forwarded retry failed");
+            WireReply::Error { error: e.to_object(), status: e.status().as_u16() }
         }
     }
 }
@@ -100,12 +152,12 @@ fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
+fn plain(status: StatusCode, text: &'static str) -> Response<FrontBody> {
     respond(status, "text/plain", Bytes::from_static(text.as_bytes()))
 }
 
-fn respond(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(body));
+fn respond(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<FrontBody> {
+    let mut response = Response::new(FrontBody::full(body));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static(content_type));
     response

@@ -67,6 +67,9 @@ pub const SPARE_CONNECTIONS: usize = 16;
 pub const fn max_connections(pool_max_sessions: usize, listen_sessions: usize) -> usize {
     2 * (pool_max_sessions + listen_sessions) + SPARE_CONNECTIONS + MAX_CONNECTING
 }
+/// Notifications (progress, logs) queued for one request's stream before the call waits for
+/// the client, on the front and between replicas (not configurable).
+pub const NOTES_QUEUE: usize = 32;
 /// Largest SSE event or JSON body accepted from the upstream (not configurable).
 pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 /// Longest stdout line accepted from a stdio upstream; a longer one ends that process.

@@ -4,6 +4,8 @@
 //! answer a connect quickly is taken for gone, and the retry is replayed here from the
 //! journal its state carries. Any failure of the exchange itself (refused, reset, timed out,
 //! an answer that is not ours) ends the same way; only an answer the owner produced is relayed.
+//! When the client asked for progress or logs, the owner's notifications are passed on to the
+//! client's stream as their lines arrive, before the reply ([`super::wire`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,14 +13,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{Request, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
-use super::wire::{WireReply, WireRequest, RESUME_PATH};
-use super::{Clock, MrtrRequest, Reply};
+use super::wire::{WireFrame, WireReply, WireRequest, RESUME_PATH};
+use super::{Clock, MrtrRequest, Notes, Reply};
 use crate::defaults;
 use crate::error::FrontError;
 use crate::mrtr::{replica_auth, LiveRing};
@@ -80,9 +82,16 @@ impl Forwarder {
         Ok(Self { client, keys, clock: Clock::System, timeout })
     }
 
-    /// Forwards `req`, whose state is `state`, to the replica advertised as `owner`.
-    pub(super) async fn forward(&self, owner: &str, req: &MrtrRequest, state: &str) -> Forwarded {
-        let exchange = self.exchange(owner, req, state);
+    /// Forwards `req`, whose state is `state`, to the replica advertised as `owner`; the
+    /// notifications the owner relays go to `notes`.
+    pub(super) async fn forward(
+        &self,
+        owner: &str,
+        req: &MrtrRequest,
+        state: &str,
+        notes: Option<&Notes>,
+    ) -> Forwarded {
+        let exchange = self.exchange(owner, req, state, notes);
         let answer = match tokio::time::timeout(self.timeout, exchange).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(e)) => return Forwarded::Failed(e),
@@ -101,10 +110,16 @@ impl Forwarder {
         }
     }
 
-    async fn exchange(&self, owner: &str, req: &MrtrRequest, state: &str) -> Result<WireReply, ForwardError> {
+    async fn exchange(
+        &self,
+        owner: &str,
+        req: &MrtrRequest,
+        state: &str,
+        notes: Option<&Notes>,
+    ) -> Result<WireReply, ForwardError> {
         let url = format!("{}{RESUME_PATH}", owner.trim_end_matches('/'));
         let uri: http::Uri = url.parse().map_err(|_| ForwardError::Url(owner.to_owned()))?;
-        let body = serde_json::to_vec(&WireRequest::new(req, state))
+        let body = serde_json::to_vec(&WireRequest::new(req, state, notes))
             .map_err(|e| ForwardError::Build(e.to_string()))?;
         let mac = replica_auth::sign(&self.keys.current(), self.clock.unix_now(), &body);
         let request = Request::post(uri)
@@ -118,8 +133,54 @@ impl Forwarder {
         if status != StatusCode::OK {
             return Err(ForwardError::Status(status));
         }
-        let body = Limited::new(response.into_body(), defaults::MAX_FORWARD_BYTES).collect().await;
-        let body = body.map_err(|e| ForwardError::Body(e.to_string()))?.to_bytes();
-        serde_json::from_slice(&body).map_err(|e| ForwardError::Body(e.to_string()))
+        read_answer(response.into_body(), notes).await
     }
+}
+
+/// Reads the owner's lines: notifications go to `notes` as they come, the last line is the
+/// reply. At most [`defaults::MAX_FORWARD_BYTES`] in all.
+async fn read_answer(
+    mut body: hyper::body::Incoming,
+    notes: Option<&Notes>,
+) -> Result<WireReply, ForwardError> {
+    let (mut pending, mut total, mut reply) = (Vec::new(), 0usize, None);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ForwardError::Body(e.to_string()))?;
+        let Ok(data) = frame.into_data() else { continue };
+        total += data.len();
+        if total > defaults::MAX_FORWARD_BYTES {
+            return Err(ForwardError::Body(format!("over {} bytes", defaults::MAX_FORWARD_BYTES)));
+        }
+        pending.extend_from_slice(&data);
+        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            take_line(&line[..end], notes, &mut reply).await?;
+        }
+    }
+    take_line(&pending, notes, &mut reply).await?;
+    reply.ok_or_else(|| ForwardError::Body("the answer ended without a reply".into()))
+}
+
+/// One line of the answer; a blank one is nothing, and nothing may follow the reply.
+async fn take_line(
+    line: &[u8],
+    notes: Option<&Notes>,
+    reply: &mut Option<WireReply>,
+) -> Result<(), ForwardError> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    if reply.is_some() {
+        return Err(ForwardError::Body("a line after the reply".into()));
+    }
+    match WireFrame::parse(line).map_err(|e| ForwardError::Body(e.to_string()))? {
+        WireFrame::Note(note) => {
+            if let Some(notes) = notes {
+                // The client's stream closing is not the owner's failure: the reply still counts.
+                let _ = notes.tx.send(note).await;
+            }
+        }
+        WireFrame::Reply(r) => *reply = Some(r),
+    }
+    Ok(())
 }

@@ -240,11 +240,16 @@ impl Bridge {
 
     /// Serves a retry another replica forwarded here (see [`Forwarder`]): only when its call
     /// is parked here (or was answered here); `None` tells that replica to replay it itself.
+    /// What its client may see goes to `notes`, which that replica relays.
     /// Its state was consumed by that replica when single use is on. The migration report
     /// counts the run on the replica the client reached (as `forwarded`), not here.
-    pub async fn run_forwarded(&self, req: MrtrRequest) -> Result<Option<Reply>, FrontError> {
+    pub async fn run_forwarded(
+        &self,
+        req: MrtrRequest,
+        notes: Option<Notes>,
+    ) -> Result<Option<Reply>, FrontError> {
         let report = report::ToolRun::unreported(self);
-        self.serve(&req, None, Hop::Replica, &report).await
+        self.serve(&req, notes, Hop::Replica, &report).await
     }
 
     /// Serves one run of `req`, telling `report` what the migration report needs to know.
@@ -311,7 +316,7 @@ impl Bridge {
                 }
                 Found::Unknown if hop == Hop::Replica => return Ok(None),
                 Found::Unknown => {
-                    if let Some(reply) = Box::pin(self.forward_to_owner(&handle, req)).await {
+                    if let Some(reply) = Box::pin(self.forward_to_owner(&handle, req, notes.as_ref())).await {
                         report.serve(Served::Forwarded);
                         return reply.map(Some);
                     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::forward::Forwarded;
 use super::park::{self, Found, ParkOutcome, ParkRegistry, Parked};
 use super::round::{raw_value, respond, Live, Run, ASKED_REASON};
-use super::{MrtrRequest, Reply};
+use super::{MrtrRequest, Notes, Reply};
 use crate::error::FrontError;
 use crate::mrtr::{Decision, Journal, LegacyVersion, ParkHandle, RoundOutcome};
 use crate::protocol::methods;
@@ -103,13 +103,14 @@ impl super::Bridge {
         &self,
         handle: &ParkHandle,
         req: &MrtrRequest,
+        notes: Option<&Notes>,
     ) -> Option<Result<Reply, FrontError>> {
         let forwarder = self.forwarder.as_ref()?;
         if handle.is_local_to(&self.advertise) {
             return None;
         }
         let state = req.state.as_deref()?;
-        match forwarder.forward(&handle.owner, req, state).await {
+        match forwarder.forward(&handle.owner, req, state, notes).await {
             Forwarded::Served(reply) => {
                 self.count_park(ParkOutcome::Forwarded);
                 Some(reply)

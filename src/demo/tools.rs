@@ -206,7 +206,8 @@ async fn flaky_question(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
 
 /// A legacy tool with a side effect before its question, as a real one that writes something
 /// and then asks: every run places an order (counted in the stats, and its number is in the
-/// result), so a replayed call places one more.
+/// result), so a replayed call places one more. After the answer it reports its one step of
+/// progress (when the call has a progress token), as a tool that goes on working would.
 async fn place_order(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
     let order = ctx.stats.place_order();
     let schema = json!({
@@ -215,6 +216,7 @@ async fn place_order(ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
         "required": ["note"],
     });
     let (action, content) = elicit(ctx, "Order placed. Any delivery note?", schema).await?;
+    ctx.progress(1, 1).await.map_err(|_| ToolError::StreamClosed)?;
     let note = content.get("note").and_then(Value::as_str).unwrap_or("");
     text(format!("Order #{order} placed ({action}) {note}").trim_end().to_owned())
 }

@@ -21,11 +21,10 @@ use super::body::{sse_event, FrontBody};
 use super::outcome::{self, Outcome, OutcomeLabel};
 use super::service::{reply_outcome, FrontState};
 use crate::bridge::{MrtrRequest, Notes, Reply};
+use crate::defaults;
 use crate::error::FrontError;
 use crate::protocol::log_level::LogLevel;
 use crate::protocol::RequestId;
-
-const PROGRESS_QUEUE: usize = 32;
 
 type Joined = Result<Result<Reply, FrontError>, tokio::task::JoinError>;
 
@@ -55,7 +54,7 @@ pub(super) async fn run_streaming(
 ) -> Outcome {
     let started = Instant::now();
     let method = req.method.name();
-    let (tx, mut rx) = mpsc::channel(PROGRESS_QUEUE);
+    let (tx, mut rx) = mpsc::channel(defaults::NOTES_QUEUE);
     let worker = state.clone();
     let notes = Notes { progress_token, log_level, tx };
     let run = async move { worker.bridge.run(req, Some(notes)).await };
@@ -94,7 +93,7 @@ impl Finish {
 }
 
 fn commit_sse(finish: Finish, run: RunState, rx: mpsc::Receiver<Value>, first: Value) -> Outcome {
-    let (out, body) = mpsc::channel::<Bytes>(PROGRESS_QUEUE);
+    let (out, body) = mpsc::channel::<Bytes>(defaults::NOTES_QUEUE);
     tokio::spawn(pump(finish, run, rx, first, out).in_current_span());
     sse_response(body)
 }

@@ -55,6 +55,34 @@ fn order(client: &Client) -> crate::common::client::Call<'_> {
 }
 
 #[tokio::test]
+async fn a_forwarded_retry_relays_the_owners_progress_before_its_result() -> TestResult {
+    let demo = demo::spawn_loopback(DemoOptions::default())?;
+    let (a, client_a, _) = start_replica(&demo.url()).await?;
+    let (b, client_b, _) = start_replica(&demo.url()).await?;
+    let (q1, s1) = order(&client_a).progress(json!("first")).send().await?.input_required()?;
+    let done = order(&client_b).state(&s1).responses(answer_all(&q1)).progress(json!("retry")).send().await?;
+    assert!(done.text()?.starts_with("Order #1 placed"), "{:?}", done.body);
+    assert_eq!(outcome(&b, "forwarded"), 1.0);
+    let (last, notes) = done.events.split_last().unwrap_or((&serde_json::Value::Null, &[]));
+    assert_eq!(last, &done.body, "the result comes last");
+    assert_eq!(
+        notes,
+        [json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": "retry", "progress": 1, "total": 1, "message": "step 1 of 1"}})],
+        "the owner's progress, under this request's own token"
+    );
+    // Without a token the owner answers the reply alone, as before.
+    let (q2, s2) = order(&client_a).send().await?.input_required()?;
+    let plain = order(&client_b).state(&s2).responses(answer_all(&q2)).send().await?;
+    assert!(plain.text()?.starts_with("Order #2 placed"), "{:?}", plain.body);
+    assert_eq!(outcome(&b, "forwarded"), 2.0);
+    bounded("replica a to drain", a.shutdown()).await?;
+    bounded("replica b to drain", b.shutdown()).await?;
+    bounded("the demo server to stop", demo.shutdown()).await??;
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_retry_on_another_replica_is_answered_by_the_owner() -> TestResult {
     let demo = demo::spawn_loopback(DemoOptions::default())?;
     let (a, client_a, _) = start_replica(&demo.url()).await?;
