@@ -115,6 +115,10 @@ async fn spans_link_the_client_the_rounds_and_the_upstream() -> TestResult {
     assert_eq!(listed[0].attr("mcp.method.name"), Some("tools/list"));
 
     let (first, first_round, first_exchange) = chain(&spans, ROUNDS_TRACE, FIRST_PARENT);
+    // The chain declares other capabilities, so another catalogue key: its first call lists too.
+    let listed_again = children(&spans, first, SpanKind::Client);
+    assert_eq!(listed_again.len(), 1, "{listed_again:#?}");
+    assert_eq!(listed_again[0].attr("mcp.method.name"), Some("tools/list"));
     assert_eq!(first.attr("mrtr_gateway.outcome"), Some("input_required"));
     assert_eq!(first_round.attr("mrtr_gateway.outcome"), Some("input_required"));
     assert_eq!(first_round.attr("mrtr_gateway.next_round"), Some("1"));
@@ -126,7 +130,7 @@ async fn spans_link_the_client_the_rounds_and_the_upstream() -> TestResult {
     // Each exchange's context reached the upstream as its `traceparent`, and nothing else did.
     let mut seen = upstream.stats().header_values("traceparent");
     seen.sort();
-    let mut expected: Vec<String> = [listed[0], exchange, first_exchange, retry_exchange]
+    let mut expected: Vec<String> = [listed[0], exchange, listed_again[0], first_exchange, retry_exchange]
         .iter()
         .map(|e| traceparent(&e.trace_id, &e.span_id))
         .collect();
