@@ -123,11 +123,16 @@ async fn a_dead_process_ends_its_session_and_the_client_starts_anew() -> TestRes
     gw.stop().await
 }
 
-/// A gateway whose fixture logs its events to a file in `dir`, and that file.
-async fn logging_gateway(dir: &std::path::Path) -> TestResult<(StdioGateway, std::path::PathBuf)> {
+/// A gateway whose fixture logs its events to a file in `dir`, a legacy client's session on
+/// it, and that file.
+async fn logging_session(
+    dir: &std::path::Path,
+) -> TestResult<(StdioGateway, LegacyClient, std::path::PathBuf)> {
     let log = dir.join("events");
     let gw = StdioGateway::start(&["--log", log.to_str().unwrap_or_default()], &[], &[]).await?;
-    Ok((gw, log))
+    let mut client = LegacyClient::new(gw.gateway.url("/mcp"));
+    client.initialize(form_only()).await?;
+    Ok((gw, client, log))
 }
 
 /// Calls `ask_after` (it answers, then asks for the roots with no call open, then logs), and
@@ -147,9 +152,7 @@ async fn roots_asked_later(client: &LegacyClient, log: &std::path::Path) -> Test
 async fn the_get_stream_carries_what_no_call_can_take() -> TestResult {
     let _serial = serial().await;
     let dir = tempfile::tempdir()?;
-    let (gw, log) = logging_gateway(dir.path()).await?;
-    let mut client = LegacyClient::new(gw.gateway.url("/mcp"));
-    client.initialize(form_only()).await?;
+    let (gw, client, log) = logging_session(dir.path()).await?;
     let (get, messages) = client.open_get_recording().await?;
     assert_eq!(get.status, StatusCode::OK);
     let seen = roots_asked_later(&client, &log).await?;
@@ -169,9 +172,7 @@ async fn the_get_stream_carries_what_no_call_can_take() -> TestResult {
 async fn without_a_get_stream_a_request_no_call_can_take_is_refused() -> TestResult {
     let _serial = serial().await;
     let dir = tempfile::tempdir()?;
-    let (gw, log) = logging_gateway(dir.path()).await?;
-    let mut client = LegacyClient::new(gw.gateway.url("/mcp"));
-    client.initialize(form_only()).await?;
+    let (gw, client, log) = logging_session(dir.path()).await?;
     let seen = roots_asked_later(&client, &log).await?;
     assert!(seen.get("error").is_some(), "refused, never invented: {seen}");
     assert_eq!(client.answered.load(std::sync::atomic::Ordering::Relaxed), 0);

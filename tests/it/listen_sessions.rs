@@ -3,6 +3,7 @@
 //! own changes tells the listen streams of what the principal's calls changed. The scripted
 //! upstream's `touch` is such a server: it notifies only the session it ran on.
 
+use mrtr_gateway::app::Gateway;
 use serde_json::{json, Value};
 
 use super::chatty_upstream::Chatty;
@@ -13,6 +14,13 @@ use crate::common::{eventually, Client, Setup, TestResult};
 const URI: &str = "chatty://page";
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const HUBS: &str = "mrtr_gateway_listen_upstream_sessions";
+
+/// A gateway set up as `setup` in front of a new scripted upstream, and its client.
+async fn start(setup: Setup) -> TestResult<(Chatty, Gateway, Client)> {
+    let upstream = Chatty::spawn(false).await?;
+    let (gateway, client) = setup.attach_url(&upstream.url()).await?;
+    Ok((upstream, gateway, client))
+}
 
 /// Opens a listen stream on [`URI`] as request `id` and reads its acknowledgement.
 async fn listen(client: &Client, id: i64) -> TestResult<Events> {
@@ -32,8 +40,7 @@ async fn touch(client: &Client) -> TestResult<String> {
 
 #[tokio::test]
 async fn a_call_runs_on_the_listen_session_and_its_change_reaches_the_stream() -> TestResult {
-    let upstream = Chatty::spawn(false).await?;
-    let (gateway, client) = Setup::new().attach_url(&upstream.url()).await?;
+    let (upstream, gateway, client) = start(Setup::new()).await?;
     let mut events = listen(&client, 7).await?;
     let listening = upstream.seen.subscribers(URI);
     assert_eq!(listening.len(), 1, "one upstream session subscribed");
@@ -51,8 +58,7 @@ async fn a_call_runs_on_the_listen_session_and_its_change_reaches_the_stream() -
 
 #[tokio::test]
 async fn after_the_last_listener_calls_go_back_to_the_pool() -> TestResult {
-    let upstream = Chatty::spawn(false).await?;
-    let (gateway, client) = Setup::new().attach_url(&upstream.url()).await?;
+    let (upstream, gateway, client) = start(Setup::new()).await?;
     let events = listen(&client, 1).await?;
     let listening = upstream.seen.subscribers(URI);
     assert_eq!(touch(&client).await?, "touched 1");
@@ -69,9 +75,8 @@ async fn after_the_last_listener_calls_go_back_to_the_pool() -> TestResult {
 
 #[tokio::test]
 async fn with_sharing_off_calls_stay_on_the_pool() -> TestResult {
-    let upstream = Chatty::spawn(false).await?;
-    let setup = Setup::new().set("subscriptions", "share_with_calls = false");
-    let (gateway, client) = setup.attach_url(&upstream.url()).await?;
+    let (upstream, gateway, client) =
+        start(Setup::new().set("subscriptions", "share_with_calls = false")).await?;
     let events = listen(&client, 1).await?;
     let listening = upstream.seen.subscribers(URI);
     // The change happens on another session, which this server tells nobody of.
@@ -84,31 +89,23 @@ async fn with_sharing_off_calls_stay_on_the_pool() -> TestResult {
 
 #[tokio::test]
 async fn listen_sessions_are_bounded_with_a_clear_error() -> TestResult {
-    let upstream = Chatty::spawn(false).await?;
-    let setup = Setup::new().set("subscriptions", "max_sessions = 1");
-    let (gateway, client) = setup.attach_url(&upstream.url()).await?;
+    let (_upstream, gateway, client) = start(Setup::new().set("subscriptions", "max_sessions = 1")).await?;
     let first = listen(&client, 1).await?;
     // The same key shares the session it holds; another capability set is another key.
     let second = listen(&client, 2).await?;
     let other_key = json!({"elicitation": {"form": {}}});
-    let refused = client
-        .request("subscriptions/listen")
-        .caps(other_key.clone())
-        .param("notifications", json!({"resourceSubscriptions": [URI]}))
-        .send()
-        .await?;
+    let as_other_key = || {
+        let filter = json!({"resourceSubscriptions": [URI]});
+        client.request("subscriptions/listen").caps(other_key.clone()).param("notifications", filter)
+    };
+    let refused = as_other_key().send().await?;
     let message = refused.expect_error(http::StatusCode::SERVICE_UNAVAILABLE, -32603)?;
     assert!(message.contains("no upstream session is free") && message.contains("limit is 1"), "{message}");
     let series = "mrtr_gateway_listen_refused_total{reason=\"sessions\"}";
     assert_eq!(metric(&gateway, series), 1.0);
     drop((first, second));
     eventually("the listen session to be closed", || metric(&gateway, HUBS) == 0.0).await?;
-    let again = client
-        .request("subscriptions/listen")
-        .caps(other_key)
-        .param("notifications", json!({"resourceSubscriptions": [URI]}))
-        .open()
-        .await?;
+    let again = as_other_key().open().await?;
     assert_eq!(again.status(), http::StatusCode::OK, "the session was given back");
     drop(again);
     gateway.shutdown().await;

@@ -5,27 +5,14 @@
 
 use std::sync::Arc;
 
-use http::Method;
 use serde_json::json;
 
-use super::server::{event, sse_channel, Reply, Seen, TestServer};
-use super::{caps, on_call, result, settings};
+use super::server::{event, sse_channel, Reply, TestServer};
+use super::{caps, deletes, inits, on_call, result, server, settings};
 use crate::upstream::{Pool, PoolKey, PoolStats, UpstreamEvent};
 
 fn key(principal: &str) -> PoolKey {
     (Arc::from(principal), 0)
-}
-
-fn inits(seen: &Seen) -> bool {
-    seen.rpc_method() == Some("initialize")
-}
-
-fn deletes(seen: &Seen) -> bool {
-    seen.method == Method::DELETE
-}
-
-async fn server() -> TestServer {
-    TestServer::start(on_call(|_| Reply::Status(404))).await
 }
 
 #[tokio::test]

@@ -47,6 +47,21 @@ fn result(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
+/// True for the `initialize` of a new session.
+fn inits(seen: &server::Seen) -> bool {
+    seen.rpc_method() == Some("initialize")
+}
+
+/// True for the `DELETE` that ends a session.
+fn deletes(seen: &server::Seen) -> bool {
+    seen.method == http::Method::DELETE
+}
+
+/// A server whose every `tools/call` is answered 404 (the lifecycle by default).
+async fn server() -> TestServer {
+    TestServer::start(on_call(|_| Reply::Status(404))).await
+}
+
 /// A script that answers only `tools/call` (and the lifecycle by default).
 fn on_call(reply: impl Fn(&server::Seen) -> Reply + Send + Sync + 'static) -> Script {
     Arc::new(move |seen| (seen.rpc_method() == Some("tools/call")).then(|| reply(seen)))

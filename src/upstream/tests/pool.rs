@@ -4,26 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::Method;
-
 use super::server::{Reply, Seen, TestServer};
-use super::{caps, on_call, settings};
+use super::{caps, deletes, inits, server, settings};
 use crate::upstream::{Pool, PoolKey, PoolStats, UpstreamError};
 
 fn key(principal: &str, fingerprint: u8) -> PoolKey {
     (Arc::from(principal), fingerprint)
-}
-
-fn inits(seen: &Seen) -> bool {
-    seen.rpc_method() == Some("initialize")
-}
-
-fn deletes(seen: &Seen) -> bool {
-    seen.method == Method::DELETE
-}
-
-async fn server() -> TestServer {
-    TestServer::start(on_call(|_| Reply::Status(404))).await
 }
 
 #[tokio::test]
