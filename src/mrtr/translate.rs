@@ -300,15 +300,20 @@ mod tests {
             json!({"mode": "url", "elicitationId": "e", "url": "https://a.example/x", "message": "m"});
         let data = json!({"elicitations": [entry]});
         assert_eq!(url_elicitations(Some(&data)).unwrap(), vec![data["elicitations"][0].clone()]);
-        for bad in [
-            json!({}),
-            json!({"elicitations": []}),
-            json!({"elicitations": {"mode": "url"}}),
-            json!({"elicitations": [{"mode": "form", "message": "m"}]}),
-            json!({"elicitations": [{"message": "no mode", "url": "https://a.example"}]}),
-            json!({"elicitations": ["https://a.example"]}),
+        // Each refusal says what is wrong with the list (the log line carries it).
+        for (bad, why) in [
+            (json!({}), "there is no list"),
+            (json!({"elicitations": []}), "the list is empty"),
+            (json!({"elicitations": {"mode": "url"}}), "there is no list"),
+            (json!({"elicitations": [{"mode": "form", "message": "m"}]}), "an entry is not in URL mode"),
+            (
+                json!({"elicitations": [{"message": "no mode", "url": "https://a.example"}]}),
+                "an entry is not in URL mode",
+            ),
+            (json!({"elicitations": ["https://a.example"]}), "an entry is not an object"),
         ] {
-            assert!(matches!(url_elicitations(Some(&bad)), Err(TranslateError::UrlRequired(_))), "{bad}");
+            let refused = url_elicitations(Some(&bad));
+            assert!(matches!(refused, Err(TranslateError::UrlRequired(r)) if r == why), "{bad}: {refused:?}");
         }
         assert!(url_elicitations(None).is_err());
     }
