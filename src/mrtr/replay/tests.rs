@@ -108,6 +108,17 @@ fn a_changed_question_is_asked_again_never_answered() {
 }
 
 #[test]
+fn another_question_never_takes_an_unanswered_questions_key() {
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
+    let first = ask(&mut replay, &question("A?"));
+    // The client answers nothing; the next run asks something else first.
+    let mut replay = next_round(replay.finish(), json!({}));
+    let other = ask(&mut replay, &question("C?"));
+    assert_ne!(other, first, "a key names one question: the client's answer to A must not answer C");
+    assert_eq!(ask(&mut replay, &question("A?")), first, "A re-asked keeps its key");
+}
+
+#[test]
 fn re_asked_pending_questions_keep_their_keys() {
     let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
     let first = ask(&mut replay, &question("A?"));
