@@ -323,17 +323,21 @@ impl GetRun {
                 _ = ended.wait_for(|e| *e) => break,
                 event = events.recv() => event,
             };
-            let frame = match event {
+            let (frame, asked) = match event {
                 Some(Ok(UpstreamEvent::Request { id, method, params })) => {
-                    request_bytes(&id, &method, params.as_ref())
+                    (request_bytes(&id, &method, params.as_ref()), Some(id))
                 }
                 Some(Ok(UpstreamEvent::Notification { method, params })) => {
-                    notification_bytes(&method, params.as_ref())
+                    (notification_bytes(&method, params.as_ref()), None)
                 }
                 Some(Ok(UpstreamEvent::Response(_))) => continue,
                 Some(Err(_)) | None => break,
             };
             if self.tx.send(sse_event(&frame)).await.is_err() {
+                // The client left as it was being asked: the question never reached it.
+                if let Some(id) = asked {
+                    self.refuse(&id).await;
+                }
                 break;
             }
         }
@@ -342,14 +346,16 @@ impl GetRun {
         events.close();
         while let Ok(event) = events.try_recv() {
             if let Ok(UpstreamEvent::Request { id, .. }) = event {
-                let error = ErrorObject {
-                    code: TRANSPORT_ERROR,
-                    message: "the client's event stream closed".to_owned(),
-                    data: None,
-                };
-                let _ = self.session.respond(&id, Err(error)).await;
+                self.refuse(&id).await;
             }
         }
+    }
+
+    /// Answers the server's request `id` with an error: no client will answer it here.
+    async fn refuse(&self, id: &RequestId) {
+        let message = "the client's event stream closed".to_owned();
+        let error = ErrorObject { code: TRANSPORT_ERROR, message, data: None };
+        let _ = self.session.respond(id, Err(error)).await;
     }
 }
 
