@@ -133,9 +133,7 @@ impl Gateway {
             front_state = front_state.with_legacy(legacy.clone());
         }
         let subscriptions = subscriptions(&cfg, &pool, &metrics);
-        if let Some(subscriptions) = &subscriptions {
-            front_state = front_state.with_subscriptions(subscriptions.clone());
-        }
+        front_state = front_state.with_subscriptions(subscriptions.clone());
         let version = front_state.upstream_version;
         let (stop, stopped) = watch::channel(false);
         let ready = Readiness::default();

@@ -44,12 +44,9 @@ pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Resul
     let auth = Auth::new(&cfg.auth, metrics.auth.clone());
     let tracing = Tracing::start(cfg.tracing.as_ref())?;
     let state = front_state_with(&cfg, &metrics, &pool, Clock::System, auth, keys)?;
-    let mut state = state.without_param_headers().with_tracing(tracing.clone());
     let subscriptions = subscriptions(&cfg, &pool, &metrics);
-    if let Some(subscriptions) = &subscriptions {
-        state = state.with_subscriptions(subscriptions.clone());
-    }
-    let state = Arc::new(state);
+    let state = state.without_param_headers().with_tracing(tracing.clone());
+    let state = Arc::new(state.with_subscriptions(subscriptions.clone()));
     let service = front::stack(state, front_timeout(&cfg));
     let opts = StdioOptions {
         path: cfg.front.path.clone(),

@@ -130,8 +130,9 @@ impl FrontState {
     }
 
     /// Bridges `subscriptions/listen` with `subscriptions` (and says so in `server/discover`).
-    pub fn with_subscriptions(mut self, subscriptions: Arc<Subscriptions>) -> Self {
-        self.subscriptions = Some(subscriptions);
+    /// `None` (the bridge off) leaves `subscriptions/listen` unknown.
+    pub fn with_subscriptions(mut self, subscriptions: Option<Arc<Subscriptions>>) -> Self {
+        self.subscriptions = subscriptions;
         self
     }
 
