@@ -18,9 +18,9 @@ pub enum UpstreamError {
     #[error("invalid upstream settings: {0}")]
     Settings(String),
     #[error("cannot connect to the upstream")]
-    Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
+    Connect(#[source] hyper_util::client::legacy::Error),
     #[error("upstream request failed")]
-    Transport(#[source] Box<dyn std::error::Error + Send + Sync>),
+    Transport(#[source] hyper_util::client::legacy::Error),
     #[error("upstream gave no answer within {0:?}")]
     Timeout(Duration),
     #[error("upstream closed the stream: {0}")]
