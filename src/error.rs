@@ -329,7 +329,7 @@ fn unavailable_message(e: &UpstreamError) -> String {
         UpstreamError::Http { status, .. } => {
             return format!("upstream returned HTTP {}", status.as_u16());
         }
-        UpstreamError::Connect(e) => connect_cause(e),
+        UpstreamError::Connect(e) => connect_cause(e.as_ref()),
         UpstreamError::Transport(_) => "request failed",
         UpstreamError::Closed(_) => "connection closed",
         UpstreamError::SessionExpired => "session expired",

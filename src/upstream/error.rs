@@ -18,9 +18,9 @@ pub enum UpstreamError {
     #[error("invalid upstream settings: {0}")]
     Settings(String),
     #[error("cannot connect to the upstream")]
-    Connect(#[source] hyper_util::client::legacy::Error),
+    Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("upstream request failed")]
-    Transport(#[source] hyper_util::client::legacy::Error),
+    Transport(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("upstream gave no answer within {0:?}")]
     Timeout(Duration),
     #[error("upstream closed the stream: {0}")]

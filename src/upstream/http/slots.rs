@@ -16,8 +16,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::driven::UpstreamBody;
 
 /// Requests in flight at once for `max_connections` connections, `max_connecting` of them
 /// being opened, when `min` requests must always fit (each session's two streams and one
@@ -34,7 +36,7 @@ pub(crate) struct Slots {
 }
 
 /// A response body and the request slot it holds until it ends.
-pub(crate) struct SlotBody<B = Incoming> {
+pub(crate) struct SlotBody<B = UpstreamBody> {
     body: B,
     slot: Option<OwnedSemaphorePermit>,
 }

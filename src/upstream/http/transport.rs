@@ -1,8 +1,10 @@
 //! The HTTP exchanges with the legacy server: POST, GET (streams) and DELETE, and for the
 //! deprecated HTTP+SSE transport the GET of its event stream and the POST to its endpoint.
 //!
-//! One keep-alive `hyper-util` client is built per pool and cloned into every session, so the
-//! hot path never builds a client or a TLS/TCP stack per request. Its connector is bounded
+//! One keep-alive client is built per pool and cloned into every session, so the hot path
+//! never builds a client or a TLS/TCP stack per request: for a plain `http://` upstream the
+//! client whose connections the requests drive themselves ([`super::driven`]), for `https://`
+//! `hyper-util`'s pooled client. Their connector is bounded
 //! ([`super::limit`]): `max_connections` open, `max_connecting` being opened, whatever the
 //! load; requests in flight are bounded below that ([`super::slots`]), so a request never
 //! starts a connect that cannot get a connection slot, and one past the bound waits its turn
@@ -27,6 +29,7 @@ use prometheus::IntGauge;
 
 use super::super::{UpstreamError, UpstreamSettings};
 use super::drain::CancelDrain;
+use super::driven::{Driven, UpstreamBody};
 use super::limit::LimitedConnector;
 use super::slots::{self, SlotBody, Slots};
 use crate::protocol::headers;
@@ -42,10 +45,18 @@ const SLOTS_CLOSED: &str = "the upstream request slots were closed";
 
 type HttpClient = Client<HttpsConnector<LimitedConnector>, Full<Bytes>>;
 
+/// The client under a transport: a plain upstream's connections are driven by its requests
+/// ([`super::driven`]); an `https://` one keeps `hyper-util`'s pooled client (TLS, HTTP/2).
+#[derive(Clone)]
+enum UpstreamClient {
+    Driven(Driven),
+    Pooled(Box<HttpClient>),
+}
+
 /// A shareable handle on the upstream's HTTP endpoint.
 #[derive(Clone)]
 pub(crate) struct Transport {
-    client: HttpClient,
+    client: UpstreamClient,
     connector: LimitedConnector,
     slots: Slots,
     settings: Arc<UpstreamSettings>,
@@ -126,14 +137,20 @@ impl Transport {
         let streams = 2 * (settings.pool_max_sessions + settings.listen_sessions) + 1;
         let slots = Slots::new(slots::bound(settings.max_connections, settings.max_connecting, streams));
         let connector = LimitedConnector::new(tcp, bounds, settings.connect_timeout, connections);
-        // A plain upstream never handshakes, so it needs no trust roots (a minimal image may
-        // have none): its TLS layer only passes `http://` through.
-        let tls_config = if https { tls::client_config(&settings.tls) } else { tls::plain_only() }
-            .map_err(|e| UpstreamError::Settings(format!("upstream TLS: {e}")))?;
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(settings.pool_idle_timeout)
-            .pool_max_idle_per_host(settings.max_connections)
-            .build(tls::https_connector(connector.clone(), tls_config));
+        // A plain upstream never handshakes, so it loads no trust roots (a minimal image may
+        // have none).
+        let client = if https {
+            let tls_config = tls::client_config(&settings.tls)
+                .map_err(|e| UpstreamError::Settings(format!("upstream TLS: {e}")))?;
+            let pooled = Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(settings.pool_idle_timeout)
+                .pool_max_idle_per_host(settings.max_connections)
+                .build(tls::https_connector(connector.clone(), tls_config));
+            UpstreamClient::Pooled(Box::new(pooled))
+        } else {
+            let (idle, max) = (settings.pool_idle_timeout, settings.max_connections);
+            UpstreamClient::Driven(Driven::new(connector.clone(), &settings.url, idle, max)?)
+        };
         Ok(Self { client, connector, slots, settings, cancel_drain: Arc::default() })
     }
 
@@ -243,11 +260,15 @@ impl Transport {
         let exchange = async {
             let slot =
                 self.slots.take().await.ok_or_else(|| UpstreamError::Closed(SLOTS_CLOSED.to_owned()))?;
-            match self.client.request(req).await {
-                Err(e) if e.is_connect() => Err(UpstreamError::Connect(e)),
-                Err(e) => Err(UpstreamError::Transport(e)),
-                Ok(resp) => Ok(resp.map(|body| SlotBody::new(body, slot))),
-            }
+            let resp = match &self.client {
+                UpstreamClient::Driven(driven) => driven.request(req).await?,
+                UpstreamClient::Pooled(pooled) => match pooled.request(req).await {
+                    Err(e) if e.is_connect() => return Err(UpstreamError::Connect(e.into())),
+                    Err(e) => return Err(UpstreamError::Transport(e.into())),
+                    Ok(resp) => resp.map(UpstreamBody::Pooled),
+                },
+            };
+            Ok(resp.map(|body| SlotBody::new(body, slot)))
         };
         tokio::time::timeout(timeout, exchange).await.unwrap_or(Err(UpstreamError::Timeout(timeout)))
     }
