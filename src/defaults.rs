@@ -76,6 +76,11 @@ pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 /// The only variables of the gateway's own environment a stdio child inherits.
 pub const ENV_PASSTHROUGH: [&str; 2] = ["PATH", "HOME"];
+/// Longest the end of a replayed round may take upstream (its `notifications/cancelled` and the
+/// refusal of its open requests, sent after the client has its reply), and so the longest a
+/// call of the same key waits for that session rather than opening another (not configurable).
+/// A wind-down still running then retires its session: the upstream may be wedged.
+pub const WIND_DOWN: Duration = Duration::from_secs(5);
 /// Longest shutdown spends closing pooled upstream sessions (not configurable).
 pub const SHUTDOWN_CLOSE: Duration = Duration::from_secs(5);
 

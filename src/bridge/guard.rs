@@ -2,7 +2,11 @@
 //! before the call ended (the client closed its connection, which 2026-07-28 defines as
 //! cancellation), the upstream is told with `notifications/cancelled` and the session is
 //! released. A legacy server does not read a disconnect as a cancel, so this must be explicit.
+//! A replayed round's call is ended the same way, but after its reply ([`CallGuard::wind_down`]):
+//! the two upstream exchanges are no longer part of the round the client waits for.
 
+use super::round::refuse_all;
+use crate::protocol::RequestId;
 use crate::upstream::{Call, Lease, Session, UpstreamError, UpstreamEvent};
 
 const DROPPED: &str = "the client went away";
@@ -55,14 +59,42 @@ impl CallGuard {
     }
 
     /// Cancels the call upstream and returns the lease, so pending requests can still be answered.
-    pub(super) async fn cancel(mut self, reason: &str) -> Option<Lease> {
-        let lease = self.lease.take()?;
-        if let Some(call) = self.call.take() {
-            if let Err(e) = lease.session().cancel(call, reason).await {
-                tracing::debug!(error = %e, "could not send notifications/cancelled upstream");
-            }
-        }
+    pub(super) async fn cancel(self, reason: &str) -> Option<Lease> {
+        let (lease, call) = self.into_parts()?;
+        cancel_call(&lease, call, reason).await;
         Some(lease)
+    }
+
+    /// Cancels the call and refuses `open` upstream after the client had its reply: the lease,
+    /// marked as winding down (so the key's next call waits for this session rather than
+    /// opening one), returns to the pool when both were sent, or is retired when that takes
+    /// longer than [`crate::defaults::WIND_DOWN`] or `retire` is set. In order: a server that
+    /// honours the cancel never sees the refusal reach the tool.
+    pub(super) fn wind_down(self, open: Vec<RequestId>, reason: &'static str, retire: bool) {
+        let Some((mut lease, call)) = self.into_parts() else { return };
+        lease.wind_down();
+        let ended = async move {
+            let told = tokio::time::timeout(crate::defaults::WIND_DOWN, async {
+                cancel_call(&lease, call, reason).await;
+                refuse_all(&lease, &open, reason).await;
+            });
+            if told.await.is_err() {
+                tracing::warn!(after = ?crate::defaults::WIND_DOWN, "the upstream took too long to take a round's cancel; its session is retired");
+                lease.poison();
+            } else if retire {
+                lease.poison();
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn(ended)),
+            Err(_) => tracing::debug!("no runtime to end an upstream call on"),
+        }
+    }
+
+    /// The lease and the call, taken out for a caller that ends the call itself.
+    fn into_parts(mut self) -> Option<(Lease, Option<Call>)> {
+        let lease = self.lease.take()?;
+        Some((lease, self.call.take()))
     }
 
     /// Cancels the call and evicts the session (it may be wedged).
@@ -77,6 +109,14 @@ impl CallGuard {
         self.call = None;
         if let Some(lease) = self.lease.take() {
             lease.poison();
+        }
+    }
+}
+
+async fn cancel_call(lease: &Lease, call: Option<Call>, reason: &str) {
+    if let Some(call) = call {
+        if let Err(e) = lease.session().cancel(call, reason).await {
+            tracing::debug!(error = %e, "could not send notifications/cancelled upstream");
         }
     }
 }

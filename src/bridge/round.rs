@@ -356,11 +356,12 @@ impl<'a> Run<'a> {
                 return Box::pin(self.park(&parks, parked, outcome)).await;
             }
         }
-        if let Some(lease) = guard.cancel(ASKED_REASON).await {
-            refuse_all(&lease, &open, ASKED_REASON).await;
-            self.release(lease);
-        }
-        self.seal_outcome(outcome, None)
+        // The reply does not wait for the call's end upstream (a cancel and a refusal, two
+        // exchanges that were most of a replayed round against a Python server): it is sent
+        // while the lease winds down, and the retry's lease waits for that session.
+        let reply = self.seal_outcome(outcome, None);
+        guard.wind_down(open, ASKED_REASON, self.tainted);
+        reply
     }
 
     /// Ends the round: the questions asked, and a freshly sealed state.

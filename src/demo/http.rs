@@ -152,6 +152,12 @@ async fn post(shared: &Shared, request: Request<Incoming>) -> Result<Response<De
         }
         Envelope::Notification(note) => {
             let session = session_for(shared, &parts.headers)?;
+            if let (methods::CANCELLED, Some(gate)) = (note.method.as_str(), &shared.options.cancel_gate) {
+                // A closed gate lets everything through; either way the cancel then takes effect.
+                if let Ok(permit) = gate.acquire().await {
+                    permit.forget();
+                }
+            }
             notification(shared, &session, &note);
             Ok(accepted())
         }

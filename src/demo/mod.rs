@@ -86,6 +86,10 @@ pub struct DemoOptions {
     /// ([`DemoStats::calls_before_get_stream`]): a server such as the Python SDK's drops a
     /// request meant for that stream while none is connected. Off by default.
     pub get_stream_delay: Option<Duration>,
+    /// If set, each `notifications/cancelled` is acted on and answered (202) only once it takes
+    /// a permit from this semaphore, as a busy server's would be; a closed semaphore answers at
+    /// once. Tests hold it empty to see what waits for a cancel. Off by default.
+    pub cancel_gate: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Default for DemoOptions {
@@ -102,6 +106,7 @@ impl Default for DemoOptions {
             roots_after_initialized: None,
             close_after_priming: None,
             get_stream_delay: None,
+            cancel_gate: None,
         }
     }
 }

@@ -15,6 +15,13 @@
 //! none of its own is idle, so the key's slots bound its sessions too. Idle sessions expire
 //! after `pool_idle_timeout`.
 //!
+//! A lease may be *winding down*: its call ended for the client, which already has its reply,
+//! while the end is still being told upstream (a replayed round's cancel and refusals). A call
+//! of the same key that finds no idle session waits for such a session, up to
+//! [`crate::defaults::WIND_DOWN`], rather than opening another: the client's retry of a round
+//! usually arrives during the wind-down, and a second session per key (a second process, for
+//! stdio) would be opened for every chain that does.
+//!
 //! Warm processes (stdio, `pool_min_warm`) are started and left waiting for `initialize`; see
 //! [`warm`] for why that, and not an initialised session, is what is kept ready. A session a
 //! long-lived holder keeps outside the pool may be lent back to its key's calls, which then
@@ -70,6 +77,8 @@ struct PoolInner {
     rewarm: Arc<Notify>,
     /// Sessions held outside the pool and lent to their key's calls ([`home`]).
     homes: home::Homes,
+    /// Wakes the calls waiting for a winding-down session: one went back to the pool.
+    wound: Notify,
 }
 
 #[derive(Default)]
@@ -84,6 +93,8 @@ struct State {
     warm_died: usize,
     /// Set at shutdown: nothing more is kept warm.
     closed: bool,
+    /// The key of each leased session winding down (one entry per lease; few at once).
+    winding: Vec<PoolKey>,
 }
 
 struct Idle {
@@ -99,6 +110,8 @@ enum Step {
     /// Initialise this warm process.
     Warm(Spare),
     Start,
+    /// None idle, but one of the key's sessions is winding down: wait for it.
+    Wait,
 }
 
 /// A session leased to one call; dropping it returns the session to the pool (or to the holder
@@ -111,6 +124,8 @@ pub struct Lease {
     home: Option<Arc<home::Home>>,
     /// Its list changes go to the key's lent session while this lease lasts.
     tapped: bool,
+    /// Counted in [`State::winding`] until it drops.
+    winding: bool,
     poisoned: bool,
     /// Freed after the session is back in the pool, so the next caller finds it there.
     _slot: Admitted,
@@ -146,6 +161,7 @@ impl Pool {
             initialize: Mutex::new(None),
             rewarm: Arc::new(Notify::new()),
             homes: home::Homes::default(),
+            wound: Notify::new(),
         });
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(reap(Arc::downgrade(&inner)));
@@ -169,7 +185,11 @@ impl Pool {
         capabilities: impl FnOnce() -> Value,
     ) -> Result<Lease, UpstreamError> {
         let slot = self.inner.admission.admit(&key).await?;
-        let (step, tap) = self.inner.acquire(&key);
+        let (step, tap) = match self.inner.acquire(&key, true) {
+            // Rare, and its future holds a timer: boxed like the opening paths below.
+            (Step::Wait, _) => Box::pin(self.inner.wait_for_winding(&key)).await,
+            chosen => chosen,
+        };
         // Opening a session is the rare path and its future is large: boxed, so every call's
         // future (held for as long as the call runs) stays small.
         let mut lease = match step {
@@ -181,6 +201,7 @@ impl Pool {
             Step::Reuse(session) => self.lease_of(key, session, slot),
             Step::Warm(spare) => Box::pin(self.start(key, &capabilities(), slot, Some(spare))).await?,
             Step::Start => Box::pin(self.start(key, &capabilities(), slot, None)).await?,
+            Step::Wait => unreachable!("wait_for_winding never answers Wait"),
         };
         if let Some(tap) = tap {
             lease.session.set_tap(Some(tap));
@@ -216,6 +237,7 @@ impl Pool {
             pool: self.inner.clone(),
             home: None,
             tapped: false,
+            winding: false,
             poisoned: false,
             _slot: slot,
         }
@@ -334,15 +356,35 @@ impl PoolInner {
     /// reserve a new session. Slots bound leased + starting sessions, and warm processes only
     /// fill free room, so a full pool without a warm one always has an idle one to evict.
     /// Also returns the lent session's tap when a pooled session is chosen while one is lent.
-    fn acquire(&self, key: &PoolKey) -> (Step, Option<EventTx>) {
+    /// With `may_wait`, answers [`Step::Wait`] instead of opening a session while one of the
+    /// key's sessions is winding down.
+    fn acquire(&self, key: &PoolKey, may_wait: bool) -> (Step, Option<EventTx>) {
         let tap = match self.lent(key) {
             Ok(step) => return (step, None),
             Err(tap) => tap,
         };
-        (self.acquire_pooled(key), tap)
+        (self.acquire_pooled(key, may_wait), tap)
     }
 
-    fn acquire_pooled(&self, key: &PoolKey) -> Step {
+    /// Acquires once a winding-down session of `key` is back, or opens one when none is back
+    /// within [`crate::defaults::WIND_DOWN`] (its wind-down then retires it).
+    async fn wait_for_winding(&self, key: &PoolKey) -> (Step, Option<EventTx>) {
+        let deadline = Instant::now() + crate::defaults::WIND_DOWN;
+        loop {
+            // Registered before the state is looked at, so a release in between still wakes it.
+            let wound = self.wound.notified();
+            tokio::pin!(wound);
+            wound.as_mut().enable();
+            match self.acquire(key, Instant::now() < deadline) {
+                (Step::Wait, _) => {
+                    let _ = tokio::time::timeout_at(deadline, wound).await;
+                }
+                chosen => return chosen,
+            }
+        }
+    }
+
+    fn acquire_pooled(&self, key: &PoolKey, may_wait: bool) -> Step {
         let mut evicted = self.take_stale();
         let (step, dead) = {
             let mut state = self.state.lock();
@@ -350,6 +392,8 @@ impl PoolInner {
             let (step, dead) = if let Some(entry) = pos.and_then(|pos| state.idle.remove(pos)) {
                 state.leased += 1;
                 (Step::Reuse(entry.session), Vec::new())
+            } else if may_wait && state.winding.contains(key) {
+                (Step::Wait, Vec::new())
             } else {
                 let (spare, dead) = state.take_warm();
                 let step = if let Some(spare) = spare {
@@ -437,15 +481,24 @@ impl PoolInner {
         n
     }
 
-    fn release(&self, key: PoolKey, session: Session, poisoned: bool) {
+    fn release(&self, key: PoolKey, session: Session, poisoned: bool, winding: bool) {
         let retire = poisoned || !session.is_healthy();
         {
             let mut state = self.state.lock();
             state.leased -= 1;
+            if winding {
+                if let Some(pos) = state.winding.iter().position(|k| k == &key) {
+                    state.winding.swap_remove(pos);
+                }
+            }
             if !retire {
                 let since = Instant::now();
                 state.idle.push_back(Idle { key, session: session.clone(), since });
             }
+        }
+        if winding {
+            // Back idle, or retired: either way a waiter decides again.
+            self.wound.notify_waiters();
         }
         if retire {
             self.rewarm.notify_one();
@@ -538,6 +591,16 @@ impl Lease {
     pub fn poison(mut self) {
         self.poisoned = true;
     }
+
+    /// Marks the lease as winding down (see the module doc): until it drops, a call of its key
+    /// that finds no idle session waits for this one. A lent session is not pooled, so marking
+    /// one changes nothing.
+    pub fn wind_down(&mut self) {
+        if self.home.is_none() && !self.winding {
+            self.pool.state.lock().winding.push(self.key.clone());
+            self.winding = true;
+        }
+    }
 }
 
 impl std::ops::Deref for Lease {
@@ -556,7 +619,7 @@ impl Drop for Lease {
         // A clone of the handle goes back; this one is dropped with the lease.
         match &self.home {
             Some(home) => home.give_back(self.poisoned || !self.session.is_healthy()),
-            None => self.pool.release(self.key.clone(), self.session.clone(), self.poisoned),
+            None => self.pool.release(self.key.clone(), self.session.clone(), self.poisoned, self.winding),
         }
     }
 }

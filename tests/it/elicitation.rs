@@ -2,15 +2,18 @@
 //! question that changes between runs (`flaky_question`), and what the gateway does with
 //! missing, unsolicited, extra and malformed answers.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::StatusCode;
 use mrtr_gateway::bridge::{Clock, ManualClock};
+use mrtr_gateway::demo::{self, DemoOptions};
 use serde_json::json;
+use tokio::sync::Semaphore;
 
 use super::form_only;
 use crate::common::answers::NAME;
-use crate::common::{answer_all, Harness, Setup, TestResult};
+use crate::common::{answer_all, bounded, eventually, Harness, Setup, TestResult};
 
 #[tokio::test]
 async fn greet_round_trip_reaches_the_upstream() -> TestResult {
@@ -37,7 +40,9 @@ async fn greet_round_trip_reaches_the_upstream() -> TestResult {
     // Two runs upstream: the first was cancelled when it asked, the replay got the answer.
     assert_eq!(h.demo.stats.tool_calls("greet"), 2);
     assert_eq!(h.demo.stats.answers(), 1);
-    assert!(h.demo.stats.cancellations() >= 1);
+    // The cancel goes out after the round's reply (its lease winds down).
+    let stats = &h.demo.stats;
+    eventually("the first run to be cancelled upstream", || stats.cancellations() >= 1).await?;
     h.stop().await
 }
 
@@ -242,8 +247,37 @@ async fn a_cancelled_round_leaves_its_upstream_connection_reusable() -> TestResu
         call().state(&s2).responses(answer_all(&q2)).send().await?.text()?;
     }
     // 8 calls, 16 cancelled rounds; a stream, an answer and a cancel at most at once.
-    assert_eq!(h.demo.stats.cancellations(), 2 * CALLS);
+    let stats = &h.demo.stats;
+    eventually("every round's call to be cancelled upstream", || stats.cancellations() == 2 * CALLS).await?;
     let connections = h.demo.stats.connections();
     assert!(connections <= 6, "{connections} upstream connections for {CALLS} calls");
+    h.stop().await
+}
+
+#[tokio::test]
+async fn a_replayed_round_is_answered_before_its_cancel_and_its_retry_waits_for_that_session() -> TestResult {
+    // The upstream holds every cancel until the test lets it through, as a busy server would.
+    let gate = Arc::new(Semaphore::new(0));
+    let demo =
+        demo::spawn_loopback(DemoOptions { cancel_gate: Some(gate.clone()), ..DemoOptions::default() })?;
+    let (gateway, client) = Setup::new().attach(&demo).await?;
+    let h = Harness { demo, gateway, client };
+    let call = || h.client.call_tool("greet", json!({})).caps(form_only());
+    let (q, s) =
+        bounded("the round's reply while its cancel is held", call().send()).await??.input_required()?;
+    assert_eq!(h.demo.stats.cancellations(), 0, "the reply came before the upstream took the cancel");
+    let opened = h.demo.stats.initializes();
+    // The retry arrives while the round's session is still winding down: it waits for that
+    // session instead of opening a second one for the key.
+    let retry = call().state(&s).responses(answer_all(&q)).send();
+    let release = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        gate.add_permits(1);
+    };
+    let (done, ()) = tokio::join!(retry, release);
+    assert_eq!(done?.text()?, format!("Hello, {NAME}!"));
+    assert_eq!(h.demo.stats.cancellations(), 1, "the first run was cancelled before the replay");
+    assert_eq!(h.demo.stats.initializes(), opened, "the retry reused the wound-down session");
+    assert_eq!(h.demo.stats.tool_calls("greet"), 2);
     h.stop().await
 }

@@ -57,6 +57,48 @@ async fn until(what: &str, ready: impl Fn() -> bool) {
 }
 
 #[tokio::test]
+async fn a_call_of_the_key_waits_for_a_winding_down_session_instead_of_opening_one() {
+    let server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    let mut winding = pool.lease(key("a", 0), &caps()).await.unwrap();
+    winding.wind_down();
+    // Another key is not held up by it.
+    drop(pool.lease(key("b", 0), &caps()).await.unwrap());
+    assert_eq!(server.count(inits), 2);
+    let waiter = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.lease(key("a", 0), &caps()).await.map(drop) })
+    };
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!waiter.is_finished(), "the waiter waits for the winding-down session");
+    drop(winding);
+    waiter.await.unwrap().unwrap();
+    assert_eq!(server.count(inits), 2, "the waiter got the wound-down session, no new one");
+    assert_eq!(pool.stats(), PoolStats { idle: 2, leased: 0, starting: 0, warm: 0 });
+}
+
+#[tokio::test]
+async fn a_retired_winding_down_session_lets_its_waiter_open_another() {
+    let server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    let mut winding = pool.lease(key("a", 0), &caps()).await.unwrap();
+    winding.wind_down();
+    let waiter = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.lease(key("a", 0), &caps()).await.map(drop) })
+    };
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    winding.poison();
+    waiter.await.unwrap().unwrap();
+    assert_eq!(server.count(inits), 2, "the retired session was replaced once");
+    assert_eq!(pool.stats().idle, 1);
+}
+
+#[tokio::test]
 async fn waiter_gets_the_session_released_meanwhile() {
     let server = server().await;
     let mut s = settings(&server);
