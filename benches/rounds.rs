@@ -31,6 +31,12 @@
 //! on the Python SDK 2.x); the bench checks its `tools/list` first. Every loop is bounded in
 //! count and in time.
 //!
+//! `ROUNDS_BENCH_THINK_MS` (default 0) makes every path's client pause that long before each
+//! answer, as a user or a model answering takes time, and leaves the pauses out of the figures:
+//! work the gateway does between a round's reply and its retry (ending a replayed round's call
+//! upstream) is then off the time the client waits, as it is in real use. With no pause the
+//! retry arrives at once and waits for that work.
+//!
 //! Run: `cargo bench --bench rounds` (env: ROUNDS_BENCH_N, default 40).
 
 use std::time::{Duration, Instant};
@@ -64,6 +70,7 @@ fn main() {
 
 async fn run() {
     let n = env_or("ROUNDS_BENCH_N", 40);
+    let think = Duration::from_millis(env_or("ROUNDS_BENCH_THINK_MS", 0) as u64);
     let demo = match std::env::var("ROUNDS_BENCH_UPSTREAM") {
         Ok(_) => None,
         Err(_) => Some(spawn_loopback(DemoOptions::default()).expect("demo server")),
@@ -100,10 +107,10 @@ async fn run() {
     let started = Instant::now();
     let mut rows = Vec::new();
     for tool in &tools {
-        let medians = measure(&client, &paths, tool, n, started).await;
+        let medians = measure(&client, &paths, tool, n, think, started).await;
         rows.push((*tool, medians));
     }
-    report(&upstream, demo.is_some(), native.as_deref(), n, &rows);
+    report(&upstream, demo.is_some(), native.as_deref(), n, think, &rows);
     for gateway in [adaptive, fixed, park, owner, second] {
         gateway.shutdown().await;
     }
@@ -143,12 +150,14 @@ enum Path<'a> {
     Native(String),
 }
 
-/// Median whole-call time per path, calls interleaved across the paths.
+/// Median whole-call time per path, the clients' pauses left out, calls interleaved across the
+/// paths.
 async fn measure(
     client: &HttpClient,
     paths: &[Path<'_>],
     tool: &str,
     n: usize,
+    think: Duration,
     started: Instant,
 ) -> Vec<Duration> {
     let mut samples: Vec<Vec<Duration>> = paths.iter().map(|_| Vec::with_capacity(n)).collect();
@@ -158,13 +167,13 @@ async fn measure(
         }
         for (path, times) in paths.iter().zip(samples.iter_mut()) {
             let t = Instant::now();
-            match path {
-                Path::InBand(session) => session.call(client, tool).await,
-                Path::Gateway(url) | Path::Native(url) => call_through(client, url, url, tool).await,
-                Path::Replicas(first, retries) => call_through(client, first, retries, tool).await,
-            }
+            let paused = match path {
+                Path::InBand(session) => session.call(client, tool, think).await,
+                Path::Gateway(url) | Path::Native(url) => call_through(client, url, url, tool, think).await,
+                Path::Replicas(first, retries) => call_through(client, first, retries, tool, think).await,
+            };
             if i >= WARM_UP {
-                times.push(t.elapsed());
+                times.push(t.elapsed().saturating_sub(paused));
             }
         }
     }
@@ -177,9 +186,17 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 /// A 2026-07-28 call (through a gateway, or to a native server), answering each round until the
-/// result; the first request goes to `first_url`, the retries to `retry_url`.
-async fn call_through(client: &HttpClient, first_url: &str, retry_url: &str, tool: &str) {
+/// result after `think`; the first request goes to `first_url`, the retries to `retry_url`.
+/// Returns the time spent thinking.
+async fn call_through(
+    client: &HttpClient,
+    first_url: &str,
+    retry_url: &str,
+    tool: &str,
+    think: Duration,
+) -> Duration {
     let caps = json!({"elicitation": {"form": {}}});
+    let mut paused = Duration::ZERO;
     let mut retry: Option<(Value, Option<String>)> = None;
     for _ in 0..MAX_ROUNDS {
         let mut params = json!({"name": tool, "arguments": {},
@@ -187,6 +204,7 @@ async fn call_through(client: &HttpClient, first_url: &str, retry_url: &str, too
                       "io.modelcontextprotocol/clientCapabilities": caps}});
         let url = if retry.is_some() { retry_url } else { first_url };
         if let Some((answers, state)) = retry.take() {
+            paused += pause(think).await;
             params["inputResponses"] = answers;
             // A round without a state is retried without one (an empty one is not a state).
             if let Some(state) = state {
@@ -201,7 +219,7 @@ async fn call_through(client: &HttpClient, first_url: &str, retry_url: &str, too
         assert!(reply.get("error").is_none(), "{tool} via {url} failed: {reply}");
         if result["resultType"] != "input_required" {
             assert!(result["isError"] != true, "{tool} via {url} failed: {reply}");
-            return;
+            return paused;
         }
         let requests = result["inputRequests"].as_object().cloned().unwrap_or_default();
         let answers: Map<String, Value> = requests.iter().map(|(k, q)| (k.clone(), answer(q))).collect();
@@ -269,8 +287,9 @@ impl LegacySession {
         [("mcp-session-id", &self.session), ("mcp-protocol-version", LEGACY_VERSION)]
     }
 
-    /// One call; each question on the call's stream is answered on the same session.
-    async fn call(&self, client: &HttpClient, tool: &str) {
+    /// One call; each question on the call's stream is answered on the same session, after
+    /// `think`. Returns the time spent thinking.
+    async fn call(&self, client: &HttpClient, tool: &str, think: Duration) -> Duration {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": tool, "arguments": {}}});
         let resp =
@@ -281,6 +300,7 @@ impl LegacySession {
         assert_eq!(resp.status(), StatusCode::OK, "in-band {tool}");
         let mut stream = resp.into_body();
         let mut buf = Vec::new();
+        let mut paused = Duration::ZERO;
         let deadline = Instant::now() + REQUEST_TIMEOUT;
         while Instant::now() < deadline {
             let frame =
@@ -293,6 +313,7 @@ impl LegacySession {
                 let event: Vec<u8> = buf.drain(..end + 2).collect();
                 let Some(msg) = sse_data(&event) else { continue };
                 if msg.get("method").is_some() && msg.get("id").is_some() {
+                    paused += pause(think).await;
                     let reply = json!({"jsonrpc": "2.0", "id": msg["id"], "result": answer(&msg)});
                     let _ = post(client, &self.url, &self.headers(), &reply).await;
                 } else if msg.get("id") == Some(&json!(1)) {
@@ -300,12 +321,22 @@ impl LegacySession {
                         msg.get("error").is_none() && msg["result"]["isError"] != true,
                         "in-band {tool}: {msg}"
                     );
-                    return;
+                    return paused;
                 }
             }
         }
         panic!("in-band {tool} took longer than {REQUEST_TIMEOUT:?}");
     }
+}
+
+/// Waits `think` (nothing when zero) and returns how long that took.
+async fn pause(think: Duration) -> Duration {
+    if think.is_zero() {
+        return Duration::ZERO;
+    }
+    let t = Instant::now();
+    tokio::time::sleep(think).await;
+    t.elapsed()
 }
 
 /// An accepted elicitation filling every field of the question's schema.
@@ -362,11 +393,21 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-fn report(upstream: &str, demo: bool, native: Option<&str>, n: usize, rows: &[(&str, Vec<Duration>)]) {
+fn report(
+    upstream: &str,
+    demo: bool,
+    native: Option<&str>,
+    n: usize,
+    think: Duration,
+    rows: &[(&str, Vec<Duration>)],
+) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let ratio = |d: Duration, to: Duration| ms(d) / ms(to).max(f64::EPSILON);
     let server = if demo { "the embedded demo legacy server" } else { upstream };
     println!("rounds benchmark: whole-call median of up to {n} calls per path, loopback, against {server}");
+    if !think.is_zero() {
+        println!("each client pauses {think:?} before every answer; the pauses are left out of the figures");
+    }
     if let Some(url) = native {
         println!("native: a 2026-07-28 client calling {url} directly");
     }
