@@ -45,6 +45,12 @@ async fn full_pool_of_leased_sessions_waits_then_gives_up() {
     drop(held);
 }
 
+/// A lease of `key` taken (and dropped) in a task of its own.
+fn spawn_lease(pool: &Pool, key: PoolKey) -> tokio::task::JoinHandle<Result<(), UpstreamError>> {
+    let pool = pool.clone();
+    tokio::spawn(async move { pool.lease(key, &caps()).await.map(drop) })
+}
+
 /// Yields to the runtime until `ready` holds; panics after a bounded number of turns.
 async fn until(what: &str, ready: impl Fn() -> bool) {
     for _ in 0..10_000 {
@@ -65,10 +71,7 @@ async fn a_call_of_the_key_waits_for_a_winding_down_session_instead_of_opening_o
     // Another key is not held up by it.
     drop(pool.lease(key("b", 0), &caps()).await.unwrap());
     assert_eq!(server.count(inits), 2);
-    let waiter = {
-        let pool = pool.clone();
-        tokio::spawn(async move { pool.lease(key("a", 0), &caps()).await.map(drop) })
-    };
+    let waiter = spawn_lease(&pool, key("a", 0));
     for _ in 0..100 {
         tokio::task::yield_now().await;
     }
@@ -85,10 +88,7 @@ async fn a_retired_winding_down_session_lets_its_waiter_open_another() {
     let pool = Pool::new(settings(&server)).unwrap();
     let mut winding = pool.lease(key("a", 0), &caps()).await.unwrap();
     winding.wind_down();
-    let waiter = {
-        let pool = pool.clone();
-        tokio::spawn(async move { pool.lease(key("a", 0), &caps()).await.map(drop) })
-    };
+    let waiter = spawn_lease(&pool, key("a", 0));
     for _ in 0..100 {
         tokio::task::yield_now().await;
     }
@@ -107,10 +107,7 @@ async fn waiter_gets_the_session_released_meanwhile() {
     s.pool_acquire_timeout = Duration::from_secs(30);
     let pool = Pool::new(s).unwrap();
     let held = pool.lease(key("a", 0), &caps()).await.unwrap();
-    let waiter = {
-        let pool = pool.clone();
-        tokio::spawn(async move { pool.lease(key("a", 0), &caps()).await.map(drop) })
-    };
+    let waiter = spawn_lease(&pool, key("a", 0));
     until("the waiter queued behind the held lease", || pool.queued() == 1).await;
     assert!(!waiter.is_finished(), "a full pool must make the waiter wait");
     drop(held);
