@@ -72,7 +72,10 @@ impl CallGuard {
     /// honours the cancel never sees the refusal reach the tool.
     pub(super) fn wind_down(self, open: Vec<RequestId>, reason: &'static str, retire: bool) {
         let Some((mut lease, call)) = self.into_parts() else { return };
-        lease.wind_down();
+        if !retire {
+            // A session that will be retired is not worth waiting for.
+            lease.wind_down();
+        }
         let ended = async move {
             let told = tokio::time::timeout(crate::defaults::WIND_DOWN, async {
                 cancel_call(&lease, call, reason).await;
