@@ -65,7 +65,17 @@ impl CallGuard {
         Some(lease)
     }
 
-    /// Cancels the call and refuses `open` upstream after the client had its reply: the lease,
+    /// Cancels the call and refuses `open` upstream, in that order, then releases the session,
+    /// or retires it when `retire` is set (it learned the client's roots).
+    pub(super) async fn end(self, open: &[RequestId], reason: &str, retire: bool) {
+        let Some((lease, call)) = self.into_parts() else { return };
+        tell_end(&lease, call, open, reason).await;
+        if retire {
+            lease.poison();
+        }
+    }
+
+    /// [`CallGuard::end`], after the client had its reply: the lease,
     /// marked as winding down (so the key's next call waits for this session rather than
     /// opening one), returns to the pool when both were sent, or is retired when that takes
     /// longer than [`crate::defaults::WIND_DOWN`] or `retire` is set. In order: a server that
@@ -77,10 +87,8 @@ impl CallGuard {
             lease.wind_down();
         }
         let ended = async move {
-            let told = tokio::time::timeout(crate::defaults::WIND_DOWN, async {
-                cancel_call(&lease, call, reason).await;
-                refuse_all(&lease, &open, reason).await;
-            });
+            let told =
+                tokio::time::timeout(crate::defaults::WIND_DOWN, tell_end(&lease, call, &open, reason));
             if told.await.is_err() {
                 tracing::warn!(after = ?crate::defaults::WIND_DOWN, "the upstream took too long to take a round's cancel; its session is retired");
                 lease.poison();
@@ -114,6 +122,13 @@ impl CallGuard {
             lease.poison();
         }
     }
+}
+
+/// Tells the upstream the call ended: `notifications/cancelled`, then a refusal of each of its
+/// open requests, so a server that honours the cancel never lets a refusal reach the tool.
+async fn tell_end(lease: &Lease, call: Option<Call>, open: &[RequestId], reason: &str) {
+    cancel_call(lease, call, reason).await;
+    refuse_all(lease, open, reason).await;
 }
 
 async fn cancel_call(lease: &Lease, call: Option<Call>, reason: &str) {

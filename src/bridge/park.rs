@@ -232,13 +232,8 @@ async fn expire(registry: Weak<ParkRegistry>, id: CallId) {
 /// if it learned the client's roots).
 pub(super) async fn cancel(parked: Parked, reason: &str) {
     let Parked { guard, open, tainted, .. } = parked;
-    if let Some(lease) = guard.cancel(reason).await {
-        let ids: Vec<RequestId> = open.into_iter().map(|q| q.id).collect();
-        super::round::refuse_all(&lease, &ids, reason).await;
-        if tainted {
-            lease.poison();
-        }
-    }
+    let ids: Vec<RequestId> = open.into_iter().map(|q| q.id).collect();
+    guard.end(&ids, reason, tainted).await;
 }
 
 fn gauge(n: usize) -> i64 {

@@ -404,19 +404,8 @@ impl<'a> Run<'a> {
 
     /// Cancels the call, refuses its open requests upstream, and returns `e`.
     async fn abort(&self, guard: CallGuard, open: &[RequestId], e: FrontError) -> FrontError {
-        let reason = e.to_string();
-        if let Some(lease) = guard.cancel(&reason).await {
-            refuse_all(&lease, open, &reason).await;
-            self.release(lease);
-        }
+        guard.end(open, &e.to_string(), self.tainted).await;
         e
-    }
-
-    /// Returns the session to the pool, unless it learned this client's roots.
-    fn release(&self, lease: Lease) {
-        if self.tainted {
-            lease.poison();
-        }
     }
 
     async fn timed_out(&self, guard: CallGuard, wake: Wake) -> FrontError {
