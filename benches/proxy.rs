@@ -12,8 +12,18 @@
 //! instead, as it would as a separate process; the demo and the client stay where they are,
 //! and both paths are still measured in the same run.
 //!
+//! A third path, "relay", is the floor any reverse proxy pays on this machine: a bare HTTP/1.1
+//! relay on the same crates (hyper's server, hyper-util's pooled client) that forwards the
+//! legacy request as it is and sends the collected answer back, with no MCP work at all. It runs
+//! on the gateway's runtime, so the gateway's own cost is what it adds over the relay. A runtime
+//! of the gateway's own names its threads `gateway-worker`, so a profiler attached to the bench
+//! (`perf record -t <tid>`) can follow them alone.
+//!
+//! `PROXY_BENCH_ONLY=direct|relay|gateway` runs one path alone instead, for a profiler (see
+//! `one_path`).
+//!
 //! Run: `cargo bench --bench proxy` (optional env: PROXY_BENCH_N, PROXY_BENCH_CONCURRENCY,
-//! PROXY_BENCH_GATEWAY_THREADS).
+//! PROXY_BENCH_GATEWAY_THREADS, PROXY_BENCH_ONLY).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -32,6 +42,8 @@ use serde_json::{json, Value};
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 const TIME_CAP: Duration = Duration::from_secs(60);
+/// With `PROXY_BENCH_ONLY`, the time given to attach a profiler before the calls start.
+const ATTACH_PAUSE: Duration = Duration::from_secs(2);
 
 #[derive(Clone)]
 struct Target {
@@ -60,64 +72,87 @@ async fn run() {
         "A".repeat(43)
     ))
     .expect("config");
-    let gateway = GatewayRun::start(cfg, env_or("PROXY_BENCH_GATEWAY_THREADS", 0)).await;
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    let client: HttpClient =
-        Client::builder(TokioExecutor::new()).pool_max_idle_per_host(256).build(connector);
+    let gateway = GatewayRun::start(cfg, demo.url(), env_or("PROXY_BENCH_GATEWAY_THREADS", 0)).await;
+    let client = http_client();
     let direct = legacy_target(&client, &demo.url()).await;
+    let relayed = Target { url: gateway.relay_url(), ..direct.clone() };
     let through = modern_target(&gateway.url());
+    let paths = [&direct, &relayed, &through];
     for _ in 0..200 {
-        send(&client, &direct).await;
-        send(&client, &through).await;
+        for target in paths {
+            send(&client, target).await;
+        }
     }
-    let (d, g) = latencies(&client, &direct, &through, n).await;
-    let d_rps = throughput(&client, &direct, concurrency, n).await;
-    let g_rps = throughput(&client, &through, concurrency, n).await;
-    report(&d, &g, d_rps, g_rps, concurrency);
+    if let Some(only) = std::env::var("PROXY_BENCH_ONLY").ok().filter(|v| !v.is_empty()) {
+        let names = ["direct", "relay", "gateway"];
+        let i = names.iter().position(|p| *p == only).expect("PROXY_BENCH_ONLY: direct, relay or gateway");
+        one_path(&client, paths[i], names[i], n).await;
+        gateway.shutdown().await;
+        return;
+    }
+    let lat = latencies(&client, paths, n).await;
+    let mut rps = [0.0; 3];
+    for (r, target) in rps.iter_mut().zip(paths) {
+        *r = throughput(&client, target, concurrency, n).await;
+    }
+    report(&lat, &rps, concurrency);
     gateway.shutdown().await;
 }
 
-/// The gateway, on the bench's runtime or on a runtime of its own.
+/// The gateway and the bare relay, on the bench's runtime or on a runtime of their own.
 enum GatewayRun {
-    Shared(Box<Gateway>),
-    Own { url: String, stop: tokio::sync::oneshot::Sender<()>, thread: std::thread::JoinHandle<()> },
+    Shared(Box<Gateway>, String),
+    Own {
+        urls: (String, String),
+        stop: tokio::sync::oneshot::Sender<()>,
+        thread: std::thread::JoinHandle<()>,
+    },
 }
 
 impl GatewayRun {
-    async fn start(cfg: Config, threads: usize) -> Self {
+    async fn start(cfg: Config, upstream: String, threads: usize) -> Self {
         if threads == 0 {
-            return Self::Shared(Box::new(Gateway::start(cfg).await.expect("gateway")));
+            let relay = relay::spawn(upstream).await;
+            return Self::Shared(Box::new(Gateway::start(cfg).await.expect("gateway")), relay);
         }
         let (url_tx, url_rx) = tokio::sync::oneshot::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(threads)
+                .thread_name("gateway-worker")
                 .enable_all()
                 .build()
                 .expect("gateway runtime");
             rt.block_on(async move {
+                let relay = relay::spawn(upstream).await;
                 let gateway = Gateway::start(cfg).await.expect("gateway");
-                let _ = url_tx.send(gateway.url("/mcp"));
-                let _ = tokio::time::timeout(TIME_CAP * 4, stopped).await;
+                let _ = url_tx.send((gateway.url("/mcp"), relay));
+                let _ = tokio::time::timeout(TIME_CAP * 8, stopped).await;
                 gateway.shutdown().await;
             });
         });
-        let url = url_rx.await.expect("gateway started");
-        Self::Own { url, stop, thread }
+        let urls = url_rx.await.expect("gateway started");
+        Self::Own { urls, stop, thread }
     }
 
     fn url(&self) -> String {
         match self {
-            Self::Shared(g) => g.url("/mcp"),
-            Self::Own { url, .. } => url.clone(),
+            Self::Shared(g, _) => g.url("/mcp"),
+            Self::Own { urls, .. } => urls.0.clone(),
+        }
+    }
+
+    fn relay_url(&self) -> String {
+        match self {
+            Self::Shared(_, relay) => relay.clone(),
+            Self::Own { urls, .. } => urls.1.clone(),
         }
     }
 
     async fn shutdown(self) {
         match self {
-            Self::Shared(g) => g.shutdown().await,
+            Self::Shared(g, _) => g.shutdown().await,
             Self::Own { stop, thread, .. } => {
                 let _ = stop.send(());
                 tokio::task::spawn_blocking(move || thread.join().expect("gateway thread"))
@@ -128,24 +163,40 @@ impl GatewayRun {
     }
 }
 
-async fn latencies(
-    client: &HttpClient,
-    direct: &Target,
-    through: &Target,
-    n: usize,
-) -> (Vec<Duration>, Vec<Duration>) {
-    let (mut d, mut g) = (Vec::with_capacity(n), Vec::with_capacity(n));
+/// One path alone, for a profiler: a pause to attach one (`perf stat -p`, `perf record -p`),
+/// then `n` sequential calls (bounded by the time cap), and their mean time. Under
+/// `valgrind --tool=callgrind`, two runs with different `n` give the instructions per call.
+async fn one_path(client: &HttpClient, target: &Target, name: &str, n: usize) {
+    println!("pid {}: {n} sequential calls on the {name} path in {ATTACH_PAUSE:?}", std::process::id());
+    tokio::time::sleep(ATTACH_PAUSE).await;
+    let started = Instant::now();
+    let mut done = 0u32;
+    while (done as usize) < n && started.elapsed() < TIME_CAP {
+        send(client, target).await;
+        done += 1;
+    }
+    println!(
+        "{name}: {done} calls, {:.1} us each",
+        started.elapsed().as_secs_f64() * 1e6 / f64::from(done.max(1))
+    );
+}
+
+/// Sequential latencies of each path, the paths taking turns request by request.
+async fn latencies(client: &HttpClient, paths: [&Target; 3], n: usize) -> [Vec<Duration>; 3] {
+    let mut lat: [Vec<Duration>; 3] = std::array::from_fn(|_| Vec::with_capacity(n));
     let started = Instant::now();
     for _ in 0..n {
         if started.elapsed() > TIME_CAP {
             break;
         }
-        d.push(timed(client, direct).await);
-        g.push(timed(client, through).await);
+        for (l, target) in lat.iter_mut().zip(paths) {
+            l.push(timed(client, target).await);
+        }
     }
-    d.sort();
-    g.sort();
-    (d, g)
+    for l in &mut lat {
+        l.sort();
+    }
+    lat
 }
 
 async fn timed(client: &HttpClient, target: &Target) -> Duration {
@@ -238,21 +289,87 @@ fn call_body(meta: Option<Value>) -> (Bytes, Bytes) {
     (Bytes::from(format!("{head},\"id\":")), Bytes::from_static(b"}"))
 }
 
-fn report(d: &[Duration], g: &[Duration], d_rps: f64, g_rps: f64, concurrency: usize) {
+fn report(lat: &[Vec<Duration>; 3], rps: &[f64; 3], concurrency: usize) {
     let pct = |v: &[Duration], p: f64| v[((v.len() as f64 * p) as usize).min(v.len() - 1)];
     let us = |x: Duration| x.as_secs_f64() * 1e6;
-    let (dm, gm, d99, g99) = (pct(d, 0.5), pct(g, 0.5), pct(d, 0.99), pct(g, 0.99));
-    println!("proxy benchmark: tools/call echo, {} sequential requests per path, loopback", d.len());
+    let med = lat.each_ref().map(|l| us(pct(l, 0.5)));
+    let p99 = lat.each_ref().map(|l| us(pct(l, 0.99)));
+    println!("proxy benchmark: tools/call echo, {} sequential requests per path, loopback", lat[0].len());
     println!("{:<10} {:>12} {:>12} {:>14}", "path", "median us", "p99 us", format!("req/s @{concurrency}"));
-    println!("{:<10} {:>12.1} {:>12.1} {:>14.0}", "direct", us(dm), us(d99), d_rps);
-    println!("{:<10} {:>12.1} {:>12.1} {:>14.0}", "gateway", us(gm), us(g99), g_rps);
+    for (i, path) in ["direct", "relay", "gateway"].iter().enumerate() {
+        println!("{path:<10} {:>12.1} {:>12.1} {:>14.0}", med[i], p99[i], rps[i]);
+    }
     println!(
         "added median latency: {:.1} us; p99 ratio {:.2}; median ratio {:.2}; throughput ratio {:.2}",
-        us(gm) - us(dm),
-        us(g99) / us(d99),
-        us(gm) / us(dm),
-        g_rps / d_rps
+        med[2] - med[0],
+        p99[2] / p99[0],
+        med[2] / med[0],
+        rps[2] / rps[0]
     );
+    println!(
+        "a bare relay adds {:.1} us at the median (throughput ratio {:.2}); the gateway adds {:.1} us over it",
+        med[1] - med[0],
+        rps[1] / rps[0],
+        med[2] - med[1]
+    );
+}
+
+fn http_client() -> HttpClient {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    Client::builder(TokioExecutor::new()).pool_max_idle_per_host(256).build(connector)
+}
+
+/// The bare relay: no MCP, only the extra hop.
+mod relay {
+    use std::convert::Infallible;
+
+    use bytes::Bytes;
+    use http::header::{CONTENT_LENGTH, HOST};
+    use http::{Request, Response};
+    use http_body_util::{BodyExt, Full};
+    use hyper::body::Incoming;
+    use hyper::service::service_fn;
+    use hyper_util::rt::TokioIo;
+    use tokio::net::TcpListener;
+
+    use super::HttpClient;
+
+    /// Serves the relay on a loopback port of the current runtime and returns its URL.
+    pub(super) async fn spawn(upstream: String) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("relay listener");
+        let url = format!("http://{}/mcp", listener.local_addr().expect("relay address"));
+        let client = super::http_client();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let _ = stream.set_nodelay(true);
+                let (client, upstream) = (client.clone(), upstream.clone());
+                let svc = service_fn(move |req| forward(client.clone(), upstream.clone(), req));
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc),
+                );
+            }
+        });
+        url
+    }
+
+    async fn forward(
+        client: HttpClient,
+        upstream: String,
+        req: Request<Incoming>,
+    ) -> Result<Response<Full<Bytes>>, Infallible> {
+        let (parts, body) = req.into_parts();
+        let body = body.collect().await.expect("request body").to_bytes();
+        let mut out = Request::post(upstream);
+        for (k, v) in parts.headers.iter().filter(|(k, _)| *k != HOST && *k != CONTENT_LENGTH) {
+            out = out.header(k, v);
+        }
+        let resp = client.request(out.body(Full::new(body)).expect("request")).await.expect("upstream");
+        let (mut parts, body) = resp.into_parts();
+        let body = body.collect().await.expect("upstream body").to_bytes();
+        parts.headers.remove(http::header::TRANSFER_ENCODING);
+        Ok(Response::from_parts(parts, Full::new(body)))
+    }
 }
 
 fn env_or(name: &str, default: usize) -> usize {
