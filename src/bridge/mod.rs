@@ -47,7 +47,7 @@ use serde_json::{Map, Value};
 pub use clock::{Clock, ManualClock};
 pub use forward::{ForwardError, Forwarder};
 pub use notes::Notes;
-pub use params::upstream_params;
+pub use params::{into_upstream_params, upstream_params};
 pub use park::{ParkOutcome, ParkRegistry};
 
 use crate::capabilities::ClientCaps;

@@ -8,33 +8,30 @@ use serde_json::{Map, Value};
 const RETRY_FIELDS: [&str; 2] = ["inputResponses", "requestState"];
 const ENVELOPE_PREFIX: &str = "io.modelcontextprotocol/";
 
-/// Strips the 2026-only fields from request params.
+/// Strips the 2026-only fields from request params, cloning what is kept.
 pub fn upstream_params(params: Option<&Value>) -> Value {
-    let Some(Value::Object(map)) = params else { return Value::Object(Map::new()) };
-    let mut out = Map::with_capacity(map.len());
-    for (k, v) in map {
-        if RETRY_FIELDS.contains(&k.as_str()) {
-            continue;
-        }
-        if k == "_meta" {
-            if let Some(meta) = legacy_meta(v) {
-                out.insert(k.clone(), meta);
-            }
-            continue;
-        }
-        out.insert(k.clone(), v.clone());
-    }
-    Value::Object(out)
+    into_upstream_params(params.cloned())
 }
 
-fn legacy_meta(meta: &Value) -> Option<Value> {
-    let Value::Object(meta) = meta else { return None };
-    let kept: Map<String, Value> = meta
-        .iter()
-        .filter(|(k, _)| !k.starts_with(ENVELOPE_PREFIX))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    (!kept.is_empty()).then_some(Value::Object(kept))
+/// Strips the 2026-only fields from request params in place: what is kept (the arguments, above
+/// all) is moved, not copied, so a call's params are never cloned on their way upstream.
+pub fn into_upstream_params(params: Option<Value>) -> Value {
+    let Some(Value::Object(mut map)) = params else { return Value::Object(Map::new()) };
+    for field in RETRY_FIELDS {
+        map.remove(field);
+    }
+    if let Some(meta) = map.remove("_meta") {
+        if let Some(meta) = legacy_meta(meta) {
+            map.insert("_meta".to_owned(), meta);
+        }
+    }
+    Value::Object(map)
+}
+
+fn legacy_meta(meta: Value) -> Option<Value> {
+    let Value::Object(mut meta) = meta else { return None };
+    meta.retain(|k, _| !k.starts_with(ENVELOPE_PREFIX));
+    (!meta.is_empty()).then_some(Value::Object(meta))
 }
 
 #[cfg(test)]
@@ -54,5 +51,18 @@ mod tests {
         let p = json!({"name": "t", "_meta": {"io.modelcontextprotocol/clientCapabilities": {}}});
         assert_eq!(upstream_params(Some(&p)), json!({"name": "t"}));
         assert_eq!(upstream_params(None), json!({}));
+    }
+
+    #[test]
+    fn the_owned_form_strips_the_same_fields() {
+        let p = json!({"name": "t", "arguments": {"a": [1, 2]}, "requestState": "s", "inputResponses": {"k": {}},
+            "_meta": {"io.modelcontextprotocol/logLevel": "info", "progressToken": "p", "other": 1}});
+        assert_eq!(into_upstream_params(Some(p.clone())), upstream_params(Some(&p)));
+        assert_eq!(
+            into_upstream_params(Some(p)),
+            json!({"name": "t", "arguments": {"a": [1, 2]}, "_meta": {"progressToken": "p", "other": 1}})
+        );
+        assert_eq!(into_upstream_params(Some(json!({"_meta": 3}))), json!({}));
+        assert_eq!(into_upstream_params(Some(json!([1]))), json!({}));
     }
 }

@@ -23,7 +23,7 @@ use super::tool_headers::{Limits as HeaderLimits, ToolHeaders};
 use super::validate::{self, RequestMeta};
 use super::{discover, relay, respond, stream};
 use crate::auth::{Auth, Grants, Identity};
-use crate::bridge::{upstream_params, Bridge, MrtrRequest, Reply};
+use crate::bridge::{into_upstream_params, upstream_params, Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;
 use crate::error::FrontError;
@@ -431,9 +431,9 @@ impl FrontState {
         Ok(respond::complete_bytes(&call.id, &raw, extra))
     }
 
-    async fn mrtr(self: &Arc<Self>, call: Call, method: MrtrMethod) -> Outcome {
+    async fn mrtr(self: &Arc<Self>, mut call: Call, method: MrtrMethod) -> Outcome {
         let id = call.id.clone();
-        let req = match mrtr_request(&call, method) {
+        let req = match mrtr_request(&mut call, method) {
             Ok(r) => r,
             Err(e) => return Outcome::error(Some(&id), &e),
         };
@@ -494,23 +494,26 @@ fn front_request<'a>(parts: &'a Parts, r: &'a RpcRequest, id: &'a str) -> FrontR
     }
 }
 
-/// Builds the bridge's request from a validated call.
-fn mrtr_request(call: &Call, method: MrtrMethod) -> Result<MrtrRequest, FrontError> {
+/// Builds the bridge's request from a validated call, moving its params upstream.
+fn mrtr_request(call: &mut Call, method: MrtrMethod) -> Result<MrtrRequest, FrontError> {
     let params = call.params.as_ref();
-    let target =
-        params.and_then(|p| p.get(method.target_field())).and_then(Value::as_str).ok_or_else(|| {
+    let target = params
+        .and_then(|p| p.get(method.target_field()))
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
             FrontError::InvalidParams(format!("params.{} must be a string", method.target_field()))
-        })?;
+        })?
+        .to_owned();
     let state = request_state(params)?.map(str::to_owned);
-    let responses = input_responses(params)?;
+    let responses = input_responses(params)?.cloned();
     Ok(MrtrRequest {
         principal: call.principal.clone(),
         caps: call.caps,
         method,
-        target: target.to_owned(),
-        upstream_params: upstream_params(params),
+        target,
+        upstream_params: into_upstream_params(call.params.take()),
         state,
-        responses: responses.cloned(),
+        responses,
     })
 }
 
