@@ -42,6 +42,8 @@ use serde_json::{json, Value};
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 const TIME_CAP: Duration = Duration::from_secs(60);
+/// The paths measured, in the order of every per-path array.
+const PATHS: [&str; 3] = ["direct", "relay", "gateway"];
 /// With `PROXY_BENCH_ONLY`, the time given to attach a profiler before the calls start.
 const ATTACH_PAUSE: Duration = Duration::from_secs(2);
 
@@ -84,9 +86,8 @@ async fn run() {
         }
     }
     if let Some(only) = std::env::var("PROXY_BENCH_ONLY").ok().filter(|v| !v.is_empty()) {
-        let names = ["direct", "relay", "gateway"];
-        let i = names.iter().position(|p| *p == only).expect("PROXY_BENCH_ONLY: direct, relay or gateway");
-        one_path(&client, paths[i], names[i], n).await;
+        let i = PATHS.iter().position(|p| *p == only).expect("PROXY_BENCH_ONLY: direct, relay or gateway");
+        one_path(&client, paths[i], PATHS[i], n).await;
         gateway.shutdown().await;
         return;
     }
@@ -296,7 +297,7 @@ fn report(lat: &[Vec<Duration>; 3], rps: &[f64; 3], concurrency: usize) {
     let p99 = lat.each_ref().map(|l| us(pct(l, 0.99)));
     println!("proxy benchmark: tools/call echo, {} sequential requests per path, loopback", lat[0].len());
     println!("{:<10} {:>12} {:>12} {:>14}", "path", "median us", "p99 us", format!("req/s @{concurrency}"));
-    for (i, path) in ["direct", "relay", "gateway"].iter().enumerate() {
+    for (i, path) in PATHS.iter().enumerate() {
         println!("{path:<10} {:>12.1} {:>12.1} {:>14.0}", med[i], p99[i], rps[i]);
     }
     println!(
