@@ -22,11 +22,11 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tower::Service;
 
+use crate::body::FrontBody;
 use crate::bridge::wire::{WireFrame, WireReply, WireRequest, RESUME_PATH};
 use crate::bridge::{MrtrRequest, ParkOutcome};
 use crate::defaults;
 use crate::error::FrontError;
-use crate::front::body::FrontBody;
 use crate::front::FrontState;
 use crate::metrics::Metrics;
 use crate::mrtr::{replica_auth, LiveRing};

@@ -3,13 +3,13 @@
 //! Why a module of its own: the sealed core (`src/mrtr`) must not import the config layer (or
 //! tokio or hyper), and the config layer must not restate numbers the core and the upstream
 //! client also use (they drifted apart when each kept its own). So the defaults live here, with
-//! nothing but `std` and the core's [`LegacyVersion`] in scope, and the core's `Default` impls,
+//! nothing but `std` and the protocol's [`LegacyVersion`] in scope, and the core's `Default` impls,
 //! the upstream settings and the config's fallbacks all read them. The README's configuration
 //! table documents these values; tests use them instead of copies.
 
 use std::time::Duration;
 
-use crate::mrtr::LegacyVersion;
+use crate::protocol::LegacyVersion;
 
 // [front]
 pub const LISTEN: &str = "127.0.0.1:8080";
@@ -242,3 +242,19 @@ pub const TRACING_OTLP_PATH: &str = "/v1/traces";
 pub const TRACING_EXPORT_BATCH: usize = 512;
 /// Longest the exit waits for the last spans to be exported (not configurable).
 pub const TRACING_SHUTDOWN: Duration = Duration::from_secs(5);
+
+// --- metric buckets and label bounds, shared by the front's series and the migration report's
+
+/// Distinct tool labels kept on the divergence counter before folding into `"other"`.
+pub const MAX_DIVERGENCE_TOOLS: usize = 256;
+
+/// Seconds, for every duration histogram.
+pub const LATENCY_BUCKETS: &[f64] = &[
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 30.0,
+];
+
+/// Rounds of a completed call (at most `mrtr.max_rounds`, itself at most 64).
+pub const ROUND_BUCKETS: &[f64] = &[0.0, 1.0, 2.0, 3.0, 4.0, 8.0, 16.0, 64.0];
+/// Questions of one round (at most `mrtr.max_questions_per_round`).
+pub const QUESTION_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 8.0, 16.0, 64.0];

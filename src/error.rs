@@ -10,6 +10,10 @@
 //! the upstream supplied. The JSON-RPC errors a legacy server answers a call with are its
 //! protocol answer, not a failure of the gateway: they are relayed ([`FrontError::Upstream`]).
 
+mod label;
+
+pub use label::OutcomeLabel;
+
 use std::error::Error as StdError;
 
 use http::StatusCode;
@@ -17,7 +21,6 @@ use serde_json::{json, Value};
 
 use crate::auth::{AuthError, Denied};
 use crate::capabilities::CapsError;
-use crate::front::OutcomeLabel;
 use crate::limits::{Limit, LimitError, RATE_LIMITED_CODE};
 use crate::mrtr::{ClaimsError, InputError, StateError};
 use crate::protocol::codes;
@@ -27,19 +30,6 @@ use crate::protocol::FRONT_SUPPORTED_VERSIONS;
 use crate::state_store::StoreError;
 use crate::subscriptions::ListenError;
 use crate::upstream::UpstreamError;
-
-/// An error and every source behind it, joined by `": "`: the text of a log line's `error`
-/// field. May hold upstream-supplied text; never send it to a client.
-pub fn chain(error: &(dyn StdError + 'static)) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        out.push_str(": ");
-        out.push_str(&e.to_string());
-        source = e.source();
-    }
-    out
-}
 
 /// Any error kept only as the source of an internal one.
 pub type BoxError = Box<dyn StdError + Send + Sync>;
@@ -259,7 +249,7 @@ impl FrontError {
     /// The whole story for the log line: the message and every source, joined by `": "`.
     /// Holds upstream-supplied text (an error body); never send it to the client.
     pub fn detail(&self) -> String {
-        chain(self)
+        crate::logging::chain(self)
     }
 
     /// An internal error caused by `e` (logged in full, never shown).

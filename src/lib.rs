@@ -2,37 +2,20 @@
 //! revision serve 2026-07-28 clients unchanged.
 //!
 //! # Layout
-//! - [`protocol`]: JSON-RPC envelopes, method names, `_meta` keys, versions (shared vocabulary).
-//! - [`mrtr`]: the sealed replay core — state codec, key ring, journal, replay decisions and
-//!   translation of embedded requests. Pure functions, no I/O, no clock of its own.
-//! - [`capabilities`]: 2026-07-28 client capabilities ↔ legacy `initialize` capabilities, and the
-//!   capability each legacy server request needs.
-//! - [`upstream`]: the legacy client — one session seam over Streamable HTTP and stdio, the pool.
-//! - [`bridge`]: drives one front request against a leased upstream session and turns server
-//!   requests into `input_required` rounds.
-//! - [`front`]: the 2026-07-28 Streamable HTTP surface (validation, dispatch, responses).
-//! - [`legacy`]: 2025-era clients on the same endpoint, relayed as transparent sessions.
-//! - [`stdio_front`]: the same front served on stdin/stdout (`mrtr-gateway stdio`).
-//! - [`demo`]: a real legacy Streamable HTTP server used as the embedded default and in tests.
-//! - [`config`]: TOML + environment + CLI, validated into typed settings.
-//! - [`metrics`], [`admin`]: Prometheus metrics and the admin listener.
-//! - [`tool_report`]: the per-tool migration report behind `GET /admin/tools`.
-//! - [`error`]: the front-facing error model (JSON-RPC code, HTTP status, metric label).
-//! - [`auth`]: the principal of a request (anonymous, or a JWT's issuer and subject, checked
-//!   against static or JWKS keys), the RFC 9728 metadata, and what the principal may call.
-//! - [`limits`]: token-bucket rate limits per principal and per tool.
-//! - [`state_store`]: single-use `requestState`, recorded in Redis across replicas.
-//! - [`subscriptions`]: `subscriptions/listen`, bridged onto upstream sessions that listen.
-//! - [`healthcheck`]: `mrtr-gateway healthcheck`, the image's shell-free probe of `/healthz`.
-//! - [`telemetry`]: OpenTelemetry spans of front requests, rounds and upstream exchanges,
-//!   exported over OTLP when configured.
-//! - [`server`]: the accept loop (TLS, connection cap, graceful drain); [`app`] wires it all.
+//! The modules stand in layers, bottom first: `protocol`, `defaults` → `mrtr`, `demo` →
+//! `config`, `logging`, `clock`, `readiness`, `body`, `server`, `healthcheck` → `telemetry`,
+//! `capabilities`, `limits`, `tool_report` → `upstream` → `auth`, `legacy`, `subscriptions` →
+//! `metrics` → `state_store`, `error` → `bridge` → `front`, `stdio_front` → `cluster` → `app`,
+//! `admin`. Imports only point down. The README's `## Layout` section says what each owns and is
+//! the list `tests/it/layering.rs` checks the code against.
 
 pub mod admin;
 pub mod app;
 pub mod auth;
+pub mod body;
 pub mod bridge;
 pub mod capabilities;
+pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod defaults;
@@ -46,6 +29,7 @@ pub mod logging;
 pub mod metrics;
 pub mod mrtr;
 pub mod protocol;
+pub mod readiness;
 pub mod server;
 pub mod state_store;
 pub mod stdio_front;

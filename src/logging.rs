@@ -3,6 +3,8 @@
 //! in `front::service`. The HTTP gateway logs to stdout; the stdio front logs to stderr, because
 //! its stdout carries nothing but JSON-RPC messages.
 
+use std::error::Error as StdError;
+
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogConfig;
@@ -24,4 +26,17 @@ pub fn init(cfg: &LogConfig, sink: Sink) {
         (Sink::Stderr, true) => builder.with_writer(std::io::stderr).json().try_init(),
         (Sink::Stderr, false) => builder.with_writer(std::io::stderr).with_ansi(false).try_init(),
     };
+}
+
+/// An error and every source behind it, joined by `": "`: the text of a log line's `error`
+/// field. May hold upstream-supplied text; never send it to a client.
+pub fn chain(error: &(dyn StdError + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        out.push_str(": ");
+        out.push_str(&e.to_string());
+        source = e.source();
+    }
+    out
 }

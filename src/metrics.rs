@@ -16,21 +16,10 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
 };
 
+use crate::defaults::{LATENCY_BUCKETS, MAX_DIVERGENCE_TOOLS, QUESTION_BUCKETS, ROUND_BUCKETS};
 use crate::mrtr::KeyId;
+use crate::tool_report::ToolSeries;
 use crate::upstream::PoolMetrics;
-
-/// Distinct tool labels kept on the divergence counter before folding into `"other"`.
-pub const MAX_DIVERGENCE_TOOLS: usize = 256;
-
-pub(crate) const LATENCY_BUCKETS: &[f64] = &[
-    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-    5.0, 10.0, 30.0,
-];
-
-/// Rounds of a completed call (at most `mrtr.max_rounds`, itself at most 64).
-pub const ROUND_BUCKETS: &[f64] = &[0.0, 1.0, 2.0, 3.0, 4.0, 8.0, 16.0, 64.0];
-/// Questions of one round (at most `mrtr.max_questions_per_round`).
-pub const QUESTION_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 8.0, 16.0, 64.0];
 
 /// Errors from registering metrics.
 #[derive(Debug, thiserror::Error)]
@@ -92,23 +81,6 @@ pub struct Metrics {
     /// What became of rounds that park mode concerns, by a fixed outcome label
     /// ([`crate::bridge::ParkOutcome`]).
     pub park_outcomes: IntCounterVec,
-}
-
-/// The `tool_*` series of the migration report (see [`crate::tool_report`]), by tool.
-#[derive(Debug, Clone)]
-pub struct ToolSeries {
-    /// Calls that ended, by `result` (`completed`, `failed`, `abandoned`).
-    pub calls: IntCounterVec,
-    /// Runs (front requests) that reached the upstream, by how they were served.
-    pub runs: IntCounterVec,
-    /// Rounds of each completed call.
-    pub call_rounds: HistogramVec,
-    /// Questions of each round.
-    pub round_questions: HistogramVec,
-    /// Runs whose replay diverged.
-    pub divergences: IntCounterVec,
-    /// Run duration, from the run's start to its reply.
-    pub run_duration: HistogramVec,
 }
 
 // === impl Metrics ===

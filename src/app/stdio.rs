@@ -14,7 +14,7 @@ use super::{
     upstream_settings, AppError, ReloadHandle,
 };
 use crate::auth::Auth;
-use crate::bridge::Clock;
+use crate::clock::Clock;
 use crate::config::{AuthConfig, Config};
 use crate::front;
 use crate::metrics::Metrics;

@@ -127,8 +127,11 @@ impl Forwarder {
             .header(replica_auth::HEADER, mac)
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| ForwardError::Build(e.to_string()))?;
-        let response =
-            self.client.request(request).await.map_err(|e| ForwardError::Request(crate::error::chain(&e)))?;
+        let response = self
+            .client
+            .request(request)
+            .await
+            .map_err(|e| ForwardError::Request(crate::logging::chain(&e)))?;
         let status = response.status();
         if status != StatusCode::OK {
             return Err(ForwardError::Status(status));

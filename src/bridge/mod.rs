@@ -23,7 +23,6 @@
 //! `-32042` (URL elicitation required) ends the call with URL-mode questions instead of an
 //! error (`url.rs`).
 
-mod clock;
 mod forward;
 mod gather;
 mod guard;
@@ -44,7 +43,7 @@ use opentelemetry::context::FutureExt as _;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-pub use clock::{Clock, ManualClock};
+pub use crate::clock::{Clock, ManualClock};
 pub use forward::{ForwardError, Forwarder};
 pub use notes::Notes;
 pub use params::{into_upstream_params, upstream_params};

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use parking_lot::Mutex;
 
 use crate::config::{MrtrMode, ParkConfig};
-use crate::metrics::MAX_DIVERGENCE_TOOLS;
+use crate::defaults::MAX_DIVERGENCE_TOOLS;
 
 /// The park decision of one replica.
 pub(super) struct ParkPolicy {

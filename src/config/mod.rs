@@ -11,6 +11,7 @@ mod credentials;
 mod park;
 pub mod raw;
 pub mod secret;
+pub mod tls;
 mod validate;
 
 use std::net::SocketAddr;
@@ -160,7 +161,7 @@ pub struct UpstreamConfig {
     /// The answer to `roots/list` requests no client can be asked, as `file://` URIs.
     pub roots: Option<Vec<String>>,
     /// Trust and client identity for an `https://` upstream.
-    pub tls: crate::upstream::tls::TlsSettings,
+    pub tls: crate::config::tls::TlsSettings,
 }
 
 /// Bounds of the replay flow.

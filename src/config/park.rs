@@ -42,7 +42,7 @@ pub struct ClusterConfig {
     /// `https://`).
     pub tls: Option<super::TlsFiles>,
     /// What a forwarded retry trusts when its owner is `https://`.
-    pub forward_tls: crate::upstream::tls::TlsSettings,
+    pub forward_tls: crate::config::tls::TlsSettings,
 }
 
 // === impl MrtrMode ===

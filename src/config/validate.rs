@@ -11,10 +11,10 @@ use super::raw::{
     RawAdmin, RawConfig, RawFront, RawLegacy, RawLog, RawMrtr, RawState, RawUpstream, RawUpstreamTls,
 };
 use super::*;
+use crate::config::tls::{ClientIdentity, TlsSettings};
 use crate::defaults as d;
 use crate::mrtr::LegacyVersion;
 use crate::protocol::LEGACY_VERSIONS;
-use crate::upstream::tls::{ClientIdentity, TlsSettings};
 
 /// Validates a raw configuration.
 pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {

@@ -9,9 +9,9 @@ use http::Response;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::body::FrontBody;
 use super::outcome::{self, Outcome, OutcomeLabel};
 use super::service::{Call, FrontState};
+use crate::body::FrontBody;
 use crate::error::FrontError;
 use crate::protocol::methods;
 use crate::subscriptions::{Ended, ListenRequest, Listening};

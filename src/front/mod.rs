@@ -2,7 +2,6 @@
 //! ids, tracing), HTTP checks, request validation, dispatch to `server/discover`, the relayed
 //! list methods, the MRTR bridge and `subscriptions/listen`, and response framing.
 
-pub mod body;
 mod discover;
 pub mod guard;
 mod listen;

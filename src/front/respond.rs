@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::body::FrontBody;
+use crate::body::FrontBody;
 use crate::error::FrontError;
 use crate::protocol::jsonrpc::{error_bytes, result_bytes};
 use crate::protocol::RequestId;

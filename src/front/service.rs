@@ -16,13 +16,13 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tower::{BoxError, Service};
 
-use super::body::FrontBody;
 use super::guard::{self, Accepts};
 use super::outcome::{Outcome, OutcomeLabel};
 use super::tool_headers::{Limits as HeaderLimits, ToolHeaders};
 use super::validate::{self, RequestMeta};
 use super::{discover, relay, respond, stream};
 use crate::auth::{Auth, Grants, Identity};
+use crate::body::FrontBody;
 use crate::bridge::{into_upstream_params, upstream_params, Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;

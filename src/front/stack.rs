@@ -25,8 +25,8 @@ use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::Level;
 
-use super::body::FrontBody;
 use super::service::{handler, FrontState};
+use crate::body::FrontBody;
 use crate::metrics::Metrics;
 
 /// The bounds the stack enforces.

@@ -17,9 +17,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::body::{sse_event, FrontBody};
 use super::outcome::{self, Outcome, OutcomeLabel};
 use super::service::{reply_outcome, FrontState};
+use crate::body::{sse_event, FrontBody};
 use crate::bridge::{MrtrRequest, Notes, Reply};
 use crate::defaults;
 use crate::error::FrontError;

@@ -14,7 +14,7 @@ use http::header::CONTENT_TYPE;
 use http::{HeaderValue, Response, StatusCode};
 use serde_json::Value;
 
-use crate::front::body::FrontBody;
+use crate::body::FrontBody;
 use crate::mrtr::SessionIdError;
 use crate::protocol::codes;
 use crate::protocol::jsonrpc::{error_bytes, ErrorObject};
@@ -118,7 +118,7 @@ impl LegacyError {
 
     /// The whole story for the log line; may hold upstream text, never send it to the client.
     pub fn detail(&self) -> String {
-        crate::error::chain(self)
+        crate::logging::chain(self)
     }
 
     /// The JSON-RPC error as the response a legacy client gets.

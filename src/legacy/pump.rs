@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::table::Active;
-use crate::front::body::FrontBody;
+use crate::body::FrontBody;
 
 /// Chunks buffered towards the client before the upstream read waits.
 const CHUNKS: usize = 16;

@@ -38,7 +38,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::error::{LegacyError, TRANSPORT_ERROR};
 use super::table::{Active, Entry};
-use crate::front::body::{sse_event, FrontBody};
+use crate::body::{sse_event, FrontBody};
 use crate::mrtr::LegacyVersion;
 use crate::protocol::jsonrpc::{
     error_bytes, notification_bytes, request_bytes, result_bytes, ErrorObject, Notification, Outcome, Request,

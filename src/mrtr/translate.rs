@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::mrtr::canonical::VOLATILE_FIELDS;
 use crate::protocol::methods::{ELICITATION_CREATE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE};
+pub use crate::protocol::LegacyVersion;
 
 /// Errors from translating a question or an answer.
 #[derive(Debug, thiserror::Error)]
@@ -36,17 +37,6 @@ pub enum TranslateError {
     UrlRequired(&'static str),
 }
 
-/// The legacy revision an upstream session negotiated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LegacyVersion {
-    V2025_11_25,
-    V2025_06_18,
-    V2025_03_26,
-    /// The first revision, the one HTTP+SSE servers speak: no elicitation, and the same client
-    /// capability shape as 2025-03-26 (`sampling`, `roots`).
-    V2024_11_05,
-}
-
 /// The three kinds of input a legacy server can ask for. Serialised as one letter in state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum InputKind {
@@ -56,38 +46,6 @@ pub enum InputKind {
     Sampling,
     #[serde(rename = "r")]
     Roots,
-}
-
-// === impl LegacyVersion ===
-
-impl LegacyVersion {
-    /// Every revision the upstream client can negotiate, newest first.
-    pub const ALL: [Self; 4] = [Self::V2025_11_25, Self::V2025_06_18, Self::V2025_03_26, Self::V2024_11_05];
-
-    /// Parses a negotiated `protocolVersion`; `None` for versions the gateway cannot speak.
-    pub fn parse(version: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|v| v.as_str() == version)
-    }
-
-    /// The wire spelling (the only place it is written).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::V2025_11_25 => "2025-11-25",
-            Self::V2025_06_18 => "2025-06-18",
-            Self::V2025_03_26 => "2025-03-26",
-            Self::V2024_11_05 => "2024-11-05",
-        }
-    }
-
-    /// Sampling content arrays, tool use and URL elicitation arrived in 2025-11-25.
-    fn has_2025_11_features(self) -> bool {
-        matches!(self, Self::V2025_11_25)
-    }
-
-    /// Elicitation arrived in 2025-06-18.
-    fn has_elicitation(self) -> bool {
-        !matches!(self, Self::V2025_03_26 | Self::V2024_11_05)
-    }
 }
 
 // === impl InputKind ===

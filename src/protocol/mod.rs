@@ -7,8 +7,10 @@
 pub mod jsonrpc;
 pub mod log_level;
 pub mod methods;
+pub mod version;
 
 pub use jsonrpc::{Envelope, EnvelopeError, RequestId};
+pub use version::LegacyVersion;
 
 /// The protocol revision the front speaks.
 pub const MODERN_VERSION: &str = "2026-07-28";
@@ -17,9 +19,8 @@ pub const MODERN_VERSION: &str = "2026-07-28";
 pub const FRONT_SUPPORTED_VERSIONS: &[&str] = &[MODERN_VERSION];
 
 /// Legacy revisions the upstream client can negotiate, newest first: the spellings of
-/// [`crate::mrtr::LegacyVersion::ALL`].
+/// [`LegacyVersion::ALL`].
 pub const LEGACY_VERSIONS: &[&str] = &{
-    use crate::mrtr::LegacyVersion;
     let mut out = [""; LegacyVersion::ALL.len()];
     let mut i = 0;
     while i < out.len() {

@@ -22,10 +22,10 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use sha2::{Digest, Sha256};
 
-use crate::admin::Readiness;
 use crate::config::SingleUseConfig;
 use crate::defaults;
 use crate::metrics::Metrics;
+use crate::readiness::Readiness;
 
 /// Why a token could not be consumed.
 #[derive(Debug, thiserror::Error)]
@@ -132,7 +132,7 @@ pub async fn watch(
                 Err(e) => {
                     metrics.state_store_errors.with_label_values(&["ping", e.label()]).inc();
                     if was_up != Some(false) {
-                        let error = crate::error::chain(&e);
+                        let error = crate::logging::chain(&e);
                         tracing::warn!(error, "state store unreachable: single-use states are refused");
                     }
                 }

@@ -32,8 +32,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::filter::{self, Filter, Offer};
 use super::metrics::ListenMetrics;
+use crate::body::sse_event;
 use crate::defaults;
-use crate::front::body::sse_event;
 use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::{methods, RequestId};
 use crate::upstream::{Lending, Session, UpstreamError, UpstreamEvent};

@@ -33,9 +33,9 @@ pub use filter::{Filter, Offer};
 pub use metrics::ListenMetrics;
 
 use crate::auth::Grants;
+use crate::body::sse_event;
 use crate::config::SubscriptionsConfig;
 use crate::defaults;
-use crate::front::body::sse_event;
 use crate::protocol::{methods, RequestId};
 use crate::upstream::{Pool, PoolKey};
 use hub::Hub;

@@ -5,8 +5,9 @@
 use prometheus::{Histogram as PromHistogram, IntCounter};
 
 use super::histogram::Histogram;
+use super::ToolSeries;
 use super::{RunEnd, RunRecord, Served};
-use crate::metrics::{ToolSeries, LATENCY_BUCKETS, QUESTION_BUCKETS, ROUND_BUCKETS};
+use crate::defaults::{LATENCY_BUCKETS, QUESTION_BUCKETS, ROUND_BUCKETS};
 
 /// The figures of one tool (or of the `(other)` entry).
 #[derive(Debug)]

@@ -1,7 +1,7 @@
 //! The per-tool migration report: what this replica has seen of each tool's calls, so that an
 //! operator can tell which tools to fix or to park before the legacy server is ported for real.
 //! `GET /admin/tools` serves it as JSON ([`Report`]), and the `mrtr_gateway_tool_*` series carry
-//! the same counts to Prometheus (see [`crate::metrics::ToolSeries`]).
+//! the same counts to Prometheus (see [`ToolSeries`]).
 //!
 //! What is counted, per tool (`tools/call` only; prompts and resources are not in it):
 //! - a *run* is one front request of the tool that reached the upstream, recorded with how it
@@ -29,14 +29,31 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use prometheus::{HistogramVec, IntCounterVec};
 
 pub use histogram::IntBuckets;
 pub use summary::{Calls, Counts, Latency, Report, ServedCounts, ToolSummary};
 pub use verdict::Verdict;
 
 use crate::defaults;
-use crate::metrics::ToolSeries;
 use entry::Entry;
+
+/// The `tool_*` series of the migration report (see [`crate::tool_report`]), by tool.
+#[derive(Debug, Clone)]
+pub struct ToolSeries {
+    /// Calls that ended, by `result` (`completed`, `failed`, `abandoned`).
+    pub calls: IntCounterVec,
+    /// Runs (front requests) that reached the upstream, by how they were served.
+    pub runs: IntCounterVec,
+    /// Rounds of each completed call.
+    pub call_rounds: HistogramVec,
+    /// Questions of each round.
+    pub round_questions: HistogramVec,
+    /// Runs whose replay diverged.
+    pub divergences: IntCounterVec,
+    /// Run duration, from the run's start to its reply.
+    pub run_duration: HistogramVec,
+}
 
 /// The name of the entry that sums every tool without one of its own (no tool is named with
 /// parentheses under the MCP tool-name rules).

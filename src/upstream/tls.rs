@@ -6,30 +6,14 @@
 //! Every failure names the file and what was wrong with it, so an operator can fix the mount or
 //! the path; no key material is ever part of a message.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use hyper_rustls::HttpsConnector;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
 
-/// Where the trust roots and the client identity of an `https://` upstream come from.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TlsSettings {
-    /// Trust the platform's root certificates (on by default).
-    pub platform_roots: bool,
-    /// A PEM bundle of extra CA certificates (a private CA, say).
-    pub ca_file: Option<PathBuf>,
-    /// A PEM client certificate chain and its key, for upstreams that require mutual TLS.
-    pub client_identity: Option<ClientIdentity>,
-}
-
-/// A client certificate chain and its private key, both PEM files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientIdentity {
-    pub cert_file: PathBuf,
-    pub key_file: PathBuf,
-}
+pub use crate::config::tls::{ClientIdentity, TlsSettings};
 
 /// Why the TLS client configuration could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -46,13 +30,6 @@ pub enum TlsError {
     Identity(#[source] rustls::Error),
     #[error("TLS configuration: {0}")]
     Rustls(#[from] rustls::Error),
-}
-
-impl TlsSettings {
-    /// The platform's roots, no extra CA, no client certificate.
-    pub fn platform() -> Self {
-        Self { platform_roots: true, ca_file: None, client_identity: None }
-    }
 }
 
 /// Builds the client configuration. ALPN is left to [`https_connector`], which offers the HTTP

@@ -19,6 +19,7 @@ mod https;
 mod inputs;
 mod jwks;
 mod key_rotation;
+mod layering;
 mod legacy_clients;
 mod legacy_seam;
 mod limits;

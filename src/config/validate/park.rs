@@ -7,8 +7,8 @@ use http::Uri;
 use super::super::raw::{RawCluster, RawMrtr};
 use super::super::{ClusterConfig, ConfigError, MrtrMode, ParkConfig};
 use super::{addr, millis, positive, tls_files};
+use crate::config::tls::TlsSettings;
 use crate::defaults as d;
-use crate::upstream::tls::TlsSettings;
 
 /// Takes the park fields out of `raw` and validates them.
 pub(super) fn park(raw: &mut RawMrtr) -> Result<ParkConfig, ConfigError> {

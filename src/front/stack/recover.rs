@@ -20,8 +20,8 @@ use tower::load_shed::error::Overloaded;
 use tower::timeout::error::Elapsed;
 use tower::{BoxError, Layer, Service};
 
+use crate::body::FrontBody;
 use crate::error::FrontError;
-use crate::front::body::FrontBody;
 use crate::front::outcome::{self, Outcome};
 use crate::metrics::Metrics;
 use crate::protocol::headers;

@@ -15,8 +15,8 @@ use tower::{service_fn, Service, ServiceExt};
 
 use super::{layered, stack, Limits};
 use crate::app::{front_state, upstream_settings};
+use crate::body::FrontBody;
 use crate::config::Config;
-use crate::front::body::FrontBody;
 use crate::metrics::Metrics;
 
 type Req = Request<Limited<Full<Bytes>>>;

@@ -1,5 +1,5 @@
-//! The bridge's clock: what a round's deadlines (gather window, idle gap, silence and total
-//! bounds) and the sealed state's times are read from.
+//! The gateway's clock: what a round's deadlines (gather window, idle gap, silence and total
+//! bounds), the sealed state's times, idle legacy sessions and parked calls are read from.
 //!
 //! Why a seam of its own: a round ends when time passes, so a test of gathering that runs on the
 //! wall clock passes or fails with the machine's load. The sealed core already takes time as an

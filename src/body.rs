@@ -1,4 +1,5 @@
-//! The response body of the front: either one buffer (a JSON response) or a stream of SSE
+//! The response body of every entrance (the 2026 front, the legacy relay, subscription
+//! streams, the cluster listener): either one buffer (a JSON response) or a stream of SSE
 //! frames fed by a channel (progress notifications, then the final response). An enum rather
 //! than a boxed body, so a plain JSON response allocates nothing beyond its bytes.
 
