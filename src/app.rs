@@ -122,11 +122,11 @@ impl Gateway {
         let (live, watcher) = live_keys(&cfg, &metrics)?;
         let demo = embedded_demo(&cfg)?;
         let settings = upstream_settings(&cfg, demo.as_ref());
-        let legacy = legacy_front(&cfg, &settings, &metrics, &live)?;
-        let pool = Arc::new(Pool::with_metrics(settings, metrics.pool.clone())?);
-        let auth = Auth::start(&cfg.auth, &cfg.front.path, metrics.auth.clone()).await?;
+        let pool = Arc::new(Pool::with_metrics(settings.clone(), metrics.pool.clone())?);
+        let legacy = legacy_front(&cfg, &settings, &metrics, &live, pool.connection_bound())?;
+        let auth = Auth::start(&cfg.auth, &cfg.front.path, metrics.auth.clone(), &metrics.outbound).await?;
         let keys_check = auth.readiness_check();
-        let tracing = crate::telemetry::Tracing::start(cfg.tracing.as_ref())?;
+        let tracing = crate::telemetry::Tracing::start(cfg.tracing.as_ref(), &metrics.outbound)?;
         let mut front_state =
             front_state_with(&cfg, &metrics, &pool, clock, auth, live)?.with_tracing(tracing.clone());
         if let Some(legacy) = &legacy {
@@ -340,8 +340,10 @@ pub(crate) fn front_state_with(
         Bridge::new(pool.clone(), keys.clone(), codec, metrics.clone(), mrtr, version).with_clock(clock);
     if let Some(url) = &cfg.cluster.advertise_url {
         let owner_run = cfg.mrtr.total_timeout + cfg.cluster.connect_timeout + FRONT_TIMEOUT_SLACK;
+        // A forwarded retry comes from one front request: the front's bound bounds them.
+        let bound = metrics.outbound.bound("forward", cfg.front.max_connections, cfg.cluster.connect_timeout);
         let forwarder =
-            Forwarder::new(cfg.cluster.connect_timeout, keys, owner_run, &cfg.cluster.forward_tls)
+            Forwarder::new(cfg.cluster.connect_timeout, keys, owner_run, &cfg.cluster.forward_tls, &bound)
                 .map_err(|e| AppError::Cluster(format!("forwarding TLS: {e}")))?;
         bridge = bridge.with_advertise_url(&url.to_string()).with_forwarder(forwarder);
     }
@@ -449,13 +451,14 @@ fn legacy_front(
     settings: &UpstreamSettings,
     metrics: &Metrics,
     keys: &Arc<LiveRing>,
+    bound: Option<crate::outbound::Bound>,
 ) -> Result<Option<Arc<LegacyFront>>, AppError> {
     if !cfg.legacy.enabled {
         tracing::info!("legacy clients are refused (legacy.enabled = false)");
         return Ok(None);
     }
     let settings = Arc::new(settings.clone());
-    Ok(Some(LegacyFront::new(&cfg.legacy, settings, keys.clone(), metrics.legacy.clone())?))
+    Ok(Some(LegacyFront::new(&cfg.legacy, settings, keys.clone(), metrics.legacy.clone(), bound)?))
 }
 
 fn codec_settings(state: &StateConfig) -> CodecSettings {

@@ -60,12 +60,17 @@ pub const MAX_CONNECTING: usize = 32;
 /// Upstream connections allowed beyond two per session, for short POSTs (answers, cancels).
 pub const SPARE_CONNECTIONS: usize = 16;
 
-/// The default `upstream.max_connections`: each session (pooled, or listening for
-/// `subscriptions/listen`) holds its GET stream and, while a call or request runs on it, that
-/// call's response stream; the spare ones carry the short POSTs. Requests in flight stay
-/// `MAX_CONNECTING` below it, so those connections are there for connects to start at once.
-pub const fn max_connections(pool_max_sessions: usize, listen_sessions: usize) -> usize {
-    2 * (pool_max_sessions + listen_sessions) + SPARE_CONNECTIONS + MAX_CONNECTING
+/// The default `upstream.max_connections`: each session (pooled, listening for
+/// `subscriptions/listen`, or a legacy client's, whose relay counts against the same bound)
+/// holds its GET stream and, while a call or request runs on it, that call's response stream;
+/// the spare ones carry the short POSTs. Requests in flight stay `MAX_CONNECTING` below it, so
+/// those connections are there for connects to start at once.
+pub const fn max_connections(
+    pool_max_sessions: usize,
+    listen_sessions: usize,
+    legacy_sessions: usize,
+) -> usize {
+    2 * (pool_max_sessions + listen_sessions + legacy_sessions) + SPARE_CONNECTIONS + MAX_CONNECTING
 }
 /// Notifications (progress, logs) queued for one request's stream before the call waits for
 /// the client, on the front and between replicas (not configurable).
@@ -162,6 +167,10 @@ pub const JWKS_MAX_STALE: Duration = Duration::from_secs(3600);
 pub const JWKS_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest a request waits for the key refresh its unknown `kid` caused.
 pub const JWKS_WAIT: Duration = Duration::from_secs(2);
+/// Connections the key fetcher may hold open (a refresh makes one or two requests at a time).
+pub const JWKS_MAX_CONNECTIONS: usize = 4;
+/// Connections the OTLP exporter may hold open (one batch export at a time, and a retry).
+pub const OTLP_MAX_CONNECTIONS: usize = 2;
 /// Largest JWKS or discovery document accepted (not configurable).
 pub const JWKS_MAX_BYTES: usize = 256 * 1024;
 /// The methods an `[[auth.rules]]` entry allows when it names none: every method.

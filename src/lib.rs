@@ -3,7 +3,7 @@
 //!
 //! # Layout
 //! The modules stand in layers, bottom first: `protocol`, `defaults` → `mrtr`, `demo` →
-//! `config`, `logging`, `clock`, `readiness`, `body`, `server`, `healthcheck` → `telemetry`,
+//! `config`, `logging`, `clock`, `readiness`, `body`, `server`, `healthcheck` → `outbound`, `telemetry`,
 //! `capabilities`, `limits`, `tool_report` → `upstream` → `auth`, `legacy`, `subscriptions` →
 //! `metrics` → `state_store`, `error` → `bridge` → `front`, `stdio_front` → `cluster` → `app`,
 //! `admin`. Imports only point down. The README's `## Layout` section says what each owns and is
@@ -28,6 +28,7 @@ pub mod limits;
 pub mod logging;
 pub mod metrics;
 pub mod mrtr;
+pub mod outbound;
 pub mod protocol;
 pub mod readiness;
 pub mod server;

@@ -18,6 +18,7 @@ use prometheus::{
 
 use crate::defaults::{LATENCY_BUCKETS, MAX_DIVERGENCE_TOOLS, QUESTION_BUCKETS, ROUND_BUCKETS};
 use crate::mrtr::KeyId;
+use crate::outbound::OutboundMetrics;
 use crate::tool_report::ToolSeries;
 use crate::upstream::PoolMetrics;
 
@@ -76,6 +77,8 @@ pub struct Metrics {
     pub tools: crate::tool_report::ToolReport,
     /// The `subscriptions/listen` bridge's: open streams, their upstream sessions, deliveries.
     pub subscriptions: crate::subscriptions::ListenMetrics,
+    /// The connections of the outbound clients other than the upstream's (JWKS, OTLP, forward).
+    pub outbound: OutboundMetrics,
     /// Upstream calls parked on this replica, waiting for their retry.
     pub parked_calls: IntGauge,
     /// What became of rounds that park mode concerns, by a fixed outcome label
@@ -227,6 +230,7 @@ impl Metrics {
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,
             subscriptions: crate::subscriptions::ListenMetrics::detached()?,
+            outbound: OutboundMetrics::register(&registry)?,
             registry,
         };
         m.pool.register(&m.registry)?;

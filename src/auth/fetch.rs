@@ -8,17 +8,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::ACCEPT;
 use http::{Request, StatusCode, Uri};
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use http_body_util::{BodyExt, Full, Limited};
 use serde::Deserialize;
 
 use super::keys::{parse_jwks, JwksError, Key};
+use crate::config::tls::TlsSettings;
 use crate::config::KeySource;
 use crate::defaults as d;
-use crate::upstream::tls;
+use crate::outbound::{self, Bound, TlsError, Trust};
 
 /// Why keys could not be fetched (logged and counted; never shown to a client).
 #[derive(Debug, thiserror::Error)]
@@ -53,7 +50,7 @@ impl FetchError {
 
 /// Fetches the keys of one source.
 pub(crate) struct Fetcher {
-    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    client: outbound::HttpsClient,
     source: KeySource,
     timeout: Duration,
 }
@@ -71,20 +68,18 @@ impl Fetcher {
         source: KeySource,
         timeout: Duration,
         ca_file: Option<std::path::PathBuf>,
-    ) -> Result<Self, tls::TlsError> {
-        let mut tcp = HttpConnector::new();
-        tcp.set_connect_timeout(Some(timeout));
-        tcp.enforce_http(false);
-        let roots = tls::TlsSettings { ca_file, ..tls::TlsSettings::platform() };
-        let config = match tls::client_config(&roots) {
-            Err(tls::TlsError::NoRoots) => {
-                tracing::warn!("no platform trust roots: only http:// key sources on loopback will work");
-                tls::plain_only()?
-            }
-            other => other?,
+        bound: &Bound,
+    ) -> Result<Self, TlsError> {
+        let roots = TlsSettings { ca_file, ..TlsSettings::platform() };
+        let spec = outbound::ClientSpec {
+            name: "jwks",
+            connect_timeout: timeout,
+            trust: Trust::VerifiedIfRoots(&roots),
+            bound,
+            idle_timeout: None,
+            max_idle_per_host: None,
         };
-        let client = Client::builder(TokioExecutor::new()).build(tls::https_connector(tcp, config));
-        Ok(Self { client, source, timeout })
+        Ok(Self { client: outbound::client(&spec)?, source, timeout })
     }
 
     /// The current keys of the source.
@@ -118,7 +113,7 @@ impl Fetcher {
     }
 
     async fn get_unbounded(&self, url: &Uri, text: &str) -> Result<Bytes, FetchError> {
-        let req = Request::get(url.clone()).header(ACCEPT, "application/json").body(Empty::new());
+        let req = Request::get(url.clone()).header(ACCEPT, "application/json").body(Full::new(Bytes::new()));
         let req = req.map_err(|e| FetchError::Body { url: text.to_owned(), reason: e.to_string() })?;
         let resp = self
             .client

@@ -61,7 +61,7 @@ pub enum AuthError {
 #[derive(Debug, thiserror::Error)]
 pub enum AuthSetupError {
     #[error("TLS client for the key source: {0}")]
-    Tls(#[from] crate::upstream::tls::TlsError),
+    Tls(#[from] crate::outbound::TlsError),
 }
 
 /// An authenticated request's principal and what it may do.
@@ -137,11 +137,13 @@ impl Auth {
         cfg: &AuthConfig,
         front_path: &str,
         metrics: AuthMetrics,
+        outbound: &crate::outbound::OutboundMetrics,
     ) -> Result<Self, AuthSetupError> {
         let AuthConfig::Jwt(jwt) = cfg else { return Ok(Self::anonymous(metrics)) };
         let remote = match &jwt.remote {
             Some(r) => {
-                let fetcher = fetch::Fetcher::new(r.source.clone(), r.timeout, r.ca_file.clone())?;
+                let bound = outbound.bound("jwks", crate::defaults::JWKS_MAX_CONNECTIONS, r.timeout);
+                let fetcher = fetch::Fetcher::new(r.source.clone(), r.timeout, r.ca_file.clone(), &bound)?;
                 let remote = Remote::new(fetcher, r.clone(), metrics.clone());
                 remote.fetch_now().await;
                 if !remote.is_loaded() {

@@ -14,17 +14,14 @@ use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 
 use super::wire::{WireFrame, WireReply, WireRequest, RESUME_PATH};
 use super::{Clock, MrtrRequest, Notes, Reply};
+use crate::config::tls::TlsSettings;
 use crate::defaults;
 use crate::error::FrontError;
 use crate::mrtr::{replica_auth, LiveRing};
-use crate::upstream::tls::{self, TlsError, TlsSettings};
+use crate::outbound::{self, Bound, HttpsClient, TlsError, Trust};
 
 /// Why a forwarded retry got no answer from its owner.
 #[derive(Debug, thiserror::Error)]
@@ -55,7 +52,7 @@ pub(super) enum Forwarded {
 
 /// Forwards retries to their owners; one per replica.
 pub struct Forwarder {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: HttpsClient,
     keys: Arc<LiveRing>,
     clock: Clock,
     /// Longest one forwarded retry may take (the owner's whole run).
@@ -72,14 +69,17 @@ impl Forwarder {
         keys: Arc<LiveRing>,
         timeout: Duration,
         trust: &TlsSettings,
+        bound: &Bound,
     ) -> Result<Self, TlsError> {
-        let mut tcp = HttpConnector::new();
-        tcp.set_connect_timeout(Some(connect_timeout));
-        tcp.set_nodelay(true);
-        tcp.enforce_http(false);
-        let https = tls::https_connector(tcp, tls::client_config(trust)?);
-        let client = Client::builder(TokioExecutor::new()).build(https);
-        Ok(Self { client, keys, clock: Clock::System, timeout })
+        let spec = outbound::ClientSpec {
+            name: "forward",
+            connect_timeout,
+            trust: Trust::Verified(trust),
+            bound,
+            idle_timeout: None,
+            max_idle_per_host: None,
+        };
+        Ok(Self { client: outbound::client(&spec)?, keys, clock: Clock::System, timeout })
     }
 
     /// Forwards `req`, whose state is `state`, to the replica advertised as `owner`; the

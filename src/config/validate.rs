@@ -19,15 +19,17 @@ use crate::protocol::LEGACY_VERSIONS;
 /// Validates a raw configuration.
 pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
     let subscriptions = subscriptions::subscriptions(raw.subscriptions)?;
+    let legacy = legacy(raw.legacy)?;
+    let legacy_sessions = if legacy.enabled { legacy.max_sessions } else { 0 };
     Ok(Config {
         front: front(raw.front)?,
         admin_listen: admin(raw.admin)?,
-        upstream: upstream(raw.upstream, subscriptions.upstream_sessions())?,
+        upstream: upstream(raw.upstream, subscriptions.upstream_sessions(), legacy_sessions)?,
         mrtr: mrtr(raw.mrtr)?,
         state: state(raw.state)?,
         auth: super::auth::validate(raw.auth)?,
         log: log(raw.log)?,
-        legacy: legacy(raw.legacy)?,
+        legacy,
         limits: limits::limits(raw.limits)?,
         subscriptions,
         cluster: park::cluster(raw.cluster)?,
@@ -106,8 +108,13 @@ fn admin(raw: RawAdmin) -> Result<Option<SocketAddr>, ConfigError> {
     addr("admin.listen", raw.listen.as_deref().unwrap_or(d::ADMIN_LISTEN)).map(Some)
 }
 
-/// `listen_sessions`: the sessions `subscriptions/listen` may hold beside the pool's.
-fn upstream(mut raw: RawUpstream, listen_sessions: usize) -> Result<UpstreamConfig, ConfigError> {
+/// `listen_sessions`: the sessions `subscriptions/listen` may hold beside the pool's;
+/// `legacy_sessions`: those legacy clients may hold (their relay shares the connection bound).
+fn upstream(
+    mut raw: RawUpstream,
+    listen_sessions: usize,
+    legacy_sessions: usize,
+) -> Result<UpstreamConfig, ConfigError> {
     let target = target(&mut raw)?;
     let protocol_version = match raw.protocol_version.as_deref() {
         None => d::UPSTREAM_VERSION,
@@ -141,7 +148,11 @@ fn upstream(mut raw: RawUpstream, listen_sessions: usize) -> Result<UpstreamConf
         )?,
         pool_max_per_key: pool_max_per_key(raw.pool_max_per_key, pool_max_sessions)?,
         pool_min_warm,
-        max_connections: max_connections(raw.max_connections, pool_max_sessions, listen_sessions)?,
+        max_connections: max_connections(
+            raw.max_connections,
+            (pool_max_sessions, listen_sessions),
+            legacy_sessions,
+        )?,
         max_connecting: positive("upstream.max_connecting", raw.max_connecting.unwrap_or(d::MAX_CONNECTING))?,
         roots: raw.roots.map(roots).transpose()?,
         tls: upstream_tls(raw.tls.unwrap_or_default())?,
@@ -194,10 +205,10 @@ fn target(raw: &mut RawUpstream) -> Result<UpstreamTarget, ConfigError> {
 /// ever.
 fn max_connections(
     raw: Option<usize>,
-    pool_max_sessions: usize,
-    listen_sessions: usize,
+    (pool_max_sessions, listen_sessions): (usize, usize),
+    legacy_sessions: usize,
 ) -> Result<usize, ConfigError> {
-    let n = raw.unwrap_or(d::max_connections(pool_max_sessions, listen_sessions));
+    let n = raw.unwrap_or(d::max_connections(pool_max_sessions, listen_sessions, legacy_sessions));
     let sessions = pool_max_sessions + listen_sessions;
     if n <= 2 * sessions {
         return Err(ConfigError::invalid(

@@ -15,14 +15,11 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, Uri};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 
 use super::error::{error_parts, LegacyError};
+use crate::outbound::{self, Bound, Trust};
 use crate::protocol::headers;
-use crate::upstream::{tls, UpstreamSettings};
+use crate::upstream::UpstreamSettings;
 
 /// Largest upstream error body read, for the log.
 const ERROR_BODY_LIMIT: usize = 4096;
@@ -39,12 +36,10 @@ const FORWARDED: [&str; 6] = [
     "tracestate",
 ];
 
-type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
-
 /// The relay's handle on the upstream endpoint; clones share the connections.
 #[derive(Clone)]
 pub(super) struct HttpRelay {
-    client: HttpClient,
+    client: outbound::HttpsClient,
     url: Uri,
     extra: HeaderMap,
     /// Bound on the response head.
@@ -56,17 +51,20 @@ pub(super) struct HttpRelay {
 // === impl HttpRelay ===
 
 impl HttpRelay {
-    pub(super) fn new(settings: &UpstreamSettings) -> Result<Self, LegacyError> {
-        let mut tcp = HttpConnector::new();
-        tcp.set_connect_timeout(Some(settings.connect_timeout));
-        tcp.set_nodelay(true);
-        tcp.enforce_http(false);
+    /// A relay to the upstream of `settings`, its connections counted against `bound`: the
+    /// upstream's own, so that `upstream.max_connections` covers the relay too.
+    pub(super) fn new(settings: &UpstreamSettings, bound: &Bound) -> Result<Self, LegacyError> {
         let https = settings.url.scheme_str() == Some("https");
-        let config = if https { tls::client_config(&settings.tls) } else { tls::plain_only() }
-            .map_err(|e| LegacyError::Settings(format!("upstream TLS: {e}")))?;
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(settings.pool_idle_timeout)
-            .build(tls::https_connector(tcp, config));
+        let spec = outbound::ClientSpec {
+            name: "legacy",
+            connect_timeout: settings.connect_timeout,
+            trust: if https { Trust::Verified(&settings.tls) } else { Trust::PlainOnly },
+            bound,
+            idle_timeout: Some(settings.pool_idle_timeout),
+            max_idle_per_host: None,
+        };
+        let client =
+            outbound::client(&spec).map_err(|e| LegacyError::Settings(format!("upstream TLS: {e}")))?;
         Ok(Self {
             client,
             url: settings.url.clone(),

@@ -43,6 +43,7 @@ use crate::body::FrontBody;
 use crate::clock::Clock;
 use crate::config::LegacyConfig;
 use crate::mrtr::{LiveRing, Reach, SessionClaims, SessionIdError, SessionSealer};
+use crate::outbound::Bound;
 use crate::protocol::jsonrpc::Request;
 use crate::protocol::{headers, meta, methods, Envelope, FRONT_SUPPORTED_VERSIONS, MODERN_VERSION};
 use crate::upstream::UpstreamSettings;
@@ -104,11 +105,15 @@ impl LegacyFront {
         settings: Arc<UpstreamSettings>,
         keys: Arc<LiveRing>,
         metrics: LegacyMetrics,
+        bound: Option<Bound>,
     ) -> Result<Arc<Self>, LegacyError> {
-        let upstream = if settings.stdio.is_some() || settings.legacy_sse {
-            Upstream::Seam(SeamConnector::new(settings))
-        } else {
-            Upstream::Http(Arc::new(HttpRelay::new(&settings)?))
+        let upstream = match (settings.stdio.is_some(), settings.legacy_sse, bound) {
+            (true, _, _) => Upstream::Seam(SeamConnector::new(settings, None)),
+            (false, true, Some(bound)) => Upstream::Seam(SeamConnector::new(settings, Some(bound))),
+            (false, false, Some(bound)) => Upstream::Http(Arc::new(HttpRelay::new(&settings, &bound)?)),
+            (false, _, None) => {
+                return Err(LegacyError::Settings("a network upstream needs its connection bound".into()))
+            }
         };
         let table = Table::new(cfg.max_sessions, cfg.idle, metrics.sessions.clone());
         if let Ok(handle) = tokio::runtime::Handle::try_current() {

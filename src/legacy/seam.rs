@@ -40,6 +40,7 @@ use super::error::{LegacyError, TRANSPORT_ERROR};
 use super::table::{Active, Entry};
 use crate::body::{sse_event, FrontBody};
 use crate::mrtr::LegacyVersion;
+use crate::outbound::Bound;
 use crate::protocol::jsonrpc::{
     error_bytes, notification_bytes, request_bytes, result_bytes, ErrorObject, Notification, Outcome, Request,
 };
@@ -54,6 +55,8 @@ const INITIALIZED: &str = "notifications/initialized";
 #[derive(Clone)]
 pub(super) struct SeamConnector {
     settings: Arc<UpstreamSettings>,
+    /// The upstream's connection bound, for an HTTP+SSE upstream (a stdio one has none).
+    bound: Option<Bound>,
 }
 
 /// One client's upstream session.
@@ -66,8 +69,8 @@ pub(super) struct SeamSession {
 // === impl SeamConnector ===
 
 impl SeamConnector {
-    pub(super) fn new(settings: Arc<UpstreamSettings>) -> Self {
-        Self { settings }
+    pub(super) fn new(settings: Arc<UpstreamSettings>, bound: Option<Bound>) -> Self {
+        Self { settings, bound }
     }
 
     /// Opens an upstream session for the client's `initialize` (`body`) and returns it with the
@@ -78,9 +81,10 @@ impl SeamConnector {
         };
         let params = req.params.unwrap_or_else(|| json!({}));
         let settings = Arc::new(client_settings(&self.settings, &params));
-        let gauge = IntGauge::new("legacy_seam_connections", "connections of one legacy session")
-            .map_err(|e| LegacyError::Settings(e.to_string()))?;
-        let connector = Connector::new(settings, gauge)?;
+        let connector = match &self.bound {
+            Some(bound) => Connector::with_bound(settings, bound.clone())?,
+            None => Connector::new(settings, unused_gauge()?)?,
+        };
         let capabilities = params.get("capabilities").cloned().unwrap_or_else(|| json!({}));
         let session = connector.connect(&capabilities).await?;
         let bytes = result_bytes(&req.id, &session.initialize_result().raw);
@@ -377,4 +381,10 @@ fn accepted() -> Response<FrontBody> {
     let mut r = Response::new(FrontBody::empty());
     *r.status_mut() = StatusCode::ACCEPTED;
     r
+}
+
+/// The gauge a stdio session's connector takes and never moves (it opens no connection).
+fn unused_gauge() -> Result<IntGauge, LegacyError> {
+    IntGauge::new("legacy_seam_connections", "connections of one legacy session")
+        .map_err(|e| LegacyError::Settings(e.to_string()))
 }

@@ -10,11 +10,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use opentelemetry_http::{HttpClient, HttpError};
 use tokio::runtime::Handle;
+
+use crate::outbound::{self, Bound, HttpsClient, Trust};
 
 /// Most bytes read of a collector's answer (it is only checked for its status).
 const ANSWER_LIMIT: usize = 64 * 1024;
@@ -24,7 +23,7 @@ type Exported = Pin<Box<dyn Future<Output = Result<Response<Bytes>, HttpError>> 
 /// Sends OTLP requests over a plain HTTP connection pool on the gateway's runtime.
 #[derive(Debug, Clone)]
 pub(super) struct Collector {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: HttpsClient,
     runtime: Handle,
     timeout: Duration,
 }
@@ -32,12 +31,18 @@ pub(super) struct Collector {
 // === impl Collector ===
 
 impl Collector {
-    /// A client on the runtime current now; each export is bounded by `timeout`.
-    pub(super) fn new(runtime: Handle, timeout: Duration) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(timeout));
-        let client = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(1).build(connector);
-        Self { client, runtime, timeout }
+    /// A client on the runtime current now, its connections counted against `bound`; each
+    /// export is bounded by `timeout`. Plain HTTP, as the exporter has always spoken.
+    pub(super) fn new(runtime: Handle, timeout: Duration, bound: &Bound) -> Result<Self, outbound::TlsError> {
+        let spec = outbound::ClientSpec {
+            name: "otlp",
+            connect_timeout: timeout,
+            trust: Trust::PlainOnly,
+            bound,
+            idle_timeout: None,
+            max_idle_per_host: Some(1),
+        };
+        Ok(Self { client: outbound::client(&spec)?, runtime, timeout })
     }
 
     fn send(&self, request: Request<Bytes>) -> Exported {
@@ -69,10 +74,7 @@ impl HttpClient for Collector {
 
 /// One POST to the collector. A refusal is logged here and still handed back, so that the
 /// exporter's retry policy sees its status.
-async fn exchange(
-    client: Client<HttpConnector, Full<Bytes>>,
-    request: Request<Bytes>,
-) -> Result<Response<Bytes>, HttpError> {
+async fn exchange(client: HttpsClient, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
     let response = client.request(request.map(Full::new)).await?;
     let (parts, body) = response.into_parts();
     let body = Limited::new(body, ANSWER_LIMIT).collect().await?.to_bytes();

@@ -41,6 +41,8 @@ pub enum TelemetryError {
     NoRuntime(#[from] tokio::runtime::TryCurrentError),
     #[error("OTLP exporter: {0}")]
     Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+    #[error("OTLP client: {0}")]
+    Client(#[from] crate::outbound::TlsError),
 }
 
 /// A gateway's tracer: built once at start, shut down (flushing its queue) at exit.
@@ -73,9 +75,14 @@ where
 impl Tracing {
     /// Starts exporting to the configured collector; `None` when tracing is off. Must be
     /// called on the gateway's runtime, which carries the exports.
-    pub fn start(cfg: Option<&OtlpConfig>) -> Result<Option<Arc<Self>>, TelemetryError> {
+    pub fn start(
+        cfg: Option<&OtlpConfig>,
+        outbound: &crate::outbound::OutboundMetrics,
+    ) -> Result<Option<Arc<Self>>, TelemetryError> {
         let Some(cfg) = cfg else { return Ok(None) };
-        let collector = export::Collector::new(tokio::runtime::Handle::try_current()?, cfg.export_timeout);
+        let bound = outbound.bound("otlp", defaults::OTLP_MAX_CONNECTIONS, cfg.export_timeout);
+        let runtime = tokio::runtime::Handle::try_current()?;
+        let collector = export::Collector::new(runtime, cfg.export_timeout, &bound)?;
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_http_client(collector)

@@ -34,7 +34,6 @@ pub mod sse;
 mod sse_legacy;
 mod state;
 pub(crate) mod stdio;
-pub mod tls;
 
 #[cfg(test)]
 mod tests;

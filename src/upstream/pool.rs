@@ -311,6 +311,12 @@ impl Pool {
         self.inner.transport.connections()
     }
 
+    /// The bound the upstream's network connections count against, for the other clients of
+    /// the same upstream (the legacy relay) to share; `None` for a stdio upstream.
+    pub fn connection_bound(&self) -> Option<crate::outbound::Bound> {
+        self.inner.transport.bound().cloned()
+    }
+
     /// The latest `initialize` answer of the upstream, if any session was ever opened.
     pub fn initialize_result(&self) -> Option<Arc<InitializeResult>> {
         self.inner.initialize.lock().clone()

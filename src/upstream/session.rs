@@ -26,6 +26,7 @@ use super::sse_legacy::SseSession;
 use super::state::SessionState;
 use super::stdio::{SpareProcess, Spawner, StdioSession};
 use super::{UpstreamError, UpstreamSettings};
+use crate::outbound::Bound;
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::log_level::{self, LogLevel};
 use crate::protocol::{methods, RequestId};
@@ -72,6 +73,24 @@ impl Connector {
             (Some(_), _) => Spawner::new(settings).map(Self::Stdio),
             (None, true) => Transport::new(settings, connections).map(Self::SseLegacy),
             (None, false) => Transport::new(settings, connections).map(Self::Http),
+        }
+    }
+
+    /// An HTTP+SSE or Streamable HTTP connector whose connections count against `bound`, shared
+    /// with the other clients of the same upstream (a legacy client's own session).
+    pub(crate) fn with_bound(settings: Arc<UpstreamSettings>, bound: Bound) -> Result<Self, UpstreamError> {
+        if settings.legacy_sse {
+            Transport::with_bound(settings, bound).map(Self::SseLegacy)
+        } else {
+            Transport::with_bound(settings, bound).map(Self::Http)
+        }
+    }
+
+    /// The bound the network connections count against (a stdio upstream has none).
+    pub(crate) fn bound(&self) -> Option<&Bound> {
+        match self {
+            Self::Http(t) | Self::SseLegacy(t) => Some(t.bound()),
+            Self::Stdio(_) => None,
         }
     }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use http::{HeaderMap, Uri};
 use serde_json::Value;
 
-use super::tls::TlsSettings;
+use crate::config::tls::TlsSettings;
 use crate::defaults;
 use crate::mrtr::LegacyVersion;
 
@@ -175,6 +175,7 @@ impl UpstreamSettings {
             max_connections: defaults::max_connections(
                 defaults::POOL_MAX_SESSIONS,
                 defaults::SUBSCRIPTIONS_MAX_SESSIONS,
+                defaults::LEGACY_MAX_SESSIONS,
             ),
             max_connecting: defaults::MAX_CONNECTING,
             max_event_bytes: defaults::MAX_EVENT_BYTES,

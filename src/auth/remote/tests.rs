@@ -14,7 +14,9 @@ fn remote(min_refresh: Duration) -> Arc<Remote> {
         wait: Duration::from_secs(1),
         ca_file: None,
     };
-    let fetcher = Fetcher::new(settings.source.clone(), settings.timeout, None).unwrap();
+    let gauge = prometheus::IntGauge::new("jwks", "open").unwrap();
+    let bound = crate::outbound::Bound::new(4, 1, settings.timeout, gauge);
+    let fetcher = Fetcher::new(settings.source.clone(), settings.timeout, None, &bound).unwrap();
     Remote::new(fetcher, settings, AuthMetrics::detached().unwrap())
 }
 

@@ -139,7 +139,9 @@ fn bad_keys_fail_at_load_naming_their_source() {
 
 #[test]
 fn upstream_connections_follow_the_pool_and_the_listen_sessions() {
-    let c = Config::from_toml("[upstream]\npool_max_sessions = 10").unwrap();
+    // Legacy clients off here: their sessions are counted apart below.
+    let no_legacy = "[legacy]\nenabled = false\n";
+    let c = Config::from_toml(&format!("{no_legacy}[upstream]\npool_max_sessions = 10")).unwrap();
     assert_eq!(
         c.upstream.max_connections, 100,
         "two per session (10 pooled, 16 listening), 16 spare, 32 connects"
@@ -148,12 +150,24 @@ fn upstream_connections_follow_the_pool_and_the_listen_sessions() {
     let e = err("[upstream]\npool_max_sessions = 10\nmax_connections = 52");
     assert!(e.starts_with("upstream.max_connections:") && e.contains("(10 + 16)"), "{e}");
     assert!(Config::from_toml("[upstream]\npool_max_sessions = 10\nmax_connections = 53").is_ok());
-    let four = "[upstream]\npool_max_sessions = 10\n[subscriptions]\nmax_sessions = 4";
-    assert_eq!(Config::from_toml(four).unwrap().upstream.max_connections, 76);
-    let off = "[subscriptions]\nenabled = false\n[upstream]\npool_max_sessions = 10";
-    assert_eq!(Config::from_toml(off).unwrap().upstream.max_connections, 68, "no listen session when off");
+    let four = format!("{no_legacy}[upstream]\npool_max_sessions = 10\n[subscriptions]\nmax_sessions = 4");
+    assert_eq!(Config::from_toml(&four).unwrap().upstream.max_connections, 76);
+    let off = format!("{no_legacy}[subscriptions]\nenabled = false\n[upstream]\npool_max_sessions = 10");
+    assert_eq!(Config::from_toml(&off).unwrap().upstream.max_connections, 68, "no listen session when off");
     assert!(Config::from_toml(&format!("{off}\nmax_connections = 21")).is_ok());
     assert!(err("[upstream]\nmax_connecting = 0").starts_with("upstream.max_connecting:"));
+}
+
+/// The legacy relay counts its connections against the upstream's bound, so the default bound
+/// makes room for two per legacy session as well.
+#[test]
+fn upstream_connections_make_room_for_legacy_sessions() {
+    let legacy = "[legacy]\nmax_sessions = 8\n[upstream]\npool_max_sessions = 10";
+    assert_eq!(
+        Config::from_toml(legacy).unwrap().upstream.max_connections,
+        116,
+        "100 and two per legacy session"
+    );
 }
 
 #[test]

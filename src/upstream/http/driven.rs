@@ -35,7 +35,7 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 use tower::Service;
 
-use super::limit::{LimitedConnector, LimitedIo};
+use crate::outbound::{LimitedConnector, LimitedIo};
 use crate::upstream::UpstreamError;
 
 type Conn = http1::Connection<LimitedIo, Full<Bytes>>;

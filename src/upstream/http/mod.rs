@@ -14,7 +14,7 @@ mod driven;
 mod exchange;
 mod get_stream;
 mod inner;
-pub(crate) mod limit;
+
 mod messages;
 mod open;
 mod session;

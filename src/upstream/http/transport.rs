@@ -21,19 +21,14 @@ use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use prometheus::IntGauge;
 
 use super::super::{UpstreamError, UpstreamSettings};
 use super::drain::CancelDrain;
 use super::driven::{Driven, UpstreamBody};
-use super::limit::LimitedConnector;
 use super::slots::{self, SlotBody, Slots};
+use crate::outbound::{self, Bound, LimitedConnector};
 use crate::protocol::headers;
-use crate::upstream::tls;
 
 /// The first revision whose clients send `MCP-Protocol-Version` on every request.
 const VERSION_HEADER_SINCE: &str = "2025-06-18";
@@ -43,14 +38,12 @@ const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const ACCEPT_SSE: &str = "text/event-stream";
 const SLOTS_CLOSED: &str = "the upstream request slots were closed";
 
-type HttpClient = Client<HttpsConnector<LimitedConnector>, Full<Bytes>>;
-
 /// The client under a transport: a plain upstream's connections are driven by its requests
 /// ([`super::driven`]); an `https://` one keeps `hyper-util`'s pooled client (TLS, HTTP/2).
 #[derive(Clone)]
 enum UpstreamClient {
     Driven(Driven),
-    Pooled(Box<HttpClient>),
+    Pooled(Box<outbound::HttpsClient>),
 }
 
 /// A shareable handle on the upstream's HTTP endpoint.
@@ -58,6 +51,7 @@ enum UpstreamClient {
 pub(crate) struct Transport {
     client: UpstreamClient,
     connector: LimitedConnector,
+    bound: Bound,
     slots: Slots,
     settings: Arc<UpstreamSettings>,
     /// Whether this upstream ends a cancelled call's stream (see `drain.rs`).
@@ -117,6 +111,14 @@ impl Transport {
     /// Builds the keep-alive client for an absolute `http://` or `https://` URL. `connections`
     /// follows the number of connections open.
     pub(crate) fn new(settings: Arc<UpstreamSettings>, connections: IntGauge) -> Result<Self, UpstreamError> {
+        let (max, connecting, wait) =
+            (settings.max_connections, settings.max_connecting, settings.connect_timeout);
+        Self::with_bound(settings, Bound::new(max, connecting, wait, connections))
+    }
+
+    /// As [`Transport::new`], counting connections against a `bound` shared with other clients
+    /// of the same upstream.
+    pub(crate) fn with_bound(settings: Arc<UpstreamSettings>, bound: Bound) -> Result<Self, UpstreamError> {
         let https = match settings.url.scheme_str() {
             Some("http") => false,
             Some("https") => true,
@@ -127,31 +129,35 @@ impl Transport {
         if settings.url.host().is_none() {
             return Err(UpstreamError::Settings(format!("upstream url {} has no host", settings.url)));
         }
-        let mut tcp = HttpConnector::new();
-        tcp.set_connect_timeout(Some(settings.connect_timeout));
-        tcp.set_nodelay(true);
-        tcp.enforce_http(false);
-        let bounds = (settings.max_connections, settings.max_connecting);
         // Every session's GET stream and call stream (pooled or listening), and one more
         // request, always fit.
         let streams = 2 * (settings.pool_max_sessions + settings.listen_sessions) + 1;
         let slots = Slots::new(slots::bound(settings.max_connections, settings.max_connecting, streams));
-        let connector = LimitedConnector::new(tcp, bounds, settings.connect_timeout, connections);
+        let connector = outbound::connector(settings.connect_timeout, &bound);
         // A plain upstream never handshakes, so it loads no trust roots (a minimal image may
         // have none).
         let client = if https {
-            let tls_config = tls::client_config(&settings.tls)
-                .map_err(|e| UpstreamError::Settings(format!("upstream TLS: {e}")))?;
-            let pooled = Client::builder(TokioExecutor::new())
-                .pool_idle_timeout(settings.pool_idle_timeout)
-                .pool_max_idle_per_host(settings.max_connections)
-                .build(tls::https_connector(connector.clone(), tls_config));
+            let spec = outbound::ClientSpec {
+                name: "upstream",
+                connect_timeout: settings.connect_timeout,
+                trust: outbound::Trust::Verified(&settings.tls),
+                bound: &bound,
+                idle_timeout: Some(settings.pool_idle_timeout),
+                max_idle_per_host: Some(settings.max_connections),
+            };
+            let pooled =
+                outbound::client(&spec).map_err(|e| UpstreamError::Settings(format!("upstream TLS: {e}")))?;
             UpstreamClient::Pooled(Box::new(pooled))
         } else {
             let (idle, max) = (settings.pool_idle_timeout, settings.max_connections);
             UpstreamClient::Driven(Driven::new(connector.clone(), &settings.url, idle, max)?)
         };
-        Ok(Self { client, connector, slots, settings, cancel_drain: Arc::default() })
+        Ok(Self { client, connector, bound, slots, settings, cancel_drain: Arc::default() })
+    }
+
+    /// The bound the upstream's connections count against, for the legacy relay to share.
+    pub(crate) fn bound(&self) -> &Bound {
+        &self.bound
     }
 
     /// What this upstream does with a cancelled call's stream, as seen so far.

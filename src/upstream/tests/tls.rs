@@ -20,7 +20,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::upstream::tls::{client_config, https_connector, ClientIdentity, TlsError, TlsSettings};
+use crate::config::tls::{ClientIdentity, TlsSettings};
+use crate::outbound::tls::{client_config, https_connector, TlsError};
 
 type Boxed = Box<dyn std::error::Error + Send + Sync>;
 

@@ -54,7 +54,10 @@ async fn server() -> (Uri, Arc<AtomicUsize>) {
 
 fn client(uri: &Uri, idle: Duration) -> Driven {
     let gauge = IntGauge::new("open", "open connections").unwrap();
-    let connector = LimitedConnector::new(HttpConnector::new(), (4, 1), Duration::from_secs(2), gauge);
+    let connector = LimitedConnector::new(
+        HttpConnector::new(),
+        &crate::outbound::Bound::new(4, 1, Duration::from_secs(2), gauge),
+    );
     Driven::new(connector, uri, idle, 4).unwrap()
 }
 

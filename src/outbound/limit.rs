@@ -1,4 +1,4 @@
-//! A connector that bounds the TCP connections the upstream client holds, and how many it is
+//! A connector that bounds the TCP connections an outbound client holds, and how many it is
 //! opening at once.
 //!
 //! The `hyper-util` client opens a new connection for every request that finds none idle, and
@@ -33,16 +33,22 @@ use tower::{Service, ServiceExt};
 
 /// Why a bounded connection could not be made.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum LimitError {
-    #[error("the upstream connection limit was shut down")]
+pub enum LimitError {
+    #[error("the connection limit was shut down")]
     Closed,
-    #[error("no upstream connection became free within {0:?}")]
+    #[error("no connection became free within {0:?}")]
     Saturated(Duration),
-    #[error("cannot connect to the upstream")]
+    #[error("cannot connect")]
     Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// The two bounds, shared by every clone of the connector.
+/// The two bounds of one destination, shared by every connector built on them: the upstream's
+/// pool and the legacy relay count their connections against one [`Bound`].
+#[derive(Debug, Clone)]
+pub struct Bound {
+    limits: Arc<Limits>,
+}
+
 #[derive(Debug)]
 struct Limits {
     open: Arc<Semaphore>,
@@ -53,15 +59,15 @@ struct Limits {
     gauge: IntGauge,
 }
 
-/// [`HttpConnector`] behind the bounds.
+/// [`HttpConnector`] behind a [`Bound`].
 #[derive(Clone)]
-pub(crate) struct LimitedConnector {
+pub struct LimitedConnector {
     inner: HttpConnector,
     limits: Arc<Limits>,
 }
 
 /// A connection and the permit it holds until its socket is closed.
-pub(crate) struct LimitedIo {
+pub struct LimitedIo {
     io: TokioIo<TcpStream>,
     _permit: OpenPermit,
 }
@@ -74,18 +80,13 @@ struct OpenPermit {
 
 type ConnectFuture = Pin<Box<dyn Future<Output = Result<LimitedIo, LimitError>> + Send>>;
 
-// === impl LimitedConnector ===
+// === impl Bound ===
 
-impl LimitedConnector {
+impl Bound {
     /// At most `max_open` connections open and `max_attempts` being opened (both at least 1),
     /// an attempt waiting at most `permit_wait` for a free connection; `gauge` follows the
     /// number open.
-    pub(crate) fn new(
-        inner: HttpConnector,
-        (max_open, max_attempts): (usize, usize),
-        permit_wait: Duration,
-        gauge: IntGauge,
-    ) -> Self {
+    pub fn new(max_open: usize, max_attempts: usize, permit_wait: Duration, gauge: IntGauge) -> Self {
         let max_open = max_open.max(1);
         let limits = Limits {
             open: Arc::new(Semaphore::new(max_open)),
@@ -94,11 +95,30 @@ impl LimitedConnector {
             permit_wait,
             gauge,
         };
-        Self { inner, limits: Arc::new(limits) }
+        Self { limits: Arc::new(limits) }
     }
 
     /// Connections open now.
-    pub(crate) fn open(&self) -> usize {
+    pub fn open(&self) -> usize {
+        self.limits.max_open - self.limits.open.available_permits()
+    }
+
+    /// The most connections that may be open.
+    pub fn max_open(&self) -> usize {
+        self.limits.max_open
+    }
+}
+
+// === impl LimitedConnector ===
+
+impl LimitedConnector {
+    /// `inner`'s connections, counted against `bound`.
+    pub fn new(inner: HttpConnector, bound: &Bound) -> Self {
+        Self { inner, limits: bound.limits.clone() }
+    }
+
+    /// Connections open now (on every connector of the bound).
+    pub fn open(&self) -> usize {
         self.limits.max_open - self.limits.open.available_permits()
     }
 }
@@ -197,7 +217,7 @@ mod tests {
 
     fn connector(max_open: usize, permit_wait: Duration) -> LimitedConnector {
         let gauge = IntGauge::new("open", "open connections").unwrap();
-        LimitedConnector::new(HttpConnector::new(), (max_open, 1), permit_wait, gauge)
+        LimitedConnector::new(HttpConnector::new(), &Bound::new(max_open, 1, permit_wait, gauge))
     }
 
     /// An attempt the client abandoned to a background task (an idle connection came back
