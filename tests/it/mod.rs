@@ -26,6 +26,7 @@ mod limits;
 mod listen_sessions;
 mod logs;
 mod otel;
+mod outbound;
 mod param_headers;
 mod park;
 mod park_replicas;
