@@ -15,8 +15,10 @@
 //! the call, and the reply as the stream's last line (`stream_answer` in the internal
 //! listener), so a late head means an owner that did not take the retry, never a slow call.
 //! Past the accept bound the retry is replayed here like any failed exchange. An owner that
-//! takes the retry out of its backlog only after that still runs the call it holds; its
-//! answer reaches no one, as with an exchange that outlived the whole bound.
+//! takes the retry out of its backlog only after that (within the MAC's ±30 s) still resumes
+//! the call it holds, so the call then runs on both replicas and the owner's answer reaches no
+//! one, as with an exchange that outlived the whole bound: the bound is a trade of a rare
+//! second run for a client that is not left waiting on a wedged owner.
 
 use std::sync::Arc;
 use std::time::Duration;
