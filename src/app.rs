@@ -155,6 +155,8 @@ impl Gateway {
             max_connections: cfg.front.max_connections,
             drain: cfg.front.drain,
             header_read_timeout: cfg.front.read_timeout,
+            handshake_timeout: cfg.front.handshake_timeout,
+            idle_timeout: cfg.front.idle_timeout,
             tls,
         };
         let single_use = front_state.bridge.single_use().cloned();
@@ -173,7 +175,11 @@ impl Gateway {
         let mut admin_tasks = JoinSet::new();
         let admin_addr = match cfg.admin_listen {
             Some(addr) => {
-                Some(spawn_admin(&mut admin_tasks, addr, &metrics, &ready, &pool, admin_stopped).await?)
+                let front = &cfg.front;
+                Some(
+                    spawn_admin(&mut admin_tasks, addr, &metrics, &ready, &pool, front, admin_stopped)
+                        .await?,
+                )
             }
             None => None,
         };
@@ -342,9 +348,9 @@ pub(crate) fn front_state_with(
         let owner_run = cfg.mrtr.total_timeout + cfg.cluster.connect_timeout + FRONT_TIMEOUT_SLACK;
         // A forwarded retry comes from one front request: the front's bound bounds them.
         let bound = metrics.outbound.bound("forward", cfg.front.max_connections, cfg.cluster.connect_timeout);
-        let forwarder =
-            Forwarder::new(cfg.cluster.connect_timeout, keys, owner_run, &cfg.cluster.forward_tls, &bound)
-                .map_err(|e| AppError::Cluster(format!("forwarding TLS: {e}")))?;
+        let bounds = (cfg.cluster.connect_timeout, cfg.cluster.accept_timeout);
+        let forwarder = Forwarder::new(bounds, keys, owner_run, &cfg.cluster.forward_tls, &bound)
+            .map_err(|e| AppError::Cluster(format!("forwarding TLS: {e}")))?;
         bridge = bridge.with_advertise_url(&url.to_string()).with_forwarder(forwarder);
     }
     if let Some(single_use) = &cfg.state.single_use {
@@ -473,12 +479,15 @@ fn local(listener: &TcpListener, addr: SocketAddr) -> Result<SocketAddr, AppErro
     listener.local_addr().map_err(|source| AppError::Bind { addr, source })
 }
 
+/// Starts the admin listener, with its own connection cap and the front's connection
+/// deadlines: an orchestrator's probes must still get in while clients hold the front's slots.
 async fn spawn_admin(
     tasks: &mut JoinSet<()>,
     addr: SocketAddr,
     metrics: &Arc<Metrics>,
     ready: &Readiness,
     pool: &Arc<Pool>,
+    front: &crate::config::FrontConfig,
     stopped: watch::Receiver<bool>,
 ) -> Result<SocketAddr, AppError> {
     let listener = bind(addr).await?;
@@ -486,9 +495,11 @@ async fn spawn_admin(
     let pool = pool.clone();
     let admin = Admin::new(metrics.clone(), ready.clone(), Arc::new(move || pool.size()));
     let opts = ServeOptions {
-        max_connections: 64,
-        drain: Duration::from_secs(1),
-        header_read_timeout: crate::defaults::READ_TIMEOUT,
+        max_connections: defaults::ADMIN_MAX_CONNECTIONS,
+        drain: defaults::ADMIN_DRAIN,
+        header_read_timeout: defaults::READ_TIMEOUT,
+        handshake_timeout: front.handshake_timeout,
+        idle_timeout: front.idle_timeout,
         tls: None,
     };
     tasks.spawn(serve(listener, admin, opts, signal(stopped)));
@@ -519,6 +530,8 @@ async fn spawn_cluster(
         max_connections: front.cfg.max_connections,
         drain: front.cfg.drain,
         header_read_timeout: front.cfg.read_timeout,
+        handshake_timeout: front.cfg.handshake_timeout,
+        idle_timeout: front.cfg.idle_timeout,
         tls,
     };
     tasks.spawn(serve(listener, cluster.service(), opts, signal(stopped.clone())));

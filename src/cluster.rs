@@ -6,8 +6,12 @@
 //! answer in the wire format of [`crate::bridge::wire`]: the reply, the fixed error object the
 //! owner would send its own client, or "not held" (the forwarding replica then replays).
 //! It never runs a call that is not parked here: that is the forwarding replica's to replay.
-//! A retry whose client asked for progress or logs gets them as lines before the reply, each
-//! sent as the call produces it, so they reach the client as they would on this replica.
+//! Every verified retry is answered at once with a response head and then a stream of lines
+//! (`stream_answer`): the reply is the last line, and a retry whose client asked for progress
+//! or logs gets them as lines before it, each sent as the call produces it, so they reach the
+//! client as they would on this replica. The early head is how the forwarding replica knows
+//! this one took the retry ([`crate::bridge::Forwarder`] bounds the wait for it, and replays
+//! when it does not come): a retry waiting in a full listener's backlog is not a slow call.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -90,13 +94,6 @@ impl Cluster {
         let Some(request) = wire.into_request() else {
             return plain(StatusCode::BAD_REQUEST, "not a forwarded retry");
         };
-        if wanted.is_none() {
-            let answer = wire_reply(self.front.bridge.run_forwarded(request, None).await);
-            return match serde_json::to_vec(&answer) {
-                Ok(json) => respond(StatusCode::OK, "application/json", json.into()),
-                Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
-            };
-        }
         let (lines, body) = mpsc::channel(defaults::NOTES_QUEUE);
         tokio::spawn(stream_answer(self.front.clone(), request, wanted, notes, lines));
         let mut response = Response::new(FrontBody::Stream(body));

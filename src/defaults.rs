@@ -21,11 +21,30 @@ pub const DRAIN: Duration = Duration::from_secs(30);
 /// Longest a client may take to send its request head, and then its body: a slow or stalled
 /// client must not hold a connection slot (and, once its head is in, a task) for ever.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest a new connection may take, from its accept, to finish its TLS handshake (a
+/// ClientHello included) and to show which protocol it speaks: its first bytes of HTTP/1, or
+/// the whole HTTP/2 preface and SETTINGS frame. A connection that sends nothing must not hold a
+/// slot of `max_connections`.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest a connection may stay open with no request in flight (HTTP/1 keep-alive between
+/// requests, HTTP/2 with no open stream); a request in flight (a long stream included) is never
+/// cut by it. HTTP/2 peers are also pinged this often, and one that does not answer within
+/// [`HANDSHAKE_TIMEOUT`] is taken for dead. Below the 90 s for which common HTTP clients keep
+/// an idle connection, as load balancers do.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Once a connection past its deadline was told to close (an HTTP/2 GOAWAY), the longest it may
+/// take to end with no request in flight before it is dropped (not configurable).
+pub const CLOSE_GRACE: Duration = Duration::from_secs(1);
 pub const CACHE_TTL_MS: u64 = 0;
 pub const CACHE_SCOPE: &str = "private";
 
 // [admin]
 pub const ADMIN_LISTEN: &str = "127.0.0.1:9090";
+/// Open connections to the admin listener (not configurable). Probes and scrapes open a few;
+/// the front's handshake and idle deadlines free the slots of connections that send nothing.
+pub const ADMIN_MAX_CONNECTIONS: usize = 64;
+/// How long the admin listener, which stops last, finishes its requests (not configurable).
+pub const ADMIN_DRAIN: Duration = Duration::from_secs(1);
 /// Each step (connect, send, read) of `mrtr-gateway healthcheck`'s probe (not configurable).
 pub const HEALTHCHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -115,6 +134,10 @@ pub const MAX_PARKED: usize = POOL_MAX_SESSIONS / 2;
 pub const PARK_MEMORY: usize = 4096;
 /// Connect timeout of a retry forwarded to the replica that parked its call.
 pub const FORWARD_CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// Longest a forwarded retry waits for its owner to take it (connect included, until the
+/// owner's response head, which the owner sends before it runs the call); then the retry is
+/// replayed here. An owner whose internal listener has no free slot is taken for gone.
+pub const FORWARD_ACCEPT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Clock difference tolerated on a forwarded retry's timestamp (not configurable).
 pub const FORWARD_SKEW: Duration = Duration::from_secs(30);
 /// Largest forwarded retry or answer body between replicas (not configurable).

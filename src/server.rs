@@ -1,12 +1,27 @@
-//! The accept loop shared by the front and admin listeners: one task per connection, HTTP/1.1
-//! and HTTP/2 (hyper-util's auto builder), optional TLS (rustls), a connection cap, and a
-//! graceful drain: on shutdown stop accepting, let in-flight requests finish up to the drain
-//! time, then close what is left. A listener serves a `tower::Service` built once; each request
-//! drives a clone of it (which clones `Arc`s).
+//! The accept loop shared by the front, admin and internal listeners: one task per connection,
+//! HTTP/1.1 and HTTP/2 (hyper-util's auto builder: HTTP/2 over TLS by ALPN, or in plain text
+//! with prior knowledge, h2c), optional TLS (rustls), a connection cap, deadlines on every
+//! phase of a connection before and between requests, and a graceful drain: on shutdown stop
+//! accepting, let in-flight requests finish up to the drain time, then close what is left. A
+//! listener serves a `tower::Service` built once; each request drives a clone of it (which
+//! clones `Arc`s).
+//!
+//! The deadlines ([`deadline`]), so that a connection that sends nothing cannot hold one of the
+//! listener's slots: from its accept, the handshake bound covers the TLS handshake (a
+//! ClientHello included) and the first bytes that tell its protocol (HTTP/1's first byte, or
+//! the HTTP/2 preface and SETTINGS frame); after that, the idle bound covers any time with no
+//! request in flight (HTTP/1 keep-alive between requests, an HTTP/2 connection with no open
+//! stream). A request is in flight from its head until its response body is sent or dropped,
+//! so a stream that lasts minutes is never cut. hyper adds its own: the HTTP/1 request head
+//! (`header_read_timeout`), and a ping of HTTP/2 peers every idle bound, which a dead one fails
+//! to answer within the handshake bound. A connection past its deadline is told to close
+//! (HTTP/2: GOAWAY, so a request crossing it is known unprocessed), then dropped if it has not
+//! ended [`defaults::CLOSE_GRACE`] later with no request in flight.
 
 use std::convert::Infallible;
 use std::error::Error as StdError;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,11 +30,20 @@ use hyper::body::{Body, Incoming};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use hyper_util::server::graceful::GracefulConnection;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tower::{Service, ServiceExt};
+
+use crate::defaults;
+
+mod deadline;
+
+use deadline::{Activity, Deadlines, Tracked, Watched};
 
 /// Errors of the accept loop and its TLS setup.
 #[derive(Debug, thiserror::Error)]
@@ -39,7 +63,29 @@ pub struct ServeOptions {
     pub drain: Duration,
     /// Longest an HTTP/1 client may take to send a request head; then its connection is closed.
     pub header_read_timeout: Duration,
+    /// Longest a new connection may take, from its accept, to finish its TLS handshake and show
+    /// its protocol; then it is closed.
+    pub handshake_timeout: Duration,
+    /// Longest a connection may stay open with no request in flight; then it is closed.
+    pub idle_timeout: Duration,
     pub tls: Option<TlsAcceptor>,
+}
+
+/// One accepted connection, before it is served.
+struct Conn {
+    peer: SocketAddr,
+    activity: Arc<Activity>,
+    deadlines: Deadlines,
+    /// Turns true when the listener shuts down.
+    stop: watch::Receiver<bool>,
+}
+
+/// How a connection's watchdog ended it.
+enum Ended {
+    /// The connection ended by itself (or by a graceful close it was told to make).
+    Served(Result<(), Box<dyn StdError + Send + Sync>>),
+    /// Dropped: past its deadline, or its grace to close.
+    Dropped,
 }
 
 /// Serves `service` on `listener` until `shutdown` completes, then drains.
@@ -54,55 +100,179 @@ pub async fn serve<S, B>(
     B: Body<Data = bytes::Bytes> + Send + 'static,
     B::Error: Into<Box<dyn StdError + Send + Sync>>,
 {
-    let graceful = GracefulShutdown::new();
     let permits = Arc::new(Semaphore::new(opts.max_connections));
-    let mut builder = Builder::new(TokioExecutor::new());
-    // hyper applies a header read timeout only with a timer to run it.
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout);
+    let builder = builder(&opts);
+    let deadlines = Deadlines { handshake: opts.handshake_timeout, idle: opts.idle_timeout };
+    let (stopping, stop) = watch::channel(false);
+    let mut conns = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
+            biased;
             _ = &mut shutdown => break,
             p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
         };
         let (stream, peer) = tokio::select! {
+            biased;
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 Err(e) => { tracing::warn!(error = %e, "accept failed"); tokio::time::sleep(Duration::from_millis(50)).await; continue }
             },
         };
+        // Reap the connections that ended, so the set holds only those still open.
+        while conns.try_join_next().is_some() {}
         let _ = stream.set_nodelay(true);
-        let service = service.clone();
-        // A tower service is called through `&mut`: each request drives its own clone. The
-        // request's future is boxed: hyper keeps a slot of the future's size for every
-        // connection, idle ones included, and a front request's future is several KB.
-        let svc = service_fn(move |req| Box::pin(service.clone().oneshot(req)));
-        let (watcher, builder) = (graceful.watcher(), builder.clone());
+        let conn = Conn { peer, activity: Activity::new(), deadlines, stop: stop.clone() };
+        let svc = tracked(service.clone(), conn.activity.clone());
+        let builder = builder.clone();
         // Two tasks, not one with a branch: a plain connection's task does not carry the
         // size of a TLS stream and handshake.
         match opts.tls.clone() {
-            None => tokio::spawn(async move {
+            None => conns.spawn(async move {
                 let _permit = permit;
-                let served = watcher.watch(builder.serve_connection(TokioIo::new(stream), svc).into_owned());
-                log_end(peer, served.await);
+                conn.serve(&builder, stream, svc).await;
             }),
-            Some(acceptor) => tokio::spawn(async move {
+            Some(acceptor) => conns.spawn(async move {
                 let _permit = permit;
-                match acceptor.accept(stream).await {
-                    Ok(tls) => {
-                        let served =
-                            watcher.watch(builder.serve_connection(TokioIo::new(tls), svc).into_owned());
-                        log_end(peer, served.await);
-                    }
-                    Err(e) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                }
+                conn.serve_tls(&acceptor, &builder, stream, svc).await;
             }),
         };
     }
     drop(listener);
-    if tokio::time::timeout(opts.drain, graceful.shutdown()).await.is_err() {
+    let _ = stopping.send(true);
+    let drained = tokio::time::timeout(opts.drain, async { while conns.join_next().await.is_some() {} });
+    if drained.await.is_err() {
         tracing::warn!(drain = ?opts.drain, "drain time over; closing remaining connections");
+        conns.shutdown().await;
+    }
+}
+
+/// The connection builder: hyper's own HTTP/1 head timeout and HTTP/2 pings (both need a
+/// timer to run).
+fn builder(opts: &ServeOptions) -> Builder<TokioExecutor> {
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(opts.idle_timeout))
+        .keep_alive_timeout(opts.handshake_timeout);
+    builder
+}
+
+/// `service` as hyper calls it: each request drives its own clone (a tower service is called
+/// through `&mut`), and is in flight on `activity` until its response body is dropped. The
+/// request's future is boxed: hyper keeps a slot of the future's size for every connection,
+/// idle ones included, and a front request's future is several KB.
+fn tracked<S, B>(
+    service: S,
+    activity: Arc<Activity>,
+) -> impl hyper::service::Service<
+    Request<Incoming>,
+    Response = Response<Tracked<B>>,
+    Error = Infallible,
+    Future: Send + 'static,
+> + Send
+       + 'static
+where
+    S: Service<Request<Incoming>, Response = Response<B>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    B: Body + Send + 'static,
+{
+    service_fn(move |req| {
+        let in_flight = activity.begin();
+        let call = service.clone().oneshot(req);
+        Box::pin(async move { call.await.map(|response| response.map(|body| Tracked::new(body, in_flight))) })
+    })
+}
+
+// === impl Conn ===
+
+impl Conn {
+    /// Serves a plain connection (HTTP/1.1, or h2c by prior knowledge).
+    async fn serve<I, S, B>(mut self, builder: &Builder<TokioExecutor>, io: I, svc: S)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        S: hyper::service::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+        B: Body<Data = bytes::Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let io = TokioIo::new(Watched::new(io, self.activity.clone()));
+        let conn = builder.serve_connection(io, svc);
+        match self.watch(conn).await {
+            Ended::Served(result) => log_end(self.peer, result),
+            Ended::Dropped => tracing::debug!(peer = %self.peer, "closed a connection past its deadline"),
+        }
+    }
+
+    /// Serves a TLS connection once its handshake is done, within the handshake bound.
+    async fn serve_tls<S, B>(
+        mut self,
+        acceptor: &TlsAcceptor,
+        builder: &Builder<TokioExecutor>,
+        tcp: TcpStream,
+        svc: S,
+    ) where
+        S: hyper::service::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+        B: Body<Data = bytes::Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let deadline = self.activity.handshake_deadline(self.deadlines);
+        let handshake = tokio::time::timeout_at(deadline, acceptor.accept(tcp));
+        let accepted = tokio::select! {
+            biased;
+            _ = self.stop.wait_for(|stop| *stop) => return,
+            accepted = handshake => accepted,
+        };
+        match accepted {
+            Ok(Ok(tls)) => self.serve(builder, tls, svc).await,
+            Ok(Err(e)) => tracing::debug!(peer = %self.peer, error = %e, "TLS handshake failed"),
+            Err(_) => tracing::debug!(peer = %self.peer, "TLS handshake not done within the handshake bound"),
+        }
+    }
+
+    /// Drives `conn` until it ends, tells it to close at its deadline or at shutdown, and drops
+    /// it when it has not closed within its grace.
+    async fn watch<C>(&mut self, conn: C) -> Ended
+    where
+        C: GracefulConnection<Error = Box<dyn StdError + Send + Sync>>,
+    {
+        tokio::pin!(conn);
+        let mut closing: Option<Instant> = None;
+        loop {
+            let deadline = self.activity.deadline(self.deadlines, closing);
+            // With a request in flight there is no deadline: look again a bound later.
+            let recheck = if closing.is_some() { defaults::CLOSE_GRACE } else { self.deadlines.idle };
+            let wake = deadline.unwrap_or_else(|| Instant::now() + recheck);
+            tokio::select! {
+                // The connection's own end first: a request that just ended is not cut.
+                biased;
+                ended = conn.as_mut() => return Ended::Served(ended),
+                _ = self.stop.wait_for(|stop| *stop), if closing.is_none() => {
+                    conn.as_mut().graceful_shutdown();
+                    closing = Some(Instant::now());
+                }
+                () = tokio::time::sleep_until(wake) => {
+                    let now = Instant::now();
+                    if self.activity.deadline(self.deadlines, closing).is_none_or(|d| d > now) {
+                        continue;
+                    }
+                    if closing.is_some() {
+                        return Ended::Dropped;
+                    }
+                    tracing::debug!(peer = %self.peer, "connection past its deadline: closing it");
+                    conn.as_mut().graceful_shutdown();
+                    closing = Some(now);
+                }
+            }
+        }
     }
 }
 

@@ -6,6 +6,19 @@
 //! an answer that is not ours) ends the same way; only an answer the owner produced is relayed.
 //! When the client asked for progress or logs, the owner's notifications are passed on to the
 //! client's stream as their lines arrive, before the reply ([`super::wire`]).
+//!
+//! Two bounds, because an owner can accept a TCP connection and still never take the retry
+//! (its internal listener's slots all held, its connections queued in the kernel's backlog):
+//! the owner must *accept* the exchange, its response head, within `cluster.forward_accept_
+//! timeout_ms` (connect and TLS included), and the whole exchange must end within the call's
+//! own run bound. The owner sends its head as soon as it verified the retry, before it runs
+//! the call, and the reply as the stream's last line (`stream_answer` in the internal
+//! listener), so a late head means an owner that did not take the retry, never a slow call.
+//! Past the accept bound the retry is replayed here like any failed exchange. An owner that
+//! takes the retry out of its backlog only after that (within the MAC's ±30 s) still resumes
+//! the call it holds, so the call then runs on both replicas and the owner's answer reaches no
+//! one, as with an exchange that outlived the whole bound: the bound is a trade of a rare
+//! second run for a client that is not left waiting on a wedged owner.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +45,8 @@ pub enum ForwardError {
     Build(String),
     #[error("the owner could not be reached: {0}")]
     Request(String),
+    #[error("the owner did not take the retry within {0:?}")]
+    Unaccepted(Duration),
     #[error("the owner did not answer within {0:?}")]
     Timeout(Duration),
     #[error("the owner answered HTTP {0}")]
@@ -55,6 +70,8 @@ pub struct Forwarder {
     client: HttpsClient,
     keys: Arc<LiveRing>,
     clock: Clock,
+    /// Longest the owner may take to accept a forwarded retry (its response head).
+    accept_timeout: Duration,
     /// Longest one forwarded retry may take (the owner's whole run).
     timeout: Duration,
 }
@@ -63,9 +80,11 @@ pub struct Forwarder {
 
 impl Forwarder {
     /// A forwarder to owners at `http://` or `https://` URLs, the latter verified against
-    /// `trust` (built once here, never per retry).
+    /// `trust` (built once here, never per retry). An owner must connect within
+    /// `connect_timeout`, accept the retry (send its response head) within `accept_timeout`,
+    /// and answer it within `timeout`.
     pub fn new(
-        connect_timeout: Duration,
+        (connect_timeout, accept_timeout): (Duration, Duration),
         keys: Arc<LiveRing>,
         timeout: Duration,
         trust: &TlsSettings,
@@ -79,7 +98,7 @@ impl Forwarder {
             idle_timeout: None,
             max_idle_per_host: None,
         };
-        Ok(Self { client: outbound::client(&spec)?, keys, clock: Clock::System, timeout })
+        Ok(Self { client: outbound::client(&spec)?, keys, clock: Clock::System, accept_timeout, timeout })
     }
 
     /// Forwards `req`, whose state is `state`, to the replica advertised as `owner`; the
@@ -127,10 +146,9 @@ impl Forwarder {
             .header(replica_auth::HEADER, mac)
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| ForwardError::Build(e.to_string()))?;
-        let response = self
-            .client
-            .request(request)
-            .await
+        let accepted = tokio::time::timeout(self.accept_timeout, self.client.request(request)).await;
+        let response = accepted
+            .map_err(|_| ForwardError::Unaccepted(self.accept_timeout))?
             .map_err(|e| ForwardError::Request(crate::logging::chain(&e)))?;
         let status = response.status();
         if status != StatusCode::OK {

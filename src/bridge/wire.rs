@@ -4,10 +4,11 @@
 //! object and HTTP status it would have sent its own client, which already carry no upstream
 //! or internal detail.
 //!
-//! A retry whose client asked for progress or logs says so (its `progressToken` and log
-//! level); the owner then answers a stream of lines ([`WireFrame`]): each notification the
-//! client may see, in order, then the reply. Without either, or from an owner that predates
-//! them, the answer is the reply alone, which reads as the same stream's last line.
+//! The owner answers a stream of lines ([`WireFrame`]), its head sent before it runs the call:
+//! each notification the client may see, in order, then the reply. A retry whose client asked
+//! for progress or logs says so (its `progressToken` and log level); without either the stream
+//! is the reply alone. An owner that predates streams answers the reply alone, once the call
+//! ended, which reads as the same stream's last line.
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;

@@ -77,6 +77,10 @@ pub struct FrontConfig {
     pub origins: OriginPolicy,
     pub drain: Duration,
     pub read_timeout: Duration,
+    /// Until a new connection's TLS handshake is done and its protocol known.
+    pub handshake_timeout: Duration,
+    /// A connection with no request in flight.
+    pub idle_timeout: Duration,
     pub cache_ttl_ms: u64,
     pub cache_scope: CacheScope,
     pub tls: Option<TlsFiles>,

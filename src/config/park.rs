@@ -38,6 +38,8 @@ pub struct ClusterConfig {
     /// Where the internal listener binds (set exactly when `advertise_url` is).
     pub listen: Option<SocketAddr>,
     pub connect_timeout: Duration,
+    /// Until a forwarded retry's owner took it (its response head), connect included.
+    pub accept_timeout: Duration,
     /// The internal listener's certificate and key: it serves TLS (`advertise_url` is then
     /// `https://`).
     pub tls: Option<super::TlsFiles>,

@@ -46,6 +46,13 @@ pub struct RawFront {
     pub drain_secs: Option<u64>,
     /// Longest a client may take to send its request head, and again its body, in ms. Default 10000.
     pub read_timeout_ms: Option<u64>,
+    /// Longest a new connection may take to finish its TLS handshake and show its protocol (its
+    /// first HTTP/1 bytes, or the HTTP/2 preface and SETTINGS), in ms; then it is closed. Also
+    /// on the internal and admin listeners. Default 10000.
+    pub handshake_timeout_ms: Option<u64>,
+    /// Longest a connection may stay open with no request in flight, in ms; then it is closed.
+    /// Also on the internal and admin listeners. Default 60000.
+    pub idle_timeout_ms: Option<u64>,
     /// `ttlMs` hint on discover and list results. Default 0.
     pub cache_ttl_ms: Option<u64>,
     /// `cacheScope` hint: `private` (default) or `public`.
@@ -376,6 +383,9 @@ pub struct RawCluster {
     pub listen: Option<String>,
     /// Connect timeout of a forwarded retry, in milliseconds. Default 500.
     pub forward_connect_timeout_ms: Option<u64>,
+    /// Longest a forwarded retry waits for its owner to take it (connect included, until the
+    /// owner's response head), in milliseconds; then it is replayed. Default 5000.
+    pub forward_accept_timeout_ms: Option<u64>,
     /// PEM certificate chain: the internal listener serves TLS (with `tls_key_file`), and
     /// `advertise_url` must then be `https://`.
     pub tls_cert_file: Option<String>,

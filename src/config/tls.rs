@@ -1,6 +1,6 @@
 //! What an outbound TLS client trusts and presents (`https://` upstreams, JWKS, the forwarder
 //! to other replicas): plain settings read from the config. The rustls configuration is built
-//! from them in `crate::upstream::tls`; this type lives in the config layer so that the config
+//! from them in `crate::outbound::tls`; this type lives in the config layer so that the config
 //! does not import the upstream client it configures.
 
 use std::path::PathBuf;

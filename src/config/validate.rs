@@ -55,6 +55,12 @@ fn front(raw: RawFront) -> Result<FrontConfig, ConfigError> {
         origins: origins(raw.allowed_origins.unwrap_or_default())?,
         drain: raw.drain_secs.map_or(d::DRAIN, Duration::from_secs),
         read_timeout: millis("front.read_timeout_ms", raw.read_timeout_ms, d::READ_TIMEOUT)?,
+        handshake_timeout: millis(
+            "front.handshake_timeout_ms",
+            raw.handshake_timeout_ms,
+            d::HANDSHAKE_TIMEOUT,
+        )?,
+        idle_timeout: millis("front.idle_timeout_ms", raw.idle_timeout_ms, d::IDLE_TIMEOUT)?,
         cache_ttl_ms: raw.cache_ttl_ms.unwrap_or(d::CACHE_TTL_MS),
         cache_scope: cache_scope(raw.cache_scope.as_deref().unwrap_or(d::CACHE_SCOPE))?,
         tls,

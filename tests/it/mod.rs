@@ -7,6 +7,7 @@ mod capabilities;
 mod catalog;
 mod chatty_upstream;
 mod client_faults;
+mod deadlines;
 mod documented_auth;
 mod documented_front;
 mod documented_limits;

@@ -52,6 +52,17 @@ pub(super) fn cluster(raw: RawCluster) -> Result<ClusterConfig, ConfigError> {
         raw.forward_connect_timeout_ms,
         d::FORWARD_CONNECT_TIMEOUT,
     )?;
+    let accept_timeout = millis(
+        "cluster.forward_accept_timeout_ms",
+        raw.forward_accept_timeout_ms,
+        d::FORWARD_ACCEPT_TIMEOUT,
+    )?;
+    if accept_timeout < connect_timeout {
+        return Err(ConfigError::invalid(
+            "cluster.forward_accept_timeout_ms",
+            "must be at least cluster.forward_connect_timeout_ms (it includes the connect)",
+        ));
+    }
     let tls = tls_files("cluster.tls_cert_file", raw.tls_cert_file, raw.tls_key_file)?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let (advertise_url, listen) = match (raw.advertise_url, raw.listen) {
@@ -71,7 +82,7 @@ pub(super) fn cluster(raw: RawCluster) -> Result<ClusterConfig, ConfigError> {
     }
     let forward_tls =
         TlsSettings { platform_roots: true, ca_file: raw.tls_ca_file.map(Into::into), client_identity: None };
-    Ok(ClusterConfig { advertise_url, listen, connect_timeout, tls, forward_tls })
+    Ok(ClusterConfig { advertise_url, listen, connect_timeout, accept_timeout, tls, forward_tls })
 }
 
 /// A `scheme://host:port` URL with no path beyond `/`, no query and no user info: `https` when

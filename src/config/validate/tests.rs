@@ -260,3 +260,18 @@ fn the_mode_and_the_advertised_url_come_from_the_environment_and_the_flag() {
     let cli = crate::config::Cli { advertise_url: Some("http://a:1".into()), ..Default::default() };
     assert!(cli.overrides().contains(&("cluster.advertise_url", "http://a:1".to_owned())));
 }
+
+#[test]
+fn connection_deadlines_default_and_refuse_zero() {
+    let c = Config::from_toml("").unwrap();
+    assert_eq!((c.front.handshake_timeout, c.front.idle_timeout), (d::HANDSHAKE_TIMEOUT, d::IDLE_TIMEOUT));
+    assert_eq!(c.cluster.accept_timeout, d::FORWARD_ACCEPT_TIMEOUT);
+    let c = Config::from_toml("[front]\nhandshake_timeout_ms = 300\nidle_timeout_ms = 700").unwrap();
+    assert_eq!((c.front.handshake_timeout.as_millis(), c.front.idle_timeout.as_millis()), (300, 700));
+    assert!(err("[front]\nhandshake_timeout_ms = 0").starts_with("front.handshake_timeout_ms:"));
+    assert!(err("[front]\nidle_timeout_ms = 0").starts_with("front.idle_timeout_ms:"));
+    let e = err("[cluster]\nforward_connect_timeout_ms = 900\nforward_accept_timeout_ms = 800");
+    assert!(e.starts_with("cluster.forward_accept_timeout_ms:"), "{e}");
+    let c = Config::from_toml("[cluster]\nforward_accept_timeout_ms = 1000").unwrap();
+    assert_eq!(c.cluster.accept_timeout.as_millis(), 1000);
+}

@@ -9,7 +9,7 @@
 //! load; requests in flight are bounded below that ([`super::slots`]), so a request never
 //! starts a connect that cannot get a connection slot, and one past the bound waits its turn
 //! for a slot. `https://` upstreams get
-//! TLS on top of the bounded TCP connections ([`crate::upstream::tls`]), with the roots and
+//! TLS on top of the bounded TCP connections ([`crate::outbound::tls`]), with the roots and
 //! client identity configured, SNI from the URL's host and HTTP/2 or HTTP/1.1 by ALPN. Every
 //! request carries only
 //! what the gateway itself decides: the configured extra headers and the session's own
