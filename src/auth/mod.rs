@@ -1,5 +1,5 @@
-//! Who the client is, and what it may do. The principal (`issuer|subject` of a valid JWT, or
-//! `anonymous`) is bound into every sealed `requestState`, so a state minted for one client
+//! Who the client is, and what it may do. The principal (`issuer|subject` of a valid JWT, the
+//! issuer's `%` and `|` escaped so the pair is unambiguous (see [`token`]), or `anonymous`) is bound into every sealed `requestState`, so a state minted for one client
 //! cannot be replayed by another, and it keys the upstream session pool, so an upstream session
 //! is never shared across principals. The client's own token is never passed upstream
 //! (authorization: "MUST NOT pass through the token it received").
@@ -47,8 +47,12 @@ pub enum AuthError {
     NotBearer,
     #[error("invalid token: {0}")]
     Invalid(#[from] jsonwebtoken::errors::Error),
-    #[error("token has no `sub` claim")]
+    /// `sub` is missing, empty or not a string.
+    #[error("token has no `sub` claim (a non-empty string)")]
     NoSubject,
+    /// `iss` is present but not a string (a list of issuers names no one principal).
+    #[error("token `iss` claim is not a string")]
+    IssuerNotString,
     /// No key of the gateway may verify this token (its `kid` or `alg` matches none).
     #[error("no key for this token's kid and alg")]
     UnknownKey,
@@ -102,6 +106,7 @@ impl AuthError {
             Self::Missing => "missing",
             Self::NotBearer => "not_bearer",
             Self::NoSubject => "no_subject",
+            Self::IssuerNotString => "issuer",
             Self::UnknownKey => "unknown_key",
             Self::KeysUnavailable => "keys_unavailable",
             Self::Invalid(e) => match e.kind() {
@@ -187,7 +192,8 @@ impl Auth {
         Some(Arc::new(move || remote.is_loaded()))
     }
 
-    /// The principal of a request (`anonymous`, or `iss|sub` of a valid JWT) and its grants.
+    /// The principal of a request (`anonymous`, or `iss|sub` of a valid JWT, see [`token`])
+    /// and its grants.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Identity, AuthError> {
         let Mode::Jwt(jwt) = &self.mode else {
             return Ok(Identity { principal: self.anonymous.clone(), grants: Grants::unrestricted() });
