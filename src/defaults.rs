@@ -23,6 +23,9 @@ pub const DRAIN: Duration = Duration::from_secs(30);
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const CACHE_TTL_MS: u64 = 0;
 pub const CACHE_SCOPE: &str = "private";
+/// Characters of a client-sent value (a header, a name) quoted in an error message or a log
+/// line; a longer one is cut, with an ellipsis (not configurable).
+pub const MAX_QUOTED_CHARS: usize = 64;
 
 // [admin]
 pub const ADMIN_LISTEN: &str = "127.0.0.1:9090";
