@@ -27,6 +27,7 @@ use self::metadata::Metadata;
 use self::remote::{Background, Remote};
 use self::token::Verifier;
 use crate::config::{AuthConfig, JwtConfig};
+use crate::defaults;
 
 pub use self::fetch::FetchError;
 pub use self::keys::JwksError;
@@ -193,14 +194,17 @@ impl Auth {
     }
 
     /// The principal of a request (`anonymous`, or `iss|sub` of a valid JWT, see [`token`])
-    /// and its grants.
+    /// and its grants. The principal is recorded on the current span (the front request's),
+    /// so every later line of the request, a refusal included, names it.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Identity, AuthError> {
         let Mode::Jwt(jwt) = &self.mode else {
+            record_principal(&self.anonymous);
             return Ok(Identity { principal: self.anonymous.clone(), grants: Grants::unrestricted() });
         };
         let result = jwt.authenticate(headers).await;
-        if let Err(e) = &result {
-            self.metrics.rejections.with_label_values(&[e.label()]).inc();
+        match &result {
+            Ok(identity) => record_principal(&identity.principal),
+            Err(e) => self.metrics.rejections.with_label_values(&[e.label()]).inc(),
         }
         result
     }
@@ -224,6 +228,19 @@ impl Auth {
     pub fn count_denial(&self, d: &Denied) {
         self.metrics.denials.with_label_values(&[d.method]).inc();
     }
+}
+
+/// Names `principal` on the current span's `principal` field, at most
+/// [`defaults::MAX_LOGGED_PRINCIPAL_CHARS`] characters of it (the log formatter escapes it).
+fn record_principal(principal: &str) {
+    let span = tracing::Span::current();
+    if span.is_disabled() {
+        return;
+    }
+    match principal.char_indices().nth(defaults::MAX_LOGGED_PRINCIPAL_CHARS) {
+        None => span.record("principal", principal),
+        Some((end, _)) => span.record("principal", format!("{}…", &principal[..end]).as_str()),
+    };
 }
 
 impl std::fmt::Debug for Auth {
