@@ -37,6 +37,14 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const CLOSE_GRACE: Duration = Duration::from_secs(1);
 pub const CACHE_TTL_MS: u64 = 0;
 pub const CACHE_SCOPE: &str = "private";
+/// Characters of a client-sent value (a header, a name) quoted in an error message or a log
+/// line; a longer one is cut, with an ellipsis (not configurable).
+pub const MAX_QUOTED_CHARS: usize = 64;
+/// Longest client `x-request-id` the gateway keeps (echoes and logs); a longer one is replaced
+/// by an id of the gateway's own (not configurable).
+pub const MAX_CLIENT_REQUEST_ID_BYTES: usize = 128;
+/// Characters of a principal named on a log line (not configurable).
+pub const MAX_LOGGED_PRINCIPAL_CHARS: usize = 128;
 
 // [admin]
 pub const ADMIN_LISTEN: &str = "127.0.0.1:9090";

@@ -345,13 +345,22 @@ fn auth_message(e: &AuthError) -> &'static str {
     match e {
         AuthError::Missing => "missing bearer token",
         AuthError::NotBearer => "Authorization is not a bearer token",
-        AuthError::NoSubject => "token has no `sub` claim",
+        AuthError::NoSubject => "token has no `sub` claim (a non-empty string)",
+        AuthError::IssuerNotString => "token `iss` claim is not a string",
         AuthError::UnknownKey => "invalid token",
         AuthError::KeysUnavailable => "token keys unavailable, try again later",
         AuthError::Invalid(e) => match e.kind() {
             ErrorKind::ExpiredSignature => "token expired",
             ErrorKind::ImmatureSignature => "token not yet valid",
             ErrorKind::InvalidIssuer | ErrorKind::InvalidAudience => "token issuer or audience not accepted",
+            // Missing, `null`, or of a type the claim cannot have.
+            ErrorKind::MissingRequiredClaim(claim) => match claim.as_str() {
+                "aud" => "token has no `aud` claim",
+                "iss" => "token has no `iss` claim",
+                "sub" => "token has no `sub` claim (a non-empty string)",
+                "exp" => "token has no `exp` claim",
+                _ => "invalid token",
+            },
             _ => "invalid token",
         },
     }

@@ -1,5 +1,5 @@
-//! Who the client is, and what it may do. The principal (`issuer|subject` of a valid JWT, or
-//! `anonymous`) is bound into every sealed `requestState`, so a state minted for one client
+//! Who the client is, and what it may do. The principal (`issuer|subject` of a valid JWT, the
+//! issuer's `%` and `|` escaped so the pair is unambiguous (see [`token`]), or `anonymous`) is bound into every sealed `requestState`, so a state minted for one client
 //! cannot be replayed by another, and it keys the upstream session pool, so an upstream session
 //! is never shared across principals. The client's own token is never passed upstream
 //! (authorization: "MUST NOT pass through the token it received").
@@ -27,6 +27,7 @@ use self::metadata::Metadata;
 use self::remote::{Background, Remote};
 use self::token::Verifier;
 use crate::config::{AuthConfig, JwtConfig};
+use crate::defaults;
 
 pub use self::fetch::FetchError;
 pub use self::keys::JwksError;
@@ -47,8 +48,12 @@ pub enum AuthError {
     NotBearer,
     #[error("invalid token: {0}")]
     Invalid(#[from] jsonwebtoken::errors::Error),
-    #[error("token has no `sub` claim")]
+    /// `sub` is missing, empty or not a string.
+    #[error("token has no `sub` claim (a non-empty string)")]
     NoSubject,
+    /// `iss` is present but not a string (a list of issuers names no one principal).
+    #[error("token `iss` claim is not a string")]
+    IssuerNotString,
     /// No key of the gateway may verify this token (its `kid` or `alg` matches none).
     #[error("no key for this token's kid and alg")]
     UnknownKey,
@@ -102,6 +107,7 @@ impl AuthError {
             Self::Missing => "missing",
             Self::NotBearer => "not_bearer",
             Self::NoSubject => "no_subject",
+            Self::IssuerNotString => "issuer",
             Self::UnknownKey => "unknown_key",
             Self::KeysUnavailable => "keys_unavailable",
             Self::Invalid(e) => match e.kind() {
@@ -189,14 +195,18 @@ impl Auth {
         Some(Arc::new(move || remote.is_loaded()))
     }
 
-    /// The principal of a request (`anonymous`, or `iss|sub` of a valid JWT) and its grants.
+    /// The principal of a request (`anonymous`, or `iss|sub` of a valid JWT, see [`token`])
+    /// and its grants. The principal is recorded on the current span (the front request's),
+    /// so every later line of the request, a refusal included, names it.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Identity, AuthError> {
         let Mode::Jwt(jwt) = &self.mode else {
+            record_principal(&self.anonymous);
             return Ok(Identity { principal: self.anonymous.clone(), grants: Grants::unrestricted() });
         };
         let result = jwt.authenticate(headers).await;
-        if let Err(e) = &result {
-            self.metrics.rejections.with_label_values(&[e.label()]).inc();
+        match &result {
+            Ok(identity) => record_principal(&identity.principal),
+            Err(e) => self.metrics.rejections.with_label_values(&[e.label()]).inc(),
         }
         result
     }
@@ -220,6 +230,19 @@ impl Auth {
     pub fn count_denial(&self, d: &Denied) {
         self.metrics.denials.with_label_values(&[d.method]).inc();
     }
+}
+
+/// Names `principal` on the current span's `principal` field, at most
+/// [`defaults::MAX_LOGGED_PRINCIPAL_CHARS`] characters of it (the log formatter escapes it).
+fn record_principal(principal: &str) {
+    let span = tracing::Span::current();
+    if span.is_disabled() {
+        return;
+    }
+    match principal.char_indices().nth(defaults::MAX_LOGGED_PRINCIPAL_CHARS) {
+        None => span.record("principal", principal),
+        Some((end, _)) => span.record("principal", format!("{}…", &principal[..end]).as_str()),
+    };
 }
 
 impl std::fmt::Debug for Auth {

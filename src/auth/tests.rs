@@ -202,3 +202,93 @@ fn with_exp(mut c: serde_json::Value, exp: u64) -> serde_json::Value {
     c["exp"] = json!(exp);
     c
 }
+
+fn missing_claim(r: Result<Arc<str>, AuthError>) -> String {
+    match r {
+        Err(AuthError::Invalid(e)) => match e.kind() {
+            jsonwebtoken::errors::ErrorKind::MissingRequiredClaim(c) => c.clone(),
+            other => format!("{other:?}"),
+        },
+        other => format!("{other:?}"),
+    }
+}
+
+/// A configured audience or issuer is required, not only checked when the token carries it:
+/// a token that leaves it out, or sets it to `null`, is refused like a wrong one.
+#[tokio::test]
+async fn a_configured_audience_and_issuer_are_required_claims() {
+    let a = auth(vec![hs_key()]);
+    let without = |k: &str| {
+        let mut c = claims("a");
+        c.as_object_mut().unwrap().remove(k);
+        hs(&c, Algorithm::HS256, SECRET)
+    };
+    let with = |k: &str, v: serde_json::Value| {
+        let mut c = claims("a");
+        c[k] = v;
+        hs(&c, Algorithm::HS256, SECRET)
+    };
+    assert_eq!(missing_claim(check(&a, &without("aud")).await), "aud");
+    assert_eq!(missing_claim(check(&a, &with("aud", json!(null))).await), "aud");
+    assert_eq!(missing_claim(check(&a, &with("aud", json!(7))).await), "aud");
+    assert_eq!(missing_claim(check(&a, &without("iss")).await), "iss");
+    assert_eq!(missing_claim(check(&a, &with("iss", json!(null))).await), "iss");
+    // An empty list names no audience.
+    assert!(matches!(check(&a, &with("aud", json!([]))).await, Err(AuthError::Invalid(_))));
+    // A list holding the audience is an audience (RFC 7519 §4.1.3).
+    assert!(check(&a, &with("aud", json!(["other", "mrtr"]))).await.is_ok());
+    // A list of issuers passes the library's check but names no one principal.
+    let listed = check(&a, &with("iss", json!(["https://issuer.test"]))).await;
+    assert!(matches!(listed, Err(AuthError::IssuerNotString)), "{listed:?}");
+
+    // Neither is required when not configured.
+    let open = Auth::new(
+        &AuthConfig::Jwt(Box::new(JwtConfig {
+            keys: vec![hs_key()],
+            remote: None,
+            issuer: None,
+            audience: None,
+            leeway: std::time::Duration::from_secs(5),
+            resource: None,
+            rules: vec![],
+        })),
+        AuthMetrics::detached().unwrap(),
+    );
+    let bare = json!({"sub": "a", "exp": now() + 600});
+    assert_eq!(&*check(&open, &hs(&bare, Algorithm::HS256, SECRET)).await.unwrap(), "|a");
+}
+
+#[tokio::test]
+async fn the_subject_is_a_non_empty_string() {
+    let a = auth(vec![hs_key()]);
+    let with_sub = |v: serde_json::Value| {
+        let mut c = claims("a");
+        c["sub"] = v;
+        hs(&c, Algorithm::HS256, SECRET)
+    };
+    let empty = check(&a, &with_sub(json!(""))).await;
+    assert!(matches!(empty, Err(AuthError::NoSubject)), "{empty:?}");
+    for v in [json!(42), json!(null)] {
+        assert_eq!(missing_claim(check(&a, &with_sub(v.clone())).await), "sub", "{v}");
+    }
+    // The library fails to read a list there at all: refused all the same.
+    assert!(matches!(check(&a, &with_sub(json!(["a"]))).await, Err(AuthError::Invalid(_))));
+}
+
+/// `iss=a, sub=b|c` and `iss=a|b, sub=c` joined plainly are both `a|b|c`: one client.
+#[test]
+fn the_principal_tells_apart_claims_that_join_to_the_same_text() {
+    let principal = |iss: &str, sub: &str| {
+        let claims = json!({"iss": iss, "sub": sub});
+        token::principal(claims.as_object().unwrap()).unwrap()
+    };
+    assert_ne!(principal("a", "b|c"), principal("a|b", "c"));
+    assert_eq!(&*principal("a", "b|c"), "a|b|c");
+    assert_eq!(&*principal("a|b", "c"), "a%7Cb|c");
+    // The escape itself is escaped, so an issuer spelling it is another issuer.
+    assert_ne!(principal("a%7Cb", "c"), principal("a|b", "c"));
+    assert_eq!(&*principal("a%7Cb", "c"), "a%257Cb|c");
+    // Plain issuers keep their form, and no principal is the anonymous one.
+    assert_eq!(&*principal("https://issuer.test", "alice"), "https://issuer.test|alice");
+    assert_ne!(&*principal("", "anonymous"), ANONYMOUS);
+}

@@ -1,8 +1,16 @@
 //! Checking one bearer token: the `Authorization` header, the key that may verify it (by `kid`
 //! and by algorithm family, so an HS token is never checked against a public key's bytes and
 //! `alg: none` never parses), the signature, then `exp`, `nbf`, `iss` and `aud` with the
-//! configured leeway. The principal is `iss|sub`.
+//! configured leeway. A configured issuer or audience makes its claim required: a token that
+//! leaves `iss` or `aud` out (or sets it to `null`) is refused, not let through unchecked
+//! (RFC 8707: a token must name the resource it is for).
+//!
+//! The principal is `iss|sub`, with `%` and `|` of the issuer percent-escaped (`%25`, `%7C`):
+//! the first `|` always ends the issuer, so two tokens share a principal only when both
+//! claims are equal (unescaped, `iss=a, sub=b|c` and `iss=a|b, sub=c` would be one client).
+//! Issuers are URLs in practice and stay as they are. `sub` must be a non-empty string.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use http::header::AUTHORIZATION;
@@ -31,11 +39,28 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Result<&str, AuthError> {
     Ok(token.trim())
 }
 
-/// `iss|sub` of verified claims.
+/// `iss|sub` of verified claims, the issuer escaped (see the module doc). A token without
+/// `iss` (no issuer configured) has an empty one.
 pub(crate) fn principal(claims: &Map<String, Value>) -> Result<Arc<str>, AuthError> {
-    let sub = claims.get("sub").and_then(Value::as_str).ok_or(AuthError::NoSubject)?;
-    let iss = claims.get("iss").and_then(Value::as_str).unwrap_or_default();
-    Ok(Arc::from(format!("{iss}|{sub}")))
+    let sub = match claims.get("sub") {
+        Some(Value::String(sub)) if !sub.is_empty() => sub,
+        _ => return Err(AuthError::NoSubject),
+    };
+    let iss = match claims.get("iss") {
+        None | Some(Value::Null) => "",
+        Some(Value::String(iss)) => iss,
+        // A list passes the library's issuer check when it holds the configured one.
+        Some(_) => return Err(AuthError::IssuerNotString),
+    };
+    Ok(Arc::from(format!("{}|{sub}", escape_issuer(iss))))
+}
+
+/// The issuer with `%` and `|` percent-escaped, so it never holds the separator.
+fn escape_issuer(iss: &str) -> Cow<'_, str> {
+    if !iss.contains(['%', '|']) {
+        return Cow::Borrowed(iss);
+    }
+    Cow::Owned(iss.replace('%', "%25").replace('|', "%7C"))
 }
 
 // === impl Verifier ===
@@ -44,16 +69,22 @@ impl Verifier {
     pub(crate) fn new(cfg: &JwtConfig) -> Self {
         // The algorithm is set per key and token in `verify`; this one is a placeholder.
         let mut v = Validation::new(jsonwebtoken::Algorithm::HS256);
-        v.set_required_spec_claims(&["exp", "sub"]);
         v.validate_nbf = true;
         v.leeway = cfg.leeway.as_secs();
+        // The library checks `iss` and `aud` only when present: a configured one is required.
+        let mut required = vec!["exp", "sub"];
         if let Some(iss) = &cfg.issuer {
             v.set_issuer(&[iss]);
+            required.push("iss");
         }
         match &cfg.audience {
-            Some(aud) => v.set_audience(&[aud]),
+            Some(aud) => {
+                v.set_audience(&[aud]);
+                required.push("aud");
+            }
             None => v.validate_aud = false,
         }
+        v.set_required_spec_claims(&required);
         Self { base: v }
     }
 

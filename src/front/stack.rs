@@ -86,8 +86,17 @@ where
     B: Body + Send + 'static,
 {
     ServiceBuilder::new()
-        // Secrets are marked before any layer below can record a header.
-        .layer(SetSensitiveRequestHeadersLayer::new([AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE]))
+        // Secrets (a legacy session's id among them) are marked before any layer below can
+        // record a header.
+        .layer(SetSensitiveRequestHeadersLayer::new([
+            AUTHORIZATION,
+            PROXY_AUTHORIZATION,
+            COOKIE,
+            span::SESSION_ID,
+        ]))
+        // A client's `x-request-id` that is too long, of unsafe characters or of the gateway's
+        // own form is dropped, never echoed or logged.
+        .map_request(span::screen_request_id)
         // Every request gets an id: the client's own `x-request-id`, or a fresh one.
         .layer(SetRequestIdLayer::new(span::X_REQUEST_ID, span::NextId::new()))
         // One span per request, carrying its id; 5xx are counted and logged by the handler.

@@ -144,7 +144,8 @@ impl ToolHeaders {
             Entry::Plain => Ok(()),
             Entry::Mirrored(params) => validate::check_params(map, params, arguments),
             Entry::Invalid => Err(FrontError::InvalidParams(format!(
-                "tool {name:?} is not available: its x-mcp-header annotations are invalid"
+                "tool {} is not available: its x-mcp-header annotations are invalid",
+                validate::quoted(name)
             ))),
         })
     }

@@ -2,12 +2,15 @@
 //! envelope (basic/index.mdx), the protocol version, and the HTTP headers that mirror the body
 //! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; transports/streamable-http.mdx), and in
 //! [`params`] the `Mcp-Param-*` headers of a `tools/call`. The body is the source of truth; a
-//! header that is missing or disagrees is `-32020`.
+//! header that is missing or disagrees is `-32020`. A value the client sent is quoted in the
+//! message (and so the log line) through [`quoted`]: control characters escaped, at most
+//! [`defaults::MAX_QUOTED_CHARS`] characters of it.
 
 use base64::Engine;
 use http::HeaderMap;
 use serde_json::{Map, Value};
 
+use crate::defaults;
 use crate::error::FrontError;
 use crate::protocol::methods::FrontMethod;
 use crate::protocol::{headers, meta, FRONT_SUPPORTED_VERSIONS};
@@ -67,7 +70,8 @@ pub fn check_version(meta: &RequestMeta) -> Result<(), FrontError> {
     if FRONT_SUPPORTED_VERSIONS.contains(&meta.protocol_version.as_str()) {
         Ok(())
     } else {
-        Err(FrontError::UnsupportedVersion { requested: meta.protocol_version.clone() })
+        // Named back to the client in the message and `data.requested`: bounded.
+        Err(FrontError::UnsupportedVersion { requested: cut(&meta.protocol_version) })
     }
 }
 
@@ -96,7 +100,9 @@ pub fn check_headers(
         None => return Err(mismatch("missing MCP-Protocol-Version header")),
         Some(v) if v != version => {
             return Err(mismatch(&format!(
-                "MCP-Protocol-Version header {v:?} does not match _meta {version:?}"
+                "MCP-Protocol-Version header {} does not match _meta {}",
+                quoted(v),
+                quoted(version)
             )))
         }
         Some(_) => {}
@@ -104,7 +110,11 @@ pub fn check_headers(
     match header(map, headers::METHOD)?.as_deref() {
         None => return Err(mismatch("missing Mcp-Method header")),
         Some(m) if m != method => {
-            return Err(mismatch(&format!("Mcp-Method header {m:?} does not match method {method:?}")))
+            return Err(mismatch(&format!(
+                "Mcp-Method header {} does not match method {}",
+                quoted(m),
+                quoted(method)
+            )))
         }
         Some(_) => {}
     }
@@ -115,11 +125,43 @@ pub fn check_headers(
             (None, _) => return Err(mismatch("missing Mcp-Name header")),
             (Some(h), Some(b)) if h == b => {}
             (Some(h), b) => {
-                return Err(mismatch(&format!("Mcp-Name header {h:?} does not match params.{field} {b:?}")))
+                let body = b.map_or_else(|| "(absent)".to_owned(), quoted);
+                return Err(mismatch(&format!(
+                    "Mcp-Name header {} does not match params.{field} {body}",
+                    quoted(&h)
+                )));
             }
         }
     }
     Ok(())
+}
+
+/// `text` in double quotes for a message, escaped as a Rust string literal (control
+/// characters, quotes and backslashes), cut after [`defaults::MAX_QUOTED_CHARS`] characters of
+/// the escaped form with an ellipsis: a client's value is never echoed or logged unbounded.
+pub(crate) fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(defaults::MAX_QUOTED_CHARS.min(text.len()) + 8);
+    out.push('"');
+    let mut room = defaults::MAX_QUOTED_CHARS;
+    for c in text.chars() {
+        let escaped = c.escape_debug();
+        if escaped.len() > room {
+            out.push('…');
+            break;
+        }
+        room -= escaped.len();
+        out.extend(escaped);
+    }
+    out.push('"');
+    out
+}
+
+/// At most [`defaults::MAX_QUOTED_CHARS`] characters of `text`, an ellipsis after a cut one.
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(defaults::MAX_QUOTED_CHARS) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
 }
 
 fn mismatch(what: &str) -> FrontError {

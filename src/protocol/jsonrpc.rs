@@ -3,12 +3,16 @@
 //! Parsing classifies one message into a request, a notification or a response. Results stay
 //! as raw JSON text (`Box<RawValue>`) so that a large upstream result is relayed without being
 //! parsed into a tree and serialised again; the front only splices fields into it.
+//!
+//! A message that is JSON but not a JSON-RPC message is refused with an error that names the
+//! fault in the sender's terms (a batch, a member of the wrong type), never serde's own words,
+//! which name the gateway's internal types.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Errors from parsing a JSON-RPC message.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +27,16 @@ pub enum EnvelopeError {
     Shape,
     #[error("a result must be a JSON object")]
     ResultNotObject,
+    /// A JSON array: the 2026-07-28 front takes one message per POST.
+    #[error("JSON-RPC batches are not supported: send one message per POST")]
+    Batch,
+    #[error("a JSON-RPC message must be a JSON object")]
+    NotAnObject,
+    #[error("`{member}` must be {want}")]
+    MemberType { member: &'static str, want: &'static str },
+    /// JSON whose members are each of a valid type, yet not one message: a repeated member.
+    #[error("a member of the message appears more than once")]
+    Repeated,
 }
 
 /// A JSON-RPC request id: a string or an integer (`0` included; `null` is not an id).
@@ -110,7 +124,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 impl Envelope {
     /// Parses one JSON-RPC message from bytes.
     pub fn parse(bytes: &[u8]) -> Result<Self, EnvelopeError> {
-        let wire: Wire = serde_json::from_slice(bytes)?;
+        let wire: Wire = serde_json::from_slice(bytes).map_err(|e| EnvelopeError::of_json(bytes, e))?;
         if wire.jsonrpc.as_deref() != Some("2.0") {
             return Err(EnvelopeError::Version);
         }
@@ -139,6 +153,45 @@ impl Envelope {
         let id = parse_id(id)?.ok_or(EnvelopeError::Shape)?;
         Ok(Self::Response(Response { id: Some(id), outcome: Outcome::Result(result) }))
     }
+}
+
+// === impl EnvelopeError ===
+
+impl EnvelopeError {
+    /// Why `bytes`, which did not read as a message, are not one. Invalid JSON stays serde's
+    /// syntax error (it names a line and column of the sender's text); JSON of the wrong shape
+    /// is named here, read again as a tree (only on this error path).
+    fn of_json(bytes: &[u8], e: serde_json::Error) -> Self {
+        if !e.is_data() {
+            return Self::Json(e);
+        }
+        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'[') => return Self::Batch,
+            Some(b'{') => {}
+            _ => return Self::NotAnObject,
+        }
+        match serde_json::from_slice::<Map<String, Value>>(bytes) {
+            Ok(members) => wrong_member(&members).unwrap_or(Self::Repeated),
+            Err(_) => Self::NotAnObject,
+        }
+    }
+}
+
+/// The first member of a message whose type [`Wire`] cannot take (`null` reads as absent).
+fn wrong_member(members: &Map<String, Value>) -> Option<EnvelopeError> {
+    let present = |name: &str| members.get(name).filter(|v| !v.is_null());
+    if present("jsonrpc").is_some_and(|v| !v.is_string()) {
+        return Some(EnvelopeError::Version);
+    }
+    if present("method").is_some_and(|v| !v.is_string()) {
+        return Some(EnvelopeError::MemberType { member: "method", want: "a string" });
+    }
+    let error_ok = |e: &Value| e["code"].is_i64() && e["message"].is_string();
+    if present("error").is_some_and(|e| !error_ok(e)) {
+        let want = "an object with an integer `code` and a string `message`";
+        return Some(EnvelopeError::MemberType { member: "error", want });
+    }
+    None
 }
 
 fn parse_id(id: Option<Value>) -> Result<Option<RequestId>, EnvelopeError> {
@@ -272,6 +325,39 @@ mod tests {
         let relayed = request_bytes(&r.id, &r.method, r.params.as_ref());
         let Envelope::Request(again) = Envelope::parse(&relayed).unwrap() else { panic!("not a request") };
         assert_eq!(again.params, r.params);
+    }
+
+    /// serde's own words named the gateway's internal struct ("expected struct Wire with 6
+    /// elements" for a batch); each fault is now named in the sender's terms.
+    #[test]
+    fn json_of_the_wrong_shape_is_named_in_the_senders_terms() {
+        let cases: [(&[u8], &str); 9] = [
+            (
+                br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+                "JSON-RPC batches are not supported: send one message per POST",
+            ),
+            (b" \n[]", "JSON-RPC batches are not supported: send one message per POST"),
+            (b"42", "a JSON-RPC message must be a JSON object"),
+            (br#""tools/call""#, "a JSON-RPC message must be a JSON object"),
+            (br#"{"jsonrpc":2,"id":1,"method":"x"}"#, "`jsonrpc` must be \"2.0\""),
+            (br#"{"jsonrpc":"2.0","id":1,"method":7}"#, "`method` must be a string"),
+            (br#"{"jsonrpc":"2.0","id":1,"method":{"name":"x"}}"#, "`method` must be a string"),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}"#,
+                "`error` must be an object with an integer `code` and a string `message`",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#,
+                "a member of the message appears more than once",
+            ),
+        ];
+        for (body, want) in cases {
+            let e = Envelope::parse(body).unwrap_err();
+            assert_eq!(e.to_string(), want, "{}", String::from_utf8_lossy(body));
+        }
+        // Invalid JSON is still a syntax error, which names the place in the sender's text.
+        let e = Envelope::parse(b"{\"jsonrpc\":").unwrap_err();
+        assert!(matches!(&e, EnvelopeError::Json(j) if j.is_eof()), "{e}");
     }
 
     #[test]

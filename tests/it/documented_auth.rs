@@ -1,8 +1,9 @@
 //! README claims about client credentials, through a running gateway: the client's
 //! `Authorization` never reaches the upstream (which gets `upstream.headers` and the
 //! configured `upstream.bearer_token` instead, inline or from secret files), and JWTs
-//! are checked against `auth.jwt_public_key_file` (RSA and EC keys made here, never stored) and
-//! `auth.jwt_issuer`.
+//! are checked against `auth.jwt_public_key_file` (RSA and EC keys made here, never stored),
+//! `auth.jwt_issuer` and `auth.jwt_audience` (required claims when set), and an issuer and
+//! subject that join to the same text are still two principals.
 
 use http::StatusCode;
 use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
@@ -189,4 +190,72 @@ async fn an_rsa_public_key_file_checks_rs256_tokens_and_the_issuer() -> TestResu
 #[tokio::test]
 async fn an_ec_public_key_file_checks_es256_tokens_and_the_issuer() -> TestResult {
     public_key_auth(Algorithm::ES256, ec_keys()?).await
+}
+
+fn hs_sign(claims: &Value) -> TestResult<String> {
+    Ok(encode(&Header::new(Algorithm::HS256), claims, &EncodingKey::from_secret(HS_SECRET.as_bytes()))?)
+}
+
+/// `jwt_audience` and `jwt_issuer` with the shared secret: a token that leaves out the
+/// audience or the issuer, or sets the audience to `null`, is refused as a wrong one is.
+#[tokio::test]
+async fn the_configured_audience_and_issuer_are_required_with_the_shared_secret() -> TestResult {
+    let setup = Setup::new()
+        .set("auth", "mode = \"jwt\"")
+        .set("auth", &format!("jwt_hs256_secret = {HS_SECRET:?}"))
+        .set("auth", &format!("jwt_issuer = {ISSUER:?}"))
+        .set("auth", "jwt_audience = \"mrtr\"");
+    let h = setup.start().await?;
+    let full = json!({"sub": "alice", "iss": ISSUER, "aud": "mrtr", "exp": 4_000_000_000u64});
+    let changed = |key: &str, value: Option<Value>| {
+        let mut c = full.clone();
+        match (c.as_object_mut(), value) {
+            (Some(map), None) => drop(map.remove(key)),
+            (Some(map), Some(v)) => drop(map.insert(key.to_owned(), v)),
+            (None, _) => {}
+        }
+        hs_sign(&c)
+    };
+    let cases = [
+        (changed("aud", None)?, "unauthorized: token has no `aud` claim"),
+        (changed("aud", Some(Value::Null))?, "unauthorized: token has no `aud` claim"),
+        (changed("iss", None)?, "unauthorized: token has no `iss` claim"),
+        (changed("aud", Some(json!("other")))?, "unauthorized: token issuer or audience not accepted"),
+        (
+            changed("iss", Some(json!("https://other.test")))?,
+            "unauthorized: token issuer or audience not accepted",
+        ),
+        (changed("sub", Some(json!("")))?, "unauthorized: token has no `sub` claim (a non-empty string)"),
+    ];
+    for (token, want) in &cases {
+        let message =
+            echo(&h.client.with_bearer(token)).await?.expect_error(StatusCode::UNAUTHORIZED, -32600)?;
+        assert_eq!(&message, want);
+    }
+    assert_eq!(echo(&h.client.with_bearer(&hs_sign(&full)?)).await?.text()?, "Echo: signed");
+    assert_eq!(h.demo.stats.tool_calls("echo"), 1, "only the complete token reached the upstream");
+    h.stop().await
+}
+
+/// `iss=a, sub=b|c` and `iss=a|b, sub=c` are two clients: a state minted for one is refused
+/// for the other (joined plainly, both were the principal `a|b|c`).
+#[tokio::test]
+async fn claims_that_join_to_the_same_text_are_distinct_principals() -> TestResult {
+    let h = Setup::new()
+        .set("auth", "mode = \"jwt\"")
+        .set("auth", &format!("jwt_hs256_secret = {HS_SECRET:?}"))
+        .start()
+        .await?;
+    let token = |iss: &str, sub: &str| hs_sign(&json!({"sub": sub, "iss": iss, "exp": 4_000_000_000u64}));
+    let first = h.client.with_bearer(&token("a", "b|c")?);
+    let second = h.client.with_bearer(&token("a|b", "c")?);
+    fn greet(client: &Client) -> crate::common::client::Call<'_> {
+        client.call_tool("greet", json!({})).caps(form_only())
+    }
+    let (requests, state) = greet(&first).send().await?.input_required()?;
+    let refused = greet(&second).state(&state).responses(answer_all(&requests)).send().await?;
+    assert_eq!(refused.expect_error(StatusCode::BAD_REQUEST, -32602)?, "Invalid or expired requestState");
+    let done = greet(&first).state(&state).responses(answer_all(&requests)).send().await?;
+    assert_eq!(done.text()?, format!("Hello, {NAME}!"));
+    h.stop().await
 }

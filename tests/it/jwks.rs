@@ -160,6 +160,49 @@ async fn bad_claims_are_refused_and_every_401_names_the_metadata() -> TestResult
     h.stop().await
 }
 
+/// `claims` without `key`.
+fn without(mut claims: Value, key: &str) -> Value {
+    if let Some(map) = claims.as_object_mut() {
+        map.remove(key);
+    }
+    claims
+}
+
+/// With an audience (from `resource`) and an issuer configured, a token must carry both: one
+/// that leaves either out, or sets `aud` to `null`, is refused like a wrong one, before any
+/// upstream work. So is an empty subject.
+#[tokio::test]
+async fn a_token_without_the_configured_audience_or_issuer_is_refused() -> TestResult {
+    let key = SigningKey::rsa("r1", Algorithm::RS256)?;
+    let issuer = Issuer::spawn(&[&key]).await?;
+    let h = setup(&issuer, &[]).start().await?;
+    let cases = [
+        (without(claims("a"), "aud"), "unauthorized: token has no `aud` claim"),
+        (with(claims("a"), "aud", Value::Null), "unauthorized: token has no `aud` claim"),
+        (without(claims("a"), "iss"), "unauthorized: token has no `iss` claim"),
+        (with(claims("a"), "iss", Value::Null), "unauthorized: token has no `iss` claim"),
+        (
+            with(claims("a"), "aud", json!("https://other.test/mcp")),
+            "unauthorized: token issuer or audience not accepted",
+        ),
+        (
+            with(claims("a"), "iss", json!("https://other-issuer.test")),
+            "unauthorized: token issuer or audience not accepted",
+        ),
+        (claims(""), "unauthorized: token has no `sub` claim (a non-empty string)"),
+    ];
+    for (claims, message) in &cases {
+        let r = echo(&h.client, &key.sign(claims)?).await?;
+        expect_refused(&r, StatusCode::UNAUTHORIZED, message)?;
+        assert!(r.challenge().contains(r#"error="invalid_token""#), "{}", r.challenge());
+    }
+    expect_ok(&echo(&h.client, &key.sign(&claims("alice"))?).await?)?;
+    assert_eq!(h.demo.stats.tool_calls("echo"), 1, "only the complete token reached the upstream");
+    assert_eq!(h.metric("mrtr_gateway_auth_rejections_total{reason=\"missing_claim\"}"), 4.0);
+    assert_eq!(h.metric("mrtr_gateway_auth_rejections_total{reason=\"no_subject\"}"), 1.0);
+    h.stop().await
+}
+
 #[tokio::test]
 async fn alg_none_and_algorithm_confusion_are_refused() -> TestResult {
     use base64::Engine as _;

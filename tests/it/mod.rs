@@ -32,6 +32,7 @@ mod param_headers;
 mod park;
 mod park_replicas;
 mod progress;
+mod reflection;
 mod replicas;
 mod restart;
 mod single_use;

@@ -1,19 +1,41 @@
 //! Request ids and the request span. An id is the client's own `x-request-id` when it sent
-//! one; otherwise a random per-process prefix and a counter, unique across replicas without a
-//! random draw per request. The span carries the id, so every line logged while serving the
-//! request (the request line included) names it; headers are recorded only at debug level,
-//! after the stack has marked secrets sensitive.
+//! one the gateway accepts; otherwise a random per-process prefix and a counter, unique across
+//! replicas without a random draw per request. The span carries the id, so every line logged
+//! while serving the request (the request line included) names it; headers are recorded only
+//! at debug level, after the stack has marked secrets sensitive.
+//!
+//! A client's id is echoed on the response and written on every log line of its request, so
+//! it is kept only when it is one value of at most [`defaults::MAX_CLIENT_REQUEST_ID_BYTES`]
+//! bytes of letters, digits and `-_.:/+=@`, and not of the form the gateway issues
+//! (`<8 hex digits>-<hex digits>`, which a client could otherwise use to pass its lines off
+//! as another request's). Any other is dropped, and the request gets an id of the gateway's.
+//!
+//! The span also names the request's principal once it is authenticated (recorded by
+//! [`crate::auth`]; nothing for a request refused before, a 401), and a legacy session's
+//! `Mcp-Session-Id` by a fingerprint only: the id is a bearer of the session, so the header
+//! itself is marked sensitive like `Authorization`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use http::{HeaderName, HeaderValue, Request};
+use sha2::{Digest as _, Sha256};
 use tower_http::request_id::{MakeRequestId, RequestId};
 use tower_http::trace::MakeSpan;
+use tracing::field::Empty;
 use tracing::{Level, Span};
+
+use crate::defaults;
+use crate::protocol::headers;
 
 /// The request id header, read and echoed.
 pub(super) const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The legacy session header, marked sensitive and logged as a fingerprint.
+pub(super) const SESSION_ID: HeaderName = HeaderName::from_static(headers::SESSION_ID);
+
+/// Characters a client's request id may hold besides ASCII letters and digits.
+const ID_PUNCTUATION: &[u8] = b"-_.:/+=@";
 
 /// Makes `<prefix>-<counter>` ids, in hex.
 #[derive(Debug, Clone)]
@@ -42,13 +64,58 @@ impl MakeRequestId for NextId {
     }
 }
 
+/// Drops a client's `x-request-id` the gateway does not keep (see the module doc), so that
+/// the next layer issues one.
+pub(super) fn screen_request_id<B>(mut req: Request<B>) -> Request<B> {
+    let mut values = req.headers().get_all(X_REQUEST_ID).iter();
+    let keep = match (values.next(), values.next()) {
+        (None, _) => return req,
+        (Some(one), None) => acceptable_id(one.as_bytes()),
+        (Some(_), Some(_)) => false,
+    };
+    if !keep {
+        req.headers_mut().remove(X_REQUEST_ID);
+    }
+    req
+}
+
+fn acceptable_id(id: &[u8]) -> bool {
+    !id.is_empty()
+        && id.len() <= defaults::MAX_CLIENT_REQUEST_ID_BYTES
+        && id.iter().all(|b| b.is_ascii_alphanumeric() || ID_PUNCTUATION.contains(b))
+        && !issued_form(id)
+}
+
+/// `<8 hex digits>-<hex digits>`: the form [`NextId`] makes.
+fn issued_form(id: &[u8]) -> bool {
+    id.len() > 9 && id[8] == b'-' && id.iter().enumerate().all(|(i, b)| i == 8 || b.is_ascii_hexdigit())
+}
+
+/// The first 8 hex digits of the SHA-256 of a session id: enough to tell a session's lines
+/// apart, nothing to use it with.
+fn fingerprint(id: &[u8]) -> String {
+    Sha256::digest(id)[..4].iter().map(|b| format!("{b:02x}")).collect()
+}
+
 // === impl FrontSpan ===
 
 impl<B> MakeSpan<B> for FrontSpan {
     fn make_span(&mut self, req: &Request<B>) -> Span {
         let id = req.headers().get(X_REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or_default();
-        let span = tracing::info_span!("front", request_id = id, headers = tracing::field::Empty);
-        if !span.is_disabled() && tracing::enabled!(Level::DEBUG) {
+        let span = tracing::info_span!(
+            "front",
+            request_id = id,
+            principal = Empty,
+            session = Empty,
+            headers = Empty
+        );
+        if span.is_disabled() {
+            return span;
+        }
+        if let Some(session) = req.headers().get(SESSION_ID) {
+            span.record("session", fingerprint(session.as_bytes()).as_str());
+        }
+        if tracing::enabled!(Level::DEBUG) {
             span.record("headers", tracing::field::debug(req.headers()));
         }
         span

@@ -314,3 +314,152 @@ async fn an_answered_request_is_not_counted_as_abandoned() {
     drop(r);
     assert_eq!(counted(&metrics, "abandoned"), 0);
 }
+
+/// The `x-request-id` a stub handler saw and the one the response carried, for a request
+/// sending `ids` (none, one, or several values).
+async fn id_for(
+    svc: &(impl Service<
+        Request<Full<Bytes>>,
+        Response = Response<impl http_body::Body<Error = Infallible>>,
+        Error = Infallible,
+    > + Clone),
+    ids: &[&str],
+) -> (String, String) {
+    let mut req = post("{}");
+    for id in ids {
+        req.headers_mut().append("x-request-id", id.parse().expect("value"));
+    }
+    let r = svc.clone().oneshot(req).await.expect("infallible");
+    let echoed = r.headers()["x-request-id"].to_str().expect("ascii").to_owned();
+    let seen = r.into_body().collect().await.ok().map(|c| c.to_bytes()).unwrap_or_default();
+    (String::from_utf8_lossy(&seen).into_owned(), echoed)
+}
+
+/// A client's id is echoed and logged only when it is short, of safe characters and not of
+/// the form the gateway issues; any other is replaced by one of the gateway's.
+#[tokio::test]
+async fn an_unsafe_client_request_id_is_replaced_by_the_gateways_own() {
+    let _serial = SERIAL.lock().await;
+    let inner = service_fn(|req: Req| async move {
+        let seen = req.headers()["x-request-id"].to_str().unwrap_or_default().to_owned();
+        ok(FrontBody::full(seen))
+    });
+    let svc = layered(inner, limits(4), Arc::new(Metrics::new().expect("metrics")));
+    let longest = "a".repeat(crate::defaults::MAX_CLIENT_REQUEST_ID_BYTES);
+    for kept in ["client-7", "3f2c1a9e-8b4d-4c1e-9f0a-2b7d6e5c4a31", "req_1.2:3/4+5=6@x", longest.as_str()] {
+        assert_eq!(id_for(&svc, &[kept]).await, (kept.to_owned(), kept.to_owned()));
+    }
+    let too_long = "a".repeat(60 * 1024);
+    let refused = [
+        vec![too_long.as_str()],
+        vec!["two words"],
+        vec!["quote\"d"],
+        vec!["semi;colon"],
+        vec!["0badc0de-1f"],
+        vec!["ABCDEF01-7"],
+        vec!["first", "second"],
+    ];
+    for ids in refused {
+        let (seen, echoed) = id_for(&svc, &ids).await;
+        assert_eq!(seen, echoed, "the handler sees the id it echoes");
+        assert!(!ids.contains(&echoed.as_str()), "{ids:?} kept");
+        assert!(issued_form(&echoed), "{echoed:?} is not one of the gateway's ids");
+    }
+}
+
+fn issued_form(id: &str) -> bool {
+    let (prefix, counter) = id.split_once('-').unwrap_or_default();
+    prefix.len() == 8 && !counter.is_empty() && id.chars().all(|c| c == '-' || c.is_ascii_hexdigit())
+}
+
+/// A legacy session's id is a bearer of the session: the debug header dump hides it, and the
+/// span names it by a fingerprint.
+#[tokio::test]
+async fn a_session_id_is_logged_as_a_fingerprint_only() {
+    use sha2::{Digest as _, Sha256};
+    let _serial = SERIAL.lock().await;
+    let inner = service_fn(|_: Req| async move {
+        tracing::info!("inside the handler");
+        ok(FrontBody::full("{}"))
+    });
+    let svc = layered(inner, limits(4), Arc::new(Metrics::new().expect("metrics")));
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    const SESSION: &str = "v1.k1.sealed-session-id-that-opens-the-session";
+    let mut req = post("{}");
+    req.headers_mut().insert("mcp-session-id", SESSION.parse().expect("value"));
+    let r = svc.oneshot(req).await.expect("infallible");
+    r.into_body().collect().await.expect("body");
+    let logged = String::from_utf8_lossy(&captured.0.lock()).into_owned();
+    assert!(logged.contains("inside the handler") && logged.contains("mcp-session-id"), "{logged}");
+    assert!(!logged.contains("sealed-session-id"), "{logged}");
+    let digest = Sha256::digest(SESSION.as_bytes());
+    let fingerprint: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    assert!(logged.contains(&format!("session=\"{fingerprint}\"")), "{logged}");
+}
+
+/// A real front with JWT auth and a one-token bucket per principal: the 429's log line names
+/// its principal, the 401's names none (there is none), and a long subject is cut.
+#[tokio::test]
+async fn refusal_lines_name_the_principal_when_there_is_one() {
+    use jsonwebtoken::{encode, EncodingKey, Header};
+    let _serial = SERIAL.lock().await;
+    let toml = "[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\n\
+                [auth]\nmode = \"jwt\"\njwt_hs256_secret = \"log-test-secret\"\n\
+                [limits]\nprincipal = { rate_per_sec = 0.001, burst = 1 }\n";
+    let cfg = Config::from_toml(toml).expect("config");
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let pool = Arc::new(crate::upstream::Pool::new(upstream_settings(&cfg, None)).expect("pool"));
+    let state = Arc::new(front_state(&cfg, &metrics, &pool).expect("front state"));
+    let svc = stack::<Full<Bytes>>(state, Duration::from_secs(5));
+    let subject = format!("carol-{}", "x".repeat(4096));
+    let exp = jsonwebtoken::get_current_timestamp() + 600;
+    let claims = serde_json::json!({"sub": subject, "iss": "https://issuer.test", "exp": exp});
+    let token =
+        encode(&Header::default(), &claims, &EncodingKey::from_secret(b"log-test-secret")).expect("jwt");
+    let request = |bearer: Option<&str>| {
+        let mut b = Request::post("/mcp")
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .header("mcp-protocol-version", crate::protocol::MODERN_VERSION)
+            .header("mcp-method", "tools/list");
+        if let Some(t) = bearer {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": crate::protocol::MODERN_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+        b.body(Full::new(Bytes::from(body.to_string()))).expect("request")
+    };
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || writer.clone()).finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    // The first takes the bucket's token (and fails upstream: nothing listens there).
+    svc.clone().oneshot(request(Some(&token))).await.expect("infallible");
+    let limited = svc.clone().oneshot(request(Some(&token))).await.expect("infallible");
+    assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+    let anonymous = svc.oneshot(request(None)).await.expect("infallible");
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    let logged = String::from_utf8_lossy(&captured.0.lock()).into_owned();
+    let line = |outcome: &str| {
+        let want = format!("outcome=\"{outcome}\"");
+        let lines: Vec<&str> = logged.lines().filter(|l| l.contains(&want)).collect();
+        assert_eq!(lines.len(), 1, "{logged}");
+        lines[0].to_owned()
+    };
+    let limit = crate::defaults::MAX_LOGGED_PRINCIPAL_CHARS;
+    let named = "principal=\"https://issuer.test|carol-";
+    let rate_limited = line("rate_limited");
+    assert!(rate_limited.contains(named), "{rate_limited}");
+    assert!(rate_limited.contains("xxx…\""), "the principal is cut: {rate_limited}");
+    assert!(rate_limited.len() < limit + 400, "{} bytes: {rate_limited}", rate_limited.len());
+    let unauthorized = line("unauthorized");
+    assert!(!unauthorized.contains("principal="), "{unauthorized}");
+}

@@ -112,3 +112,46 @@ fn base64_header_values_are_decoded() {
     ]);
     check_headers(&h, "tools/call", CALL, Some(&p), "2026-07-28").unwrap();
 }
+
+/// A 300 KB `Mcp-Name`, or one whose base64 form decodes to control characters, is quoted in
+/// the message (which is also the log line's `error`) cut short and escaped.
+#[test]
+fn a_quoted_client_value_is_bounded_and_escaped() {
+    let huge = "n".repeat(300 * 1024);
+    let h =
+        headers(&[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", &huge)]);
+    let message =
+        check_headers(&h, "tools/call", CALL, Some(&params()), "2026-07-28").unwrap_err().to_string();
+    let limit = crate::defaults::MAX_QUOTED_CHARS;
+    assert!(message.len() < 2 * limit + 100, "{} bytes: {}", message.len(), &message[..200]);
+    assert!(message.contains(&format!("\"{}…\"", "n".repeat(limit))), "{message}");
+    assert!(message.ends_with("params.name \"greet\""), "{message}");
+
+    // "\x1b[2J\nforged log line" as the header's base64 form.
+    let escape = base64::engine::general_purpose::STANDARD.encode("\u{1b}[2J\nforged log line");
+    let h = headers(&[
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", &format!("=?base64?{escape}?=")),
+    ]);
+    let message =
+        check_headers(&h, "tools/call", CALL, Some(&params()), "2026-07-28").unwrap_err().to_string();
+    assert!(!message.chars().any(char::is_control), "{message:?}");
+    assert!(message.contains(r#""\u{1b}[2J\nforged log line""#), "{message}");
+
+    let long = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "v".repeat(100_000),
+        "io.modelcontextprotocol/clientCapabilities": {}}});
+    let e = check_version(&request_meta(Some(&long)).unwrap()).unwrap_err();
+    assert!(e.to_string().len() < limit + 100, "{e}");
+}
+
+#[test]
+fn quoting_cuts_on_the_escaped_form_and_at_a_character_boundary() {
+    let limit = crate::defaults::MAX_QUOTED_CHARS;
+    assert_eq!(quoted("greet"), "\"greet\"");
+    assert_eq!(quoted(&"é".repeat(limit)), format!("\"{}\"", "é".repeat(limit)));
+    assert_eq!(quoted(&"é".repeat(limit + 1)), format!("\"{}…\"", "é".repeat(limit)));
+    // Each newline takes two characters escaped.
+    assert_eq!(quoted(&"\n".repeat(limit)), format!("\"{}…\"", "\\n".repeat(limit / 2)));
+    assert_eq!(quoted(""), "\"\"");
+}
