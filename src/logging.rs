@@ -40,3 +40,11 @@ pub fn chain(error: &(dyn StdError + 'static)) -> String {
     }
     out
 }
+
+/// The first 8 hex digits of the SHA-256 of a session id: enough to tell a session's log lines
+/// and spans apart, nothing to use it with. Log lines and exported spans carry this, never the
+/// id itself.
+pub fn fingerprint(id: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(id)[..4].iter().map(|b| format!("{b:02x}")).collect()
+}

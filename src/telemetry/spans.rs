@@ -138,7 +138,7 @@ impl FrontTrace {
             attrs.push(KeyValue::new(keys::MCP_PROTOCOL_VERSION, v.to_owned()));
         }
         if let Some(s) = req.session_id {
-            attrs.push(KeyValue::new(keys::MCP_SESSION_ID, s.to_owned()));
+            attrs.push(KeyValue::new(keys::MCP_SESSION_ID, crate::logging::fingerprint(s.as_bytes())));
         }
         let cx = self.start(name, attrs, &parent);
         self.cx = Some(cx.clone());
@@ -303,7 +303,7 @@ fn peer_attrs(peer: Peer) -> Vec<KeyValue> {
         attrs.extend(port.map(|p| KeyValue::new(keys::SERVER_PORT, i64::from(p))));
     }
     if let Some(id) = peer.session_id {
-        attrs.push(KeyValue::new(keys::MCP_SESSION_ID, id));
+        attrs.push(KeyValue::new(keys::MCP_SESSION_ID, crate::logging::fingerprint(id.as_bytes())));
     }
     attrs
 }

@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use http::{HeaderName, HeaderValue, Request};
-use sha2::{Digest as _, Sha256};
 use tower_http::request_id::{MakeRequestId, RequestId};
 use tower_http::trace::MakeSpan;
 use tracing::field::Empty;
@@ -91,12 +90,6 @@ fn issued_form(id: &[u8]) -> bool {
     id.len() > 9 && id[8] == b'-' && id.iter().enumerate().all(|(i, b)| i == 8 || b.is_ascii_hexdigit())
 }
 
-/// The first 8 hex digits of the SHA-256 of a session id: enough to tell a session's lines
-/// apart, nothing to use it with.
-fn fingerprint(id: &[u8]) -> String {
-    Sha256::digest(id)[..4].iter().map(|b| format!("{b:02x}")).collect()
-}
-
 // === impl FrontSpan ===
 
 impl<B> MakeSpan<B> for FrontSpan {
@@ -113,7 +106,7 @@ impl<B> MakeSpan<B> for FrontSpan {
             return span;
         }
         if let Some(session) = req.headers().get(SESSION_ID) {
-            span.record("session", fingerprint(session.as_bytes()).as_str());
+            span.record("session", crate::logging::fingerprint(session.as_bytes()).as_str());
         }
         if tracing::enabled!(Level::DEBUG) {
             span.record("headers", tracing::field::debug(req.headers()));
