@@ -170,10 +170,12 @@ pub const RULE_METHODS: &str = "*";
 pub const BEARER_METHODS: [&str; 1] = ["header"];
 
 // [limits]
-/// The default `burst` of a `[limits]` rate: its tokens per second rounded up, at least one.
-pub fn limit_burst(rate_per_sec: f64) -> u32 {
+/// The default `burst` of a `[limits]` rate: its tokens per second rounded up, and at least
+/// one MRTR chain's requests (its first call and a retry for each of `max_rounds` rounds), since
+/// every retry takes a token: a quiet client's chain is never limited half way.
+pub fn limit_burst(rate_per_sec: f64, max_rounds: u32) -> u32 {
     // Saturating float-to-int cast; the config layer caps the rate at MAX_RATE_PER_SEC.
-    (rate_per_sec.ceil() as u32).max(1)
+    (rate_per_sec.ceil() as u32).max(max_rounds.saturating_add(1))
 }
 /// Highest `rate_per_sec` accepted (a token every microsecond).
 pub const MAX_RATE_PER_SEC: f64 = 1_000_000.0;

@@ -19,16 +19,17 @@ use crate::upstream::tls::{ClientIdentity, TlsSettings};
 /// Validates a raw configuration.
 pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
     let subscriptions = subscriptions::subscriptions(raw.subscriptions)?;
+    let mrtr = mrtr(raw.mrtr)?;
     Ok(Config {
         front: front(raw.front)?,
         admin_listen: admin(raw.admin)?,
         upstream: upstream(raw.upstream, subscriptions.upstream_sessions())?,
-        mrtr: mrtr(raw.mrtr)?,
+        limits: limits::limits(raw.limits, mrtr.max_rounds)?,
+        mrtr,
         state: state(raw.state)?,
         auth: super::auth::validate(raw.auth)?,
         log: log(raw.log)?,
         legacy: legacy(raw.legacy)?,
-        limits: limits::limits(raw.limits)?,
         subscriptions,
         cluster: park::cluster(raw.cluster)?,
         tracing: tracing::tracing(raw.tracing)?,

@@ -56,7 +56,7 @@ pub struct FrontState {
     /// Whether `tools/call` headers are checked against them (not on the stdio front, whose
     /// headers are made from the body).
     param_headers: bool,
-    /// `[limits]`: taken once per call (an MRTR chain's retries take none).
+    /// `[limits]`: taken by every request, an MRTR chain's retries included.
     limits: Limits,
     /// The `subscriptions/listen` bridge; `None` when it is off (the method is then unknown).
     pub(super) subscriptions: Option<Arc<Subscriptions>>,
@@ -354,17 +354,12 @@ impl FrontState {
         self.tool_headers.check(&key, name, &parts.headers, arguments).unwrap_or(Ok(()))
     }
 
-    /// Takes the call's rate-limit tokens: a retry of an MRTR chain (it carries a
-    /// `requestState`) takes none, its chain's first round did.
+    /// Takes the call's rate-limit tokens. A retry of an MRTR chain (it carries a
+    /// `requestState`) takes them like any request: a sealed state may be replayed until it
+    /// expires, and each replay runs the upstream call again. The default burst holds a whole
+    /// chain (see [`crate::defaults::limit_burst`]).
     fn limit(&self, call: Call) -> Result<Call, FrontError> {
-        let FrontMethod::Mrtr(method) = call.kind else {
-            self.limits.check(&call.principal, None).map_err(|e| self.rate_limited(e))?;
-            return Ok(call);
-        };
-        if matches!(request_state(call.params.as_ref()), Ok(Some(_))) {
-            return Ok(call);
-        }
-        let tool = (method == MrtrMethod::ToolsCall)
+        let tool = (call.kind == FrontMethod::Mrtr(MrtrMethod::ToolsCall))
             .then(|| call.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str))
             .flatten();
         self.limits.check(&call.principal, tool).map_err(|e| self.rate_limited(e))?;
