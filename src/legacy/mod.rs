@@ -17,6 +17,7 @@
 //! of its own through the upstream seam ([`seam`]). Sessions are bounded in number and end
 //! after an idle limit ([`table`]).
 
+mod body;
 mod error;
 mod http;
 mod metrics;
@@ -33,6 +34,7 @@ use bytes::Bytes;
 use hyper::body::Incoming;
 use tokio::time::Instant;
 
+pub use body::{LegacyBody, LegacyRequest};
 pub use error::LegacyError;
 pub use metrics::LegacyMetrics;
 

@@ -20,6 +20,7 @@ mod inputs;
 mod jwks;
 mod key_rotation;
 mod legacy_clients;
+mod legacy_rules;
 mod legacy_seam;
 mod limits;
 mod listen_sessions;
