@@ -55,6 +55,23 @@ pub const POOL_MIN_WARM: usize = 0;
 pub const fn pool_max_per_key(pool_max_sessions: usize) -> usize {
     pool_max_sessions
 }
+/// The default share of one principal of a bound every client shares (`upstream.pool_max_sessions`,
+/// `legacy.max_sessions`, `mrtr.max_parked`): a quarter of it, at least one, when clients
+/// authenticate, so that one client past its share still leaves three quarters to the others;
+/// all of it when they do not, since every client is then the one principal `anonymous` and a
+/// share would only shrink the total.
+pub const fn principal_share(total: usize, authenticated: bool) -> usize {
+    if authenticated {
+        let quarter = total / 4;
+        if quarter == 0 {
+            1
+        } else {
+            quarter
+        }
+    } else {
+        total
+    }
+}
 /// TCP connections to the upstream being opened at once.
 pub const MAX_CONNECTING: usize = 32;
 /// Upstream connections allowed beyond two per session, for short POSTs (answers, cancels).

@@ -112,7 +112,8 @@ impl LegacyFront {
         } else {
             Upstream::Http(Arc::new(HttpRelay::new(&settings)?))
         };
-        let table = Table::new(cfg.max_sessions, cfg.idle, metrics.sessions.clone());
+        let table =
+            Table::new(cfg.max_sessions, cfg.max_sessions_per_principal, cfg.idle, metrics.sessions.clone());
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             let ender = upstream.clone();
             handle.spawn(table::reap(Arc::downgrade(&table), move |entry| {
@@ -143,6 +144,10 @@ impl LegacyFront {
             }
             Err(e) => {
                 self.metrics.refused.with_label_values(&[e.label()]).inc();
+                if let LegacyError::PrincipalShare(_) = e {
+                    let share = crate::metrics::share::LEGACY_SESSIONS;
+                    self.metrics.share_refusals.with_label_values(&[share]).inc();
+                }
                 if e.status().is_server_error() {
                     tracing::warn!(request = kind, error = %e.detail(), "legacy request failed");
                 } else {
@@ -223,7 +228,7 @@ impl LegacyFront {
         body: Bytes,
     ) -> Result<Response<FrontBody>, LegacyError> {
         let requested = check_initialize(&body)?;
-        let reservation = self.table.reserve()?;
+        let reservation = self.table.reserve(principal)?;
         let relay = match &self.upstream {
             Upstream::Http(relay) => relay,
             Upstream::Seam(connector) => {

@@ -32,6 +32,7 @@ mod park_replicas;
 mod progress;
 mod replicas;
 mod restart;
+mod shares;
 mod single_use;
 mod sse_legacy;
 mod state;
