@@ -403,6 +403,7 @@ pub(crate) fn upstream_settings(cfg: &Config, demo: Option<&DemoHandle>) -> Upst
     s.pool_max_queued = cfg.upstream.pool_max_queued;
     s.pool_acquire_timeout = cfg.upstream.pool_acquire_timeout;
     s.pool_max_per_key = cfg.upstream.pool_max_per_key;
+    s.pool_max_per_principal = cfg.upstream.pool_max_per_principal;
     s.pool_min_warm = cfg.upstream.pool_min_warm;
     s.listen_sessions = cfg.subscriptions.upstream_sessions();
     s.max_connections = cfg.upstream.max_connections;

@@ -82,6 +82,23 @@ pub const POOL_MIN_WARM: usize = 0;
 pub const fn pool_max_per_key(pool_max_sessions: usize) -> usize {
     pool_max_sessions
 }
+/// The default share of one principal of a bound every client shares (`upstream.pool_max_sessions`,
+/// `legacy.max_sessions`, `mrtr.max_parked`): a quarter of it, at least one, when clients
+/// authenticate, so that one client past its share still leaves three quarters to the others;
+/// all of it when they do not, since every client is then the one principal `anonymous` and a
+/// share would only shrink the total.
+pub const fn principal_share(total: usize, authenticated: bool) -> usize {
+    if authenticated {
+        let quarter = total / 4;
+        if quarter == 0 {
+            1
+        } else {
+            quarter
+        }
+    } else {
+        total
+    }
+}
 /// TCP connections to the upstream being opened at once.
 pub const MAX_CONNECTING: usize = 32;
 /// Upstream connections allowed beyond two per session, for short POSTs (answers, cancels).
@@ -210,10 +227,12 @@ pub const RULE_METHODS: &str = "*";
 pub const BEARER_METHODS: [&str; 1] = ["header"];
 
 // [limits]
-/// The default `burst` of a `[limits]` rate: its tokens per second rounded up, at least one.
-pub fn limit_burst(rate_per_sec: f64) -> u32 {
+/// The default `burst` of a `[limits]` rate: its tokens per second rounded up, and at least
+/// one MRTR chain's requests (its first call and a retry for each of `max_rounds` rounds), since
+/// every retry takes a token: a quiet client's chain is never limited half way.
+pub fn limit_burst(rate_per_sec: f64, max_rounds: u32) -> u32 {
     // Saturating float-to-int cast; the config layer caps the rate at MAX_RATE_PER_SEC.
-    (rate_per_sec.ceil() as u32).max(1)
+    (rate_per_sec.ceil() as u32).max(max_rounds.saturating_add(1))
 }
 /// Highest `rate_per_sec` accepted (a token every microsecond).
 pub const MAX_RATE_PER_SEC: f64 = 1_000_000.0;

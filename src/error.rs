@@ -70,8 +70,9 @@ pub enum FrontError {
     /// The legacy server did not answer in time (a request, a round or the whole call).
     #[error("upstream server timed out")]
     UpstreamTimeout(#[source] UpstreamError),
-    /// Every upstream session is leased and none became free in time.
-    #[error("gateway overloaded: no upstream session is free")]
+    /// Every upstream session is leased and none became free in time, or the client holds its
+    /// share of them (the message says which).
+    #[error("{}", busy_message(.0))]
     UpstreamBusy(#[source] UpstreamError),
     /// The message names what is wrong with the client's credentials, never a key problem of
     /// the gateway's (those stay in the source, for the log).
@@ -328,6 +329,7 @@ fn unavailable_message(e: &UpstreamError) -> String {
         UpstreamError::Timeout(_) => "timed out",
         UpstreamError::PoolExhausted(_) | UpstreamError::QueueFull { .. } => "no session free",
         UpstreamError::KeyExhausted(_) => "no session of this client free",
+        UpstreamError::PrincipalShare { .. } => "this client holds its share of sessions",
         UpstreamError::Settings(_) => "misconfigured",
         UpstreamError::Spawn(_) => "the upstream command could not be started",
         UpstreamError::StreamEnded => "its event stream ended",
@@ -336,6 +338,16 @@ fn unavailable_message(e: &UpstreamError) -> String {
         UpstreamError::ProcessEnded(how) => return format!("upstream server unavailable: {how}"),
     };
     format!("upstream server unavailable: {cause}")
+}
+
+/// The client's message for an overload: its own share when that is what refused it.
+fn busy_message(e: &UpstreamError) -> String {
+    match e {
+        UpstreamError::PrincipalShare { limit } => {
+            format!("gateway overloaded: this client holds its share of upstream sessions ({limit})")
+        }
+        _ => "gateway overloaded: no upstream session is free".to_owned(),
+    }
 }
 
 /// What the client may learn about its refused credentials: the token's own faults are named;

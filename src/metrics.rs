@@ -22,6 +22,17 @@ use crate::outbound::OutboundMetrics;
 use crate::tool_report::ToolSeries;
 use crate::upstream::PoolMetrics;
 
+/// The `share` label of [`Metrics::share_refusals`]: the per-principal shares of bounds every
+/// client shares.
+pub mod share {
+    /// `legacy.max_sessions_per_principal`.
+    pub const LEGACY_SESSIONS: &str = "legacy_sessions";
+    /// `upstream.pool_max_per_principal`.
+    pub const UPSTREAM_LEASES: &str = "upstream_leases";
+    /// `mrtr.max_parked_per_principal`.
+    pub const PARKED_CALLS: &str = "parked_calls";
+}
+
 /// Errors from registering metrics.
 #[derive(Debug, thiserror::Error)]
 pub enum MetricsError {
@@ -84,6 +95,10 @@ pub struct Metrics {
     /// What became of rounds that park mode concerns, by a fixed outcome label
     /// ([`crate::bridge::ParkOutcome`]).
     pub park_outcomes: IntCounterVec,
+    /// Requests refused (or calls not parked) because their principal held its share of a
+    /// bound every client shares, by [`share`]. The legacy relay and the pool count through
+    /// their own clones of it.
+    pub share_refusals: IntCounterVec,
 }
 
 // === impl Metrics ===
@@ -92,7 +107,7 @@ impl Metrics {
     /// Creates and registers every metric on a fresh registry.
     pub fn new() -> Result<Self, MetricsError> {
         let registry = Registry::new_custom(Some("mrtr_gateway".into()), None)?;
-        let m = Self {
+        let mut m = Self {
             requests: counter(
                 &registry,
                 "requests_total",
@@ -226,6 +241,7 @@ impl Metrics {
                 "Park mode rounds and retries, by outcome (parked, resumed, timed_out, full, ...).",
                 &["outcome"],
             )?,
+            share_refusals: counter(&registry, SHARE_REFUSALS.0, SHARE_REFUSALS.1, &["share"])?,
             pool: PoolMetrics::detached()?,
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,
@@ -233,6 +249,9 @@ impl Metrics {
             outbound: OutboundMetrics::register(&registry)?,
             registry,
         };
+        // One series for every share: the legacy relay and the pool count on the registered one.
+        m.legacy.share_refusals = m.share_refusals.clone();
+        m.pool.share_refusals = m.share_refusals.clone();
         m.pool.register(&m.registry)?;
         m.legacy.register(&m.registry)?;
         m.auth.register(&m.registry)?;
@@ -279,6 +298,18 @@ impl Metrics {
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         out
     }
+}
+
+/// Name and help of the share refusals counter (detached copies use them too).
+const SHARE_REFUSALS: (&str, &str) = (
+    "share_refusals_total",
+    "Requests refused, or calls not parked, because their principal held its share, by share.",
+);
+
+/// A share refusals counter registered nowhere, for the legacy relay's and the pool's detached
+/// metrics ([`Metrics::new`] replaces it with the registered one).
+pub(crate) fn detached_share_refusals() -> Result<IntCounterVec, prometheus::Error> {
+    IntCounterVec::new(Opts::new(SHARE_REFUSALS.0, SHARE_REFUSALS.1), &["share"])
 }
 
 fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, MetricsError> {

@@ -4,9 +4,16 @@
 //!
 //! A rule applies to a principal holding all its scopes and all its claims; it allows the
 //! methods it names (default every method) and, for a method that targets something
-//! (`tools/call`, `prompts/get`, `resources/read`, `completion/complete`), only the tools,
-//! prompts and resources it names. With no rules configured everything is allowed; with rules,
-//! what no applicable rule allows is refused.
+//! (`tools/call`, `prompts/get`, `resources/read`, `completion/complete`,
+//! `resources/subscribe`, `resources/unsubscribe`), only the tools, prompts and resources it
+//! names. With no rules configured everything is allowed; with rules, what no applicable rule
+//! allows is refused, whichever entrance (2026-07-28 or legacy) and whichever method: a method
+//! the 2026-07-28 front does not know (`logging/setLevel`, say) is checked like any other.
+//!
+//! Always allowed, because a client cannot speak at all without them and they reach nothing of
+//! the upstream's: `server/discover`, `initialize`, `ping`, notifications (`notifications/…`),
+//! and a legacy client's JSON-RPC responses (its answers to the server's requests, which carry
+//! no method).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -17,6 +24,8 @@ use serde_json::{Map, Value};
 
 use super::glob::Pattern;
 use crate::config::RuleConfig;
+use crate::legacy::LegacyBody;
+use crate::protocol::log_level::SET_LEVEL;
 use crate::protocol::methods;
 
 /// The compiled rules.
@@ -156,11 +165,12 @@ impl Grants {
         self.policy.is_some()
     }
 
-    /// Checks one request of `method` with `params`. `server/discover` is always allowed: it
-    /// names no tool, prompt or resource, and a client needs it to begin.
+    /// Checks one request of `method` with `params`, whatever the method. The methods of
+    /// [`always_allowed`] pass: they name no tool, prompt or resource, and a client needs them
+    /// to begin and to keep its session.
     pub fn check(&self, method: &str, params: Option<&Value>) -> Result<(), Denied> {
         let Some(policy) = &self.policy else { return Ok(()) };
-        if method == methods::DISCOVER {
+        if always_allowed(method) {
             return Ok(());
         }
         let target = target(method, params);
@@ -199,29 +209,33 @@ impl Grants {
     }
 }
 
-/// Checks every request of a legacy client's body (one message or a batch) that is one of the
-/// front's methods; protocol plumbing (`initialize`, `ping`, notifications) passes. A body that
-/// is not JSON is refused while rules are in force, so nothing unchecked reaches the upstream.
-pub fn check_legacy_body(grants: &Grants, body: &[u8]) -> Result<(), Denied> {
+/// Checks every message of a legacy client's body (one message or a batch) that names a
+/// method, whatever the method; see [`always_allowed`] for what passes without a rule. A
+/// message without a method (the client's answer to a server request) passes. A body that is
+/// not JSON is refused while rules are in force, so nothing unchecked reaches the upstream.
+pub fn check_legacy_body(grants: &Grants, body: &LegacyBody) -> Result<(), Denied> {
     let Some(policy) = &grants.policy else { return Ok(()) };
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(());
-    }
-    let Ok(value) = serde_json::from_slice::<Value>(body) else {
-        return Err(policy.denied("request", Target::None));
-    };
-    let messages = match &value {
-        Value::Array(items) => items.iter().collect(),
-        one => vec![one],
-    };
-    for m in messages {
-        let Some(method) = m.get("method").and_then(Value::as_str) else { continue };
-        if crate::protocol::methods::FrontMethod::parse(method).is_some() {
-            grants.check(method, m.get("params"))?;
+    match body {
+        LegacyBody::Empty => Ok(()),
+        LegacyBody::NotJson => Err(policy.denied("request", Target::None)),
+        LegacyBody::Messages(messages) => {
+            for m in messages {
+                let Some(method) = m.get("method").and_then(Value::as_str) else { continue };
+                grants.check(method, m.get("params"))?;
+            }
+            Ok(())
         }
     }
-    Ok(())
 }
+
+/// The methods every authenticated client may send, rules or not: `server/discover`,
+/// `initialize`, `ping` and notifications. None names a tool, prompt or resource.
+fn always_allowed(method: &str) -> bool {
+    matches!(method, methods::DISCOVER | methods::INITIALIZE | methods::PING)
+        || method.starts_with(NOTIFICATIONS)
+}
+
+const NOTIFICATIONS: &str = "notifications/";
 
 fn list_target<'a>(call: &str, name: &'a str) -> Target<'a> {
     match call {
@@ -239,7 +253,9 @@ fn target<'a>(method: &str, params: Option<&'a Value>) -> Target<'a> {
     match method {
         methods::TOOLS_CALL => Target::Tool(field(params, "name")),
         methods::PROMPTS_GET => Target::Prompt(field(params, "name")),
-        methods::RESOURCES_READ => Target::Resource(field(params, "uri")),
+        methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+            Target::Resource(field(params, "uri"))
+        }
         methods::COMPLETION_COMPLETE => {
             let reference = params.and_then(|p| p.get("ref"));
             match reference.and_then(|r| r.get("type")).and_then(Value::as_str) {
@@ -275,9 +291,18 @@ fn claim_has(claim: &Value, want: &str) -> bool {
     }
 }
 
-/// The method's own fixed name, so a message and a metric label never carry client text.
+/// The method's own fixed name, so a message and a metric label never carry client text: a
+/// method of either era's clients, or `request` for any other.
 fn fixed(method: &str) -> &'static str {
-    crate::protocol::methods::FrontMethod::parse(method).map_or("request", |m| m.label())
+    if let Some(m) = crate::protocol::methods::FrontMethod::parse(method) {
+        return m.label();
+    }
+    match method {
+        methods::RESOURCES_SUBSCRIBE => methods::RESOURCES_SUBSCRIBE,
+        methods::RESOURCES_UNSUBSCRIBE => methods::RESOURCES_UNSUBSCRIBE,
+        SET_LEVEL => SET_LEVEL,
+        _ => "request",
+    }
 }
 
 /// At most 128 characters of a client-given name, for the message.

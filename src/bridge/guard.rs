@@ -32,6 +32,14 @@ impl CallGuard {
         }
     }
 
+    /// The principal whose pool key the lease is of.
+    pub(super) fn principal(&self) -> &std::sync::Arc<str> {
+        match &self.lease {
+            Some(lease) => &lease.key().0,
+            None => unreachable!("a CallGuard holds its lease until it is consumed"),
+        }
+    }
+
     /// The next event of the call; `Ok(None)` once it has ended.
     pub(super) async fn next_event(&mut self) -> Result<Option<UpstreamEvent>, UpstreamError> {
         match self.call.as_mut() {

@@ -156,12 +156,7 @@ impl Bridge {
             limits.gather_recheck_every,
         );
         let parks = limits.park.may_park().then(|| {
-            let registry = ParkRegistry::new(
-                limits.park.max_parked,
-                limits.park.timeout,
-                Clock::System,
-                metrics.clone(),
-            );
+            let registry = ParkRegistry::new(&limits.park, Clock::System, metrics.clone());
             Arc::new(registry)
         });
         let policy = policy::ParkPolicy::new(limits.park.clone());
@@ -213,7 +208,7 @@ impl Bridge {
     pub fn with_clock(mut self, clock: Clock) -> Self {
         if self.parks.is_some() {
             let p = &self.limits.park;
-            let registry = ParkRegistry::new(p.max_parked, p.timeout, clock.clone(), self.metrics.clone());
+            let registry = ParkRegistry::new(p, clock.clone(), self.metrics.clone());
             self.parks = Some(Arc::new(registry));
         }
         self.clock = clock;

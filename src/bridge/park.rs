@@ -2,8 +2,11 @@
 //! each waiting on this replica, with its lease (session or process, whatever the transport)
 //! and its open server requests, for the retry that answers them.
 //!
-//! Bounded twice: at most `mrtr.max_parked` calls at once (a round beyond that is replayed, and
-//! counted `full`), and each for at most `mrtr.park_timeout_ms`, after which a timer cancels it
+//! Bounded three times: at most `mrtr.max_parked` calls at once (a round beyond that is
+//! replayed, and counted `full`), at most `mrtr.max_parked_per_principal` of one principal (a
+//! round beyond that is replayed too, counted `share` and in `share_refusals_total`, so that one
+//! client cannot take every place and pin as many upstream sessions), and each for at most
+//! `mrtr.park_timeout_ms`, after which a timer cancels it
 //! upstream, refuses its open requests and releases its lease (counted `timed_out`). A call is
 //! taken out at most once. The registry also remembers, boundedly, which call ids it handed to
 //! a retry, so that a second retry of an already-answered state is refused instead of replaying
@@ -19,6 +22,7 @@ use tokio::task::AbortHandle;
 
 use super::guard::CallGuard;
 use super::Clock;
+use crate::config::ParkConfig;
 use crate::metrics::Metrics;
 use crate::mrtr::journal::Pending;
 use crate::mrtr::{CallId, Replay};
@@ -39,6 +43,8 @@ pub enum ParkOutcome {
     TimedOut,
     /// The registry was full: the round was replayed instead.
     Full,
+    /// The call's principal held its share of the registry: the round was replayed instead.
+    Share,
     /// A parked state's call could not be reached (expired, owner gone): replayed from the journal.
     Fallback,
     /// A retry was forwarded to the replica holding its call, which answered it.
@@ -79,12 +85,21 @@ pub(super) enum Found {
 
 /// The calls parked on this replica.
 pub struct ParkRegistry {
-    entries: Mutex<HashMap<CallId, Entry>>,
+    entries: Mutex<Entries>,
     answered: Mutex<Remembered>,
     max: usize,
+    /// Most calls of one principal.
+    per_principal: usize,
     timeout: Duration,
     clock: Clock,
     metrics: Arc<Metrics>,
+}
+
+/// The parked calls, and how many each principal has (no entry at zero).
+#[derive(Default)]
+struct Entries {
+    calls: HashMap<CallId, Entry>,
+    held: HashMap<Arc<str>, usize>,
 }
 
 struct Entry {
@@ -108,6 +123,7 @@ impl ParkOutcome {
             Self::Resumed => "resumed",
             Self::TimedOut => "timed_out",
             Self::Full => "full",
+            Self::Share => "share",
             Self::Fallback => "fallback",
             Self::Forwarded => "forwarded",
             Self::Refused => "refused",
@@ -119,12 +135,13 @@ impl ParkOutcome {
 // === impl ParkRegistry ===
 
 impl ParkRegistry {
-    pub(super) fn new(max: usize, timeout: Duration, clock: Clock, metrics: Arc<Metrics>) -> Self {
+    pub(super) fn new(cfg: &ParkConfig, clock: Clock, metrics: Arc<Metrics>) -> Self {
         Self {
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::new(Entries::default()),
             answered: Mutex::new(Remembered::default()),
-            max,
-            timeout,
+            max: cfg.max_parked,
+            per_principal: cfg.max_parked_per_principal,
+            timeout: cfg.timeout,
             clock,
             metrics,
         }
@@ -134,11 +151,20 @@ impl ParkRegistry {
         self.metrics.park_outcomes.with_label_values(&[outcome.label()]).inc();
     }
 
-    /// Parks `parked` under `id` and starts its timer; gives it back when the registry is full.
-    pub(super) fn park(self: &Arc<Self>, id: CallId, mut parked: Box<Parked>) -> Result<(), Box<Parked>> {
+    /// Parks `parked` under `id` and starts its timer; gives it back, with the outcome to
+    /// count, when the registry is full or the call's principal holds its share.
+    pub(super) fn park(
+        self: &Arc<Self>,
+        id: CallId,
+        mut parked: Box<Parked>,
+    ) -> Result<(), (Box<Parked>, ParkOutcome)> {
         let mut entries = self.entries.lock();
-        if entries.len() >= self.max {
-            return Err(parked);
+        if entries.calls.len() >= self.max {
+            return Err((parked, ParkOutcome::Full));
+        }
+        let principal = parked.guard.principal().clone();
+        if entries.held.get(&principal).is_some_and(|&n| n >= self.per_principal) {
+            return Err((parked, ParkOutcome::Share));
         }
         // Nobody polls a parked call until its retry comes: its stream is read meanwhile.
         parked.guard.detach();
@@ -151,17 +177,29 @@ impl ParkRegistry {
             })
             .abort_handle()
         });
-        entries.insert(id, Entry { parked, timer });
-        self.metrics.parked_calls.set(gauge(entries.len()));
+        entries.calls.insert(id, Entry { parked, timer });
+        *entries.held.entry(principal).or_default() += 1;
+        self.metrics.parked_calls.set(gauge(entries.calls.len()));
         Ok(())
+    }
+
+    /// Counts a round that was not parked (`full` or `share`) and says why in the log.
+    pub(super) fn count_unparked(&self, outcome: ParkOutcome) {
+        if outcome == ParkOutcome::Share {
+            tracing::info!(max = self.per_principal, "principal holds its share of parked calls: replayed");
+            self.metrics.share_refusals.with_label_values(&[crate::metrics::share::PARKED_CALLS]).inc();
+        } else {
+            tracing::info!(max = self.max, "park registry full: this round is replayed");
+        }
+        self.count(outcome);
     }
 
     /// Takes the call parked under `id` out (at most once), stopping its timer.
     pub(super) fn take(&self, id: CallId) -> Found {
         let entry = {
             let mut entries = self.entries.lock();
-            let entry = entries.remove(&id);
-            self.metrics.parked_calls.set(gauge(entries.len()));
+            let entry = entries.remove(id);
+            self.metrics.parked_calls.set(gauge(entries.calls.len()));
             entry
         };
         match entry {
@@ -191,7 +229,7 @@ impl ParkRegistry {
 
     /// Calls parked now.
     pub fn len(&self) -> usize {
-        self.entries.lock().len()
+        self.entries.lock().calls.len()
     }
 
     /// For clippy's `len_without_is_empty`.
@@ -201,7 +239,11 @@ impl ParkRegistry {
 
     /// Cancels every parked call upstream and releases its lease (at shutdown).
     pub async fn cancel_all(&self) {
-        let entries: Vec<Entry> = self.entries.lock().drain().map(|(_, e)| e).collect();
+        let entries: Vec<Entry> = {
+            let mut entries = self.entries.lock();
+            entries.held.clear();
+            entries.calls.drain().map(|(_, e)| e).collect()
+        };
         self.metrics.parked_calls.set(0);
         for entry in entries {
             if let Some(timer) = entry.timer {
@@ -212,13 +254,30 @@ impl ParkRegistry {
     }
 }
 
+// === impl Entries ===
+
+impl Entries {
+    /// Takes call `id` out, giving its principal's place back.
+    fn remove(&mut self, id: CallId) -> Option<Entry> {
+        let entry = self.calls.remove(&id)?;
+        let principal = entry.parked.guard.principal();
+        if let Some(n) = self.held.get_mut(principal) {
+            *n -= 1;
+            if *n == 0 {
+                self.held.remove(principal);
+            }
+        }
+        Some(entry)
+    }
+}
+
 /// The timer of call `id` fired: if it is still parked, cancel it.
 async fn expire(registry: Weak<ParkRegistry>, id: CallId) {
     let Some(registry) = registry.upgrade() else { return };
     let entry = {
         let mut entries = registry.entries.lock();
-        let entry = entries.remove(&id);
-        registry.metrics.parked_calls.set(gauge(entries.len()));
+        let entry = entries.remove(id);
+        registry.metrics.parked_calls.set(gauge(entries.calls.len()));
         entry
     };
     if let Some(entry) = entry {

@@ -30,9 +30,8 @@ impl Run<'_> {
         outcome: RoundOutcome,
     ) -> Result<Reply, FrontError> {
         let handle = ParkHandle::new(&self.bridge.advertise);
-        if let Err(parked) = parks.park(handle.call, parked) {
-            tracing::info!(max = parks.len(), "park registry full: this round is replayed");
-            parks.count(ParkOutcome::Full);
+        if let Err((parked, why)) = parks.park(handle.call, parked) {
+            parks.count_unparked(why);
             park::cancel(*parked, ASKED_REASON).await;
             return self.seal_outcome(outcome, None);
         }
@@ -151,7 +150,7 @@ impl super::Bridge {
                 run.resume(*parked, journal).await
             }
             Err(e) => {
-                if let Err(parked) = parks.park(handle.call, parked) {
+                if let Err((parked, _)) = parks.park(handle.call, parked) {
                     park::cancel(*parked, ASKED_REASON).await;
                 }
                 Err(e)

@@ -158,6 +158,8 @@ pub struct UpstreamConfig {
     pub pool_acquire_timeout: Duration,
     /// Most sessions of one (principal, capabilities) key; at most `pool_max_sessions`.
     pub pool_max_per_key: usize,
+    /// Most calls of one principal holding or waiting for a session; at most `pool_max_sessions`.
+    pub pool_max_per_principal: usize,
     /// Warm processes of a stdio upstream (0 for the other targets).
     pub pool_min_warm: usize,
     pub max_connections: usize,
@@ -226,6 +228,8 @@ pub struct KeyLine {
 pub struct LegacyConfig {
     pub enabled: bool,
     pub max_sessions: usize,
+    /// Most sessions of one principal; at most `max_sessions`.
+    pub max_sessions_per_principal: usize,
     pub idle: Duration,
 }
 

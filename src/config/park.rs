@@ -28,6 +28,8 @@ pub struct ParkConfig {
     pub side_effecting: Vec<String>,
     pub timeout: Duration,
     pub max_parked: usize,
+    /// Most calls of one principal parked at once; at most `max_parked`.
+    pub max_parked_per_principal: usize,
 }
 
 /// `[cluster]`.
@@ -78,6 +80,7 @@ impl Default for ParkConfig {
             side_effecting: Vec::new(),
             timeout: crate::defaults::PARK_TIMEOUT,
             max_parked: crate::defaults::MAX_PARKED,
+            max_parked_per_principal: crate::defaults::MAX_PARKED,
         }
     }
 }

@@ -107,6 +107,10 @@ pub struct RawUpstream {
     /// capabilities; callers past it wait like callers past `pool_max_sessions`, and a
     /// second client is still served. Default `pool_max_sessions` (no bound of its own).
     pub pool_max_per_key: Option<usize>,
+    /// Most calls of one principal holding or waiting for an upstream session, whatever its
+    /// capabilities; past it a call gets 503 at once. At most `pool_max_sessions`. Default a
+    /// quarter of `pool_max_sessions` with `auth.mode = "jwt"`, all of it without auth.
+    pub pool_max_per_principal: Option<usize>,
     /// Stdio only: processes kept spawned ahead of demand, waiting for `initialize`, so a call
     /// does not pay the process start. At most `pool_max_sessions`. Default 0.
     pub pool_min_warm: Option<usize>,
@@ -208,8 +212,12 @@ pub struct RawMrtr {
     /// Longest a parked call waits for its retry, in milliseconds; then it is cancelled
     /// upstream. Default 60000.
     pub park_timeout_ms: Option<u64>,
-    /// Most calls parked at once on this replica; a round beyond it is replayed. Default 256.
+    /// Most calls parked at once on this replica; a round beyond it is replayed. Default 64.
     pub max_parked: Option<usize>,
+    /// Most calls of one principal parked at once on this replica; a round beyond it is
+    /// replayed. At most `max_parked`. Default a quarter of `max_parked` with
+    /// `auth.mode = "jwt"`, all of it without auth.
+    pub max_parked_per_principal: Option<usize>,
 }
 
 /// `[state]`: the sealed `requestState`.
@@ -319,6 +327,10 @@ pub struct RawLegacy {
     pub enabled: Option<bool>,
     /// Most legacy sessions one replica relays at once; past it `initialize` gets 503. Default 256.
     pub max_sessions: Option<usize>,
+    /// Most legacy sessions of one principal on one replica; past it `initialize` gets 503.
+    /// At most `max_sessions`. Default a quarter of `max_sessions` with `auth.mode = "jwt"`,
+    /// all of it without auth.
+    pub max_sessions_per_principal: Option<usize>,
     /// Seconds a legacy session may go without a request or an open stream before it is
     /// ended (upstream session deleted, stdio process stopped). Default 600.
     pub idle_secs: Option<u64>,

@@ -19,18 +19,26 @@ use crate::protocol::LEGACY_VERSIONS;
 /// Validates a raw configuration.
 pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
     let subscriptions = subscriptions::subscriptions(raw.subscriptions)?;
-    let legacy = legacy(raw.legacy)?;
+    let auth = super::auth::validate(raw.auth)?;
+    // With authentication, bounds every client shares get a per-principal share by default.
+    let authenticated = matches!(auth, AuthConfig::Jwt(_));
+    let mrtr = mrtr(raw.mrtr, authenticated)?;
+    let legacy = legacy(raw.legacy, authenticated)?;
     let legacy_sessions = if legacy.enabled { legacy.max_sessions } else { 0 };
     Ok(Config {
         front: front(raw.front)?,
         admin_listen: admin(raw.admin)?,
-        upstream: upstream(raw.upstream, subscriptions.upstream_sessions(), legacy_sessions)?,
-        mrtr: mrtr(raw.mrtr)?,
+        upstream: upstream(
+            raw.upstream,
+            (subscriptions.upstream_sessions(), legacy_sessions),
+            authenticated,
+        )?,
+        limits: limits::limits(raw.limits, mrtr.max_rounds)?,
+        mrtr,
         state: state(raw.state)?,
-        auth: super::auth::validate(raw.auth)?,
+        auth,
         log: log(raw.log)?,
         legacy,
-        limits: limits::limits(raw.limits)?,
         subscriptions,
         cluster: park::cluster(raw.cluster)?,
         tracing: tracing::tracing(raw.tracing)?,
@@ -118,8 +126,8 @@ fn admin(raw: RawAdmin) -> Result<Option<SocketAddr>, ConfigError> {
 /// `legacy_sessions`: those legacy clients may hold (their relay shares the connection bound).
 fn upstream(
     mut raw: RawUpstream,
-    listen_sessions: usize,
-    legacy_sessions: usize,
+    (listen_sessions, legacy_sessions): (usize, usize),
+    authenticated: bool,
 ) -> Result<UpstreamConfig, ConfigError> {
     let target = target(&mut raw)?;
     let protocol_version = match raw.protocol_version.as_deref() {
@@ -153,6 +161,12 @@ fn upstream(
             d::POOL_ACQUIRE_TIMEOUT,
         )?,
         pool_max_per_key: pool_max_per_key(raw.pool_max_per_key, pool_max_sessions)?,
+        pool_max_per_principal: share(
+            "upstream.pool_max_per_principal",
+            raw.pool_max_per_principal,
+            ("upstream.pool_max_sessions", pool_max_sessions),
+            authenticated,
+        )?,
         pool_min_warm,
         max_connections: max_connections(
             raw.max_connections,
@@ -281,8 +295,8 @@ fn upstream_url(field: &'static str, url: &str) -> Result<Uri, ConfigError> {
     }
 }
 
-fn mrtr(mut raw: RawMrtr) -> Result<MrtrConfig, ConfigError> {
-    let park = park::park(&mut raw)?;
+fn mrtr(mut raw: RawMrtr, authenticated: bool) -> Result<MrtrConfig, ConfigError> {
+    let park = park::park(&mut raw, authenticated)?;
     let max_rounds = raw.max_rounds.unwrap_or(d::MAX_ROUNDS);
     if !(1..=64).contains(&max_rounds) {
         return Err(ConfigError::invalid("mrtr.max_rounds", "must be between 1 and 64"));
@@ -439,6 +453,21 @@ fn millis(field: &str, ms: Option<u64>, default: Duration) -> Result<Duration, C
     }
 }
 
+/// One principal's share of a bound every client shares, `total` = (its field, its value):
+/// positive, at most the total, and by default [`d::principal_share`].
+fn share(
+    field: &str,
+    raw: Option<usize>,
+    (total_field, total): (&str, usize),
+    authenticated: bool,
+) -> Result<usize, ConfigError> {
+    let n = positive(field, raw.unwrap_or(d::principal_share(total, authenticated)))?;
+    if n > total {
+        return Err(ConfigError::invalid(field, format!("must not exceed {total_field} ({total})")));
+    }
+    Ok(n)
+}
+
 fn positive(field: &str, n: usize) -> Result<usize, ConfigError> {
     if n == 0 {
         return Err(ConfigError::invalid(field, "must be positive"));
@@ -453,14 +482,21 @@ mod subscriptions;
 mod tests;
 mod tracing;
 
-fn legacy(raw: RawLegacy) -> Result<LegacyConfig, ConfigError> {
+fn legacy(raw: RawLegacy, authenticated: bool) -> Result<LegacyConfig, ConfigError> {
     let idle = raw.idle_secs.map_or(d::LEGACY_IDLE, Duration::from_secs);
     if idle.is_zero() {
         return Err(ConfigError::invalid("legacy.idle_secs", "must be positive"));
     }
+    let max_sessions = positive("legacy.max_sessions", raw.max_sessions.unwrap_or(d::LEGACY_MAX_SESSIONS))?;
     Ok(LegacyConfig {
         enabled: raw.enabled.unwrap_or(d::LEGACY_ENABLED),
-        max_sessions: positive("legacy.max_sessions", raw.max_sessions.unwrap_or(d::LEGACY_MAX_SESSIONS))?,
+        max_sessions,
+        max_sessions_per_principal: share(
+            "legacy.max_sessions_per_principal",
+            raw.max_sessions_per_principal,
+            ("legacy.max_sessions", max_sessions),
+            authenticated,
+        )?,
         idle,
     })
 }

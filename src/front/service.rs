@@ -27,7 +27,7 @@ use crate::bridge::{into_upstream_params, upstream_params, Bridge, MrtrRequest, 
 use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;
 use crate::error::FrontError;
-use crate::legacy::LegacyFront;
+use crate::legacy::{LegacyBody, LegacyFront};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::mrtr::{input_responses, request_state, LegacyVersion};
@@ -56,7 +56,7 @@ pub struct FrontState {
     /// Whether `tools/call` headers are checked against them (not on the stdio front, whose
     /// headers are made from the body).
     param_headers: bool,
-    /// `[limits]`: taken once per call (an MRTR chain's retries take none).
+    /// `[limits]`: taken by every request, an MRTR chain's retries included.
     limits: Limits,
     /// The `subscriptions/listen` bridge; `None` when it is off (the method is then unknown).
     pub(super) subscriptions: Option<Arc<Subscriptions>>,
@@ -250,8 +250,9 @@ impl FrontState {
         }
     }
 
-    /// Relays a legacy request once the authorization rules allow every call in it (list
-    /// results of legacy sessions are relayed unfiltered; a call is still refused).
+    /// Relays a legacy request once the authorization rules allow every method in it and each
+    /// request in it has taken its rate-limit tokens, as a 2026-07-28 request does (list results
+    /// of legacy sessions are relayed unfiltered; a call is still refused).
     async fn legacy_call(
         &self,
         legacy: &LegacyFront,
@@ -259,13 +260,31 @@ impl FrontState {
         identity: Identity,
         bytes: Bytes,
     ) -> Response<FrontBody> {
-        match crate::auth::check_legacy_body(&identity.grants, &bytes) {
-            Ok(()) => legacy.handle(parts, &identity.principal, bytes).await,
-            Err(denied) => {
+        // Parsed only when something looks at it: an open gateway relays the bytes untouched.
+        if identity.grants.is_restricted() || !self.limits.is_off() {
+            let body = LegacyBody::parse(&bytes);
+            if let Err(denied) = crate::auth::check_legacy_body(&identity.grants, &body) {
                 self.auth.count_denial(&denied);
-                respond::error(None, &FrontError::from(denied))
+                return respond::error(None, &FrontError::from(denied));
+            }
+            if let Err(e) = self.limit_legacy(&identity.principal, &body) {
+                return respond::error(None, &e);
             }
         }
+        legacy.handle(parts, &identity.principal, bytes).await
+    }
+
+    /// Takes the rate-limit tokens of a legacy body: one per request in it (and one of its
+    /// tool's for a `tools/call`), like a 2026-07-28 request; notifications and the client's
+    /// answers take none. A body that is not JSON takes one: it is still sent upstream.
+    fn limit_legacy(&self, principal: &Arc<str>, body: &LegacyBody) -> Result<(), FrontError> {
+        if matches!(body, LegacyBody::NotJson) {
+            return self.limits.check(principal, None).map_err(|e| self.rate_limited(e));
+        }
+        for request in body.requests() {
+            self.limits.check(principal, request.tool).map_err(|e| self.rate_limited(e))?;
+        }
+        Ok(())
     }
 
     /// The RFC 9728 metadata document, for a GET of one of its paths.
@@ -354,17 +373,12 @@ impl FrontState {
         self.tool_headers.check(&key, name, &parts.headers, arguments).unwrap_or(Ok(()))
     }
 
-    /// Takes the call's rate-limit tokens: a retry of an MRTR chain (it carries a
-    /// `requestState`) takes none, its chain's first round did.
+    /// Takes the call's rate-limit tokens. A retry of an MRTR chain (it carries a
+    /// `requestState`) takes them like any request: a sealed state may be replayed until it
+    /// expires, and each replay runs the upstream call again. The default burst holds a whole
+    /// chain (see [`crate::defaults::limit_burst`]).
     fn limit(&self, call: Call) -> Result<Call, FrontError> {
-        let FrontMethod::Mrtr(method) = call.kind else {
-            self.limits.check(&call.principal, None).map_err(|e| self.rate_limited(e))?;
-            return Ok(call);
-        };
-        if matches!(request_state(call.params.as_ref()), Ok(Some(_))) {
-            return Ok(call);
-        }
-        let tool = (method == MrtrMethod::ToolsCall)
+        let tool = (call.kind == FrontMethod::Mrtr(MrtrMethod::ToolsCall))
             .then(|| call.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str))
             .flatten();
         self.limits.check(&call.principal, tool).map_err(|e| self.rate_limited(e))?;

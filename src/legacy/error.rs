@@ -31,6 +31,9 @@ pub(crate) const SESSION_NOT_FOUND: i64 = -32001;
 pub enum LegacyError {
     #[error("too many legacy sessions on this gateway (the limit is {0})")]
     TooManySessions(usize),
+    /// The principal holds `legacy.max_sessions_per_principal` sessions here already.
+    #[error("this client holds its share of legacy sessions on this gateway ({0}); end one first")]
+    PrincipalShare(usize),
     /// The id did not open; the exact reason is for the log and the metric.
     #[error("session not found ({})", .0.reason())]
     BadSessionId(#[source] SessionIdError),
@@ -65,7 +68,7 @@ impl LegacyError {
     /// The HTTP status of the response.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::TooManySessions(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::TooManySessions(_) | Self::PrincipalShare(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::BadSessionId(_) | Self::NotHere | Self::UpstreamForgot => StatusCode::NOT_FOUND,
             Self::MissingSession | Self::Invalid(_) => StatusCode::BAD_REQUEST,
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
@@ -102,6 +105,7 @@ impl LegacyError {
     pub fn label(&self) -> &'static str {
         match self {
             Self::TooManySessions(_) => "too_many_sessions",
+            Self::PrincipalShare(_) => "principal_share",
             Self::BadSessionId(e) => e.reason(),
             Self::NotHere => "not_here",
             Self::UpstreamForgot => "upstream_forgot",

@@ -12,6 +12,8 @@ pub struct LegacyMetrics {
     pub relayed: IntCounterVec,
     /// Legacy requests refused, by [`super::LegacyError::label`].
     pub refused: IntCounterVec,
+    /// The gateway's `share_refusals_total` (registered by [`crate::metrics::Metrics`], not here).
+    pub share_refusals: IntCounterVec,
 }
 
 // === impl LegacyMetrics ===
@@ -29,6 +31,7 @@ impl LegacyMetrics {
                 Opts::new("legacy_refused_requests_total", "Legacy client requests refused, by reason."),
                 &["reason"],
             )?,
+            share_refusals: crate::metrics::detached_share_refusals()?,
         })
     }
 

@@ -17,6 +17,7 @@
 //! of its own through the upstream seam ([`seam`]). Sessions are bounded in number and end
 //! after an idle limit ([`table`]).
 
+mod body;
 mod error;
 mod http;
 mod metrics;
@@ -33,6 +34,7 @@ use bytes::Bytes;
 use hyper::body::Incoming;
 use tokio::time::Instant;
 
+pub use body::{LegacyBody, LegacyRequest};
 pub use error::LegacyError;
 pub use metrics::LegacyMetrics;
 
@@ -115,7 +117,8 @@ impl LegacyFront {
                 return Err(LegacyError::Settings("a network upstream needs its connection bound".into()))
             }
         };
-        let table = Table::new(cfg.max_sessions, cfg.idle, metrics.sessions.clone());
+        let table =
+            Table::new(cfg.max_sessions, cfg.max_sessions_per_principal, cfg.idle, metrics.sessions.clone());
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             let ender = upstream.clone();
             handle.spawn(table::reap(Arc::downgrade(&table), move |entry| {
@@ -146,6 +149,10 @@ impl LegacyFront {
             }
             Err(e) => {
                 self.metrics.refused.with_label_values(&[e.label()]).inc();
+                if let LegacyError::PrincipalShare(_) = e {
+                    let share = crate::metrics::share::LEGACY_SESSIONS;
+                    self.metrics.share_refusals.with_label_values(&[share]).inc();
+                }
                 if e.status().is_server_error() {
                     tracing::warn!(request = kind, error = %e.detail(), "legacy request failed");
                 } else {
@@ -226,7 +233,7 @@ impl LegacyFront {
         body: Bytes,
     ) -> Result<Response<FrontBody>, LegacyError> {
         let requested = check_initialize(&body)?;
-        let reservation = self.table.reserve()?;
+        let reservation = self.table.reserve(principal)?;
         let relay = match &self.upstream {
             Upstream::Http(relay) => relay,
             Upstream::Seam(connector) => {

@@ -1,5 +1,9 @@
-//! The legacy sessions one replica relays: bounded in number, each ended once it has gone
-//! without a request or an open stream for the idle limit.
+//! The legacy sessions one replica relays: bounded in number, in all and per principal, each
+//! ended once it has gone without a request or an open stream for the idle limit.
+//!
+//! The bound per principal (`legacy.max_sessions_per_principal`) keeps one client from taking
+//! every place: past its share its `initialize` is refused while other principals still open
+//! sessions. Places being filled (reservations) count against both bounds.
 //!
 //! The table is this replica's view only. A session opened elsewhere whose upstream is shared
 //! is *adopted* on its first request here (it counts against the bound like any other); only
@@ -48,6 +52,7 @@ pub(super) struct Active(Arc<Entry>);
 /// A place in the table, taken before the upstream is asked for a session.
 pub(super) struct Reservation {
     table: Arc<Table>,
+    principal: String,
     used: bool,
 }
 
@@ -55,12 +60,16 @@ pub(super) struct Reservation {
 struct State {
     sessions: HashMap<String, Arc<Entry>>,
     reserved: usize,
+    /// Sessions and reservations of each principal that holds any (no entry at zero).
+    held: HashMap<String, usize>,
 }
 
 /// The sessions of this replica.
 pub(super) struct Table {
     state: Mutex<State>,
     max: usize,
+    /// Most sessions and reservations of one principal.
+    per_principal: usize,
     idle: Duration,
     gauge: IntGauge,
 }
@@ -133,7 +142,11 @@ impl Reservation {
         self.used = true;
         let mut state = self.table.state.lock();
         state.reserved -= 1;
-        let kept = state.sessions.entry(entry.claims.handle.clone()).or_insert(entry).clone();
+        let kept = state.sessions.entry(entry.claims.handle.clone()).or_insert(entry.clone()).clone();
+        if !Arc::ptr_eq(&kept, &entry) {
+            // The table already held it: this reservation's place is given back.
+            state.release(&self.principal);
+        }
         self.table.gauge.set(state.sessions.len() as i64);
         kept
     }
@@ -142,26 +155,62 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         if !self.used {
-            self.table.state.lock().reserved -= 1;
+            let mut state = self.table.state.lock();
+            state.reserved -= 1;
+            state.release(&self.principal);
         }
+    }
+}
+
+// === impl State ===
+
+impl State {
+    /// Takes a place of `principal`'s, or says it holds `max` already.
+    fn hold(&mut self, principal: &str, max: usize) -> bool {
+        let held = self.held.entry(principal.to_owned()).or_default();
+        if *held >= max {
+            return false;
+        }
+        *held += 1;
+        true
+    }
+
+    /// Gives one of `principal`'s places back.
+    fn release(&mut self, principal: &str) {
+        if let Some(held) = self.held.get_mut(principal) {
+            *held -= 1;
+            if *held == 0 {
+                self.held.remove(principal);
+            }
+        }
+    }
+
+    fn forget(&mut self, handle: &str) -> Option<Arc<Entry>> {
+        let entry = self.sessions.remove(handle)?;
+        self.release(&entry.claims.principal);
+        Some(entry)
     }
 }
 
 // === impl Table ===
 
 impl Table {
-    pub(super) fn new(max: usize, idle: Duration, gauge: IntGauge) -> Arc<Self> {
-        Arc::new(Self { state: Mutex::new(State::default()), max, idle, gauge })
+    pub(super) fn new(max: usize, per_principal: usize, idle: Duration, gauge: IntGauge) -> Arc<Self> {
+        Arc::new(Self { state: Mutex::new(State::default()), max, per_principal, idle, gauge })
     }
 
-    /// Takes a place for a new session, or refuses when the table is full.
-    pub(super) fn reserve(self: &Arc<Self>) -> Result<Reservation, LegacyError> {
+    /// Takes a place for a new session of `principal`, or refuses when the table is full or
+    /// the principal holds its share.
+    pub(super) fn reserve(self: &Arc<Self>, principal: &str) -> Result<Reservation, LegacyError> {
         let mut state = self.state.lock();
         if state.sessions.len() + state.reserved >= self.max {
             return Err(LegacyError::TooManySessions(self.max));
         }
+        if !state.hold(principal, self.per_principal) {
+            return Err(LegacyError::PrincipalShare(self.per_principal));
+        }
         state.reserved += 1;
-        Ok(Reservation { table: self.clone(), used: false })
+        Ok(Reservation { table: self.clone(), principal: principal.to_owned(), used: false })
     }
 
     /// The session named by `claims`; a shared one opened elsewhere is adopted with `adopt`.
@@ -173,7 +222,7 @@ impl Table {
         if let Some(entry) = self.state.lock().sessions.get(&claims.handle) {
             return Ok(entry.clone());
         }
-        let reservation = self.reserve()?;
+        let reservation = self.reserve(&claims.principal)?;
         let link = adopt(claims.clone()).ok_or(LegacyError::NotHere)?;
         Ok(reservation.fill(Entry::new(claims, link, false)))
     }
@@ -181,7 +230,7 @@ impl Table {
     /// Forgets a session and ends its streams; `None` if it was not here.
     pub(super) fn remove(&self, handle: &str) -> Option<Arc<Entry>> {
         let mut state = self.state.lock();
-        let entry = state.sessions.remove(handle)?;
+        let entry = state.forget(handle)?;
         self.gauge.set(state.sessions.len() as i64);
         drop(state);
         entry.end();
@@ -197,7 +246,7 @@ impl Table {
             .filter(|(_, e)| e.idle_since(now).is_some_and(|d| d >= self.idle))
             .map(|(h, _)| h.clone())
             .collect();
-        let out: Vec<_> = expired.iter().filter_map(|h| state.sessions.remove(h)).collect();
+        let out: Vec<_> = expired.iter().filter_map(|h| state.forget(h)).collect();
         self.gauge.set(state.sessions.len() as i64);
         drop(state);
         out.iter().for_each(|e| e.end());
@@ -208,6 +257,7 @@ impl Table {
     pub(super) fn drain(&self) -> Vec<Arc<Entry>> {
         let mut state = self.state.lock();
         let out: Vec<_> = state.sessions.drain().map(|(_, e)| e).collect();
+        out.iter().for_each(|e| state.release(&e.claims.principal));
         self.gauge.set(0);
         drop(state);
         out.iter().for_each(|e| e.end());
@@ -253,32 +303,65 @@ mod tests {
     use crate::mrtr::Reach;
 
     fn claims() -> SessionClaims {
-        SessionClaims::new(Some("u".into()), Reach::Shared, "p", 0)
+        claims_of("p")
+    }
+
+    fn claims_of(principal: &str) -> SessionClaims {
+        SessionClaims::new(Some("u".into()), Reach::Shared, principal, 0)
     }
 
     fn table(max: usize) -> Arc<Table> {
-        Table::new(max, Duration::from_secs(10), IntGauge::new("g", "g").unwrap())
+        shared_table(max, max)
+    }
+
+    fn shared_table(max: usize, per_principal: usize) -> Arc<Table> {
+        Table::new(max, per_principal, Duration::from_secs(10), IntGauge::new("g", "g").unwrap())
     }
 
     #[test]
     fn the_bound_counts_reservations_and_sessions() {
         let t = table(2);
-        let r1 = t.reserve().unwrap();
-        let _r2 = t.reserve().unwrap();
-        assert!(matches!(t.reserve(), Err(LegacyError::TooManySessions(2))));
+        let r1 = t.reserve("p").unwrap();
+        let _r2 = t.reserve("p").unwrap();
+        assert!(matches!(t.reserve("p"), Err(LegacyError::TooManySessions(2))));
         let _ = r1.fill(Entry::new(claims(), Link::Http, true));
-        assert!(t.reserve().is_err());
+        assert!(t.reserve("p").is_err());
         drop(_r2);
-        assert!(t.reserve().is_ok());
+        assert!(t.reserve("p").is_ok());
         assert_eq!(t.len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_principal_past_its_share_is_refused_while_another_is_served() {
+        let t = shared_table(4, 2);
+        let (a1, a2) = (claims_of("alice"), claims_of("alice"));
+        let _ = t.reserve("alice").unwrap().fill(Entry::new(a1.clone(), Link::Http, true));
+        let pending = t.reserve("alice").unwrap();
+        assert!(matches!(t.reserve("alice"), Err(LegacyError::PrincipalShare(2))), "a reservation counts");
+        assert!(matches!(
+            t.find_or_adopt(claims_of("alice"), |_| Some(Link::Http)),
+            Err(LegacyError::PrincipalShare(2))
+        ));
+        let _ = t.reserve("bob").unwrap().fill(Entry::new(claims_of("bob"), Link::Http, true));
+        drop(pending);
+        let kept = t.reserve("alice").unwrap().fill(Entry::new(a2.clone(), Link::Http, true));
+        assert!(t.reserve("alice").is_err());
+        // A place comes back when its session ends: deleted, or idled out.
+        assert!(t.remove(&kept.claims.handle).is_some());
+        let _ = t.reserve("alice").unwrap().fill(Entry::new(claims_of("alice"), Link::Http, true));
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert_eq!(t.expire(Instant::now()).len(), 3);
+        assert!(t.state.lock().held.is_empty(), "no count outlives its sessions");
+        let _r = t.reserve("alice").unwrap();
+        let _s = t.reserve("alice").unwrap();
     }
 
     #[tokio::test(start_paused = true)]
     async fn only_idle_sessions_expire_and_removal_ends_streams() {
         let t = table(4);
         let (idle, busy) = (Entry::new(claims(), Link::Http, true), Entry::new(claims(), Link::Http, true));
-        let _ = t.reserve().unwrap().fill(idle.clone());
-        let _ = t.reserve().unwrap().fill(busy.clone());
+        let _ = t.reserve("p").unwrap().fill(idle.clone());
+        let _ = t.reserve("p").unwrap().fill(busy.clone());
         let _held = busy.begin();
         let mut ended = idle.ended();
         tokio::time::advance(Duration::from_secs(11)).await;

@@ -1,7 +1,9 @@
 //! Rate limits: token buckets (GCRA, crate `governor`) for each principal's requests and for
 //! each principal's calls of a configured tool (`[limits]`). The front takes a token where it
-//! dispatches a validated request; a retry of an MRTR chain (one carrying `requestState`) takes
-//! none, so a chain of rounds counts as the one call its first round was.
+//! dispatches a validated request, a retry of an MRTR chain (one carrying `requestState`)
+//! included: a sealed state can be replayed until it expires, and each replay runs the upstream
+//! call again, so a retry that took nothing would be an unlimited call. The default burst holds
+//! one whole chain ([`crate::defaults::limit_burst`]), so a quiet client's chain is never cut.
 //!
 //! Memory stays bounded: the limiters are keyed by principal, and every
 //! [`crate::defaults::LIMIT_SWEEP_EVERY`] checks the keys whose bucket has refilled (principals

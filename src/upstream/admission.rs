@@ -2,6 +2,12 @@
 //! and at most `pool_max_per_key` of one pool key (principal, capability fingerprint); the
 //! others wait, first come first served, in one queue of bounded length for a bounded time.
 //!
+//! Above both, a principal's share (`pool_max_per_principal`): the calls of one principal that
+//! hold or wait for a session, whatever their capabilities. A call past it is refused at once
+//! with [`UpstreamError::PrincipalShare`] rather than queued: a principal varying its
+//! capabilities has a key per set, and waiting calls hold places of the shared queue, so
+//! without it one principal could hold every session and fill the queue behind them.
+//!
 //! A call takes its key's slot first, then a slot of the total: waiting for its own key while
 //! holding a slot of the total would let one busy client starve every other. Both waits share
 //! one place in the queue (a call counts once against `pool_max_queued`) and one deadline
@@ -42,10 +48,15 @@ pub struct PoolMetrics {
     /// Sessions opened for a call, by how: `warm` (a waiting process initialised) or `cold`
     /// (started for the call).
     pub opened: IntCounterVec,
+    /// The gateway's `share_refusals_total` (registered by [`crate::metrics::Metrics`], not by
+    /// [`PoolMetrics::register`]).
+    pub share_refusals: IntCounterVec,
 }
 
 /// The slots and the queue in front of them.
 pub(crate) struct Admission {
+    /// `None` when the share is the total.
+    shares: Option<Arc<Shares>>,
     slots: Arc<Semaphore>,
     /// `None` when the bound per key is the total's.
     per_key: Option<Arc<PerKey>>,
@@ -53,6 +64,18 @@ pub(crate) struct Admission {
     max_queued: usize,
     wait: Duration,
     metrics: PoolMetrics,
+}
+
+/// The calls of each principal that hold or wait for a slot now (no entry at zero).
+struct Shares {
+    max: usize,
+    held: Mutex<HashMap<Arc<str>, usize>>,
+}
+
+/// One call's place in its principal's share; dropping it gives the place back.
+struct ShareSlot {
+    principal: Arc<str>,
+    shares: Arc<Shares>,
 }
 
 /// The semaphores of the keys that hold or wait for a slot now.
@@ -73,6 +96,7 @@ struct KeyGate {
 pub(crate) struct Admitted {
     _slot: OwnedSemaphorePermit,
     _key: Option<KeySlot>,
+    _share: Option<ShareSlot>,
 }
 
 /// Fields drop in order: the permit before the gate that may remove its semaphore.
@@ -101,6 +125,7 @@ impl PoolMetrics {
                 Opts::new("upstream_sessions_opened_total", "Upstream sessions opened for a call, by how."),
                 &["how"],
             )?,
+            share_refusals: crate::metrics::detached_share_refusals()?,
         })
     }
 
@@ -122,8 +147,10 @@ impl Admission {
         let slots = Arc::new(Semaphore::new(total));
         let per_key = (bounds.per_key < total)
             .then(|| Arc::new(PerKey { max: bounds.per_key.max(1), gates: Mutex::new(HashMap::new()) }));
+        let shares = (bounds.per_principal < total)
+            .then(|| Arc::new(Shares { max: bounds.per_principal.max(1), held: Mutex::new(HashMap::new()) }));
         let (max_queued, wait) = (bounds.max_queued, bounds.wait);
-        Self { slots, per_key, waiting: AtomicUsize::new(0), max_queued, wait, metrics }
+        Self { shares, slots, per_key, waiting: AtomicUsize::new(0), max_queued, wait, metrics }
     }
 
     pub(crate) fn metrics(&self) -> &PoolMetrics {
@@ -137,6 +164,10 @@ impl Admission {
 
     /// Slots at once if they are free, else after the calls queued before this one.
     pub(crate) async fn admit(&self, key: &PoolKey) -> Result<Admitted, UpstreamError> {
+        let share = match &self.shares {
+            Some(shares) => Some(shares.take(&key.0).ok_or_else(|| self.refuse_share(shares.max))?),
+            None => None,
+        };
         let deadline = Instant::now() + self.wait;
         let mut place = None;
         let key_slot = match &self.per_key {
@@ -150,7 +181,15 @@ impl Admission {
         };
         let over = UpstreamError::PoolExhausted(self.wait);
         let slot = self.take(&self.slots, &mut place, deadline, over).await?;
-        Ok(Admitted { _slot: slot, _key: key_slot })
+        Ok(Admitted { _slot: slot, _key: key_slot, _share: share })
+    }
+
+    /// A call refused because its principal holds its share: counted as a rejection and as a
+    /// share refusal.
+    fn refuse_share(&self, limit: usize) -> UpstreamError {
+        let share = crate::metrics::share::UPSTREAM_LEASES;
+        self.metrics.share_refusals.with_label_values(&[share]).inc();
+        self.reject(UpstreamError::PrincipalShare { limit })
     }
 
     /// One permit of `semaphore`, queueing (once per call) when none is free.
@@ -194,8 +233,37 @@ impl Admission {
 pub(crate) struct Bounds {
     pub(crate) total: usize,
     pub(crate) per_key: usize,
+    /// Calls of one principal holding or waiting for a slot.
+    pub(crate) per_principal: usize,
     pub(crate) max_queued: usize,
     pub(crate) wait: Duration,
+}
+
+// === impl Shares ===
+
+impl Shares {
+    /// A place of `principal`'s, or `None` when it holds its share.
+    fn take(self: &Arc<Self>, principal: &Arc<str>) -> Option<ShareSlot> {
+        let mut held = self.held.lock();
+        let n = held.entry(principal.clone()).or_default();
+        if *n >= self.max {
+            return None;
+        }
+        *n += 1;
+        Some(ShareSlot { principal: principal.clone(), shares: self.clone() })
+    }
+}
+
+impl Drop for ShareSlot {
+    fn drop(&mut self) {
+        let mut held = self.shares.held.lock();
+        if let Some(n) = held.get_mut(&self.principal) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.principal);
+            }
+        }
+    }
 }
 
 // === impl PerKey ===
@@ -242,7 +310,7 @@ mod tests {
     use super::*;
 
     fn admission(total: usize, per_key: usize, max_queued: usize, wait: Duration) -> Admission {
-        let bounds = Bounds { total, per_key, max_queued, wait };
+        let bounds = Bounds { total, per_key, per_principal: total, max_queued, wait };
         Admission::new(bounds, PoolMetrics::detached().unwrap())
     }
 
@@ -315,5 +383,25 @@ mod tests {
             assert_eq!(per_key.len(), 0);
         }
         assert!(admission(4, 4, 8, Duration::from_secs(1)).per_key.is_none(), "no bound of its own");
+    }
+
+    #[tokio::test]
+    async fn a_principal_past_its_share_is_refused_at_once_while_another_is_served() {
+        let bounds =
+            Bounds { total: 4, per_key: 4, per_principal: 2, max_queued: 8, wait: Duration::from_secs(30) };
+        let a = Admission::new(bounds, PoolMetrics::detached().unwrap());
+        // Two capability sets of one principal are two keys but one share.
+        let first = a.admit(&key("alice")).await.unwrap();
+        let _second = a.admit(&(Arc::from("alice"), 1)).await.unwrap();
+        let err = a.admit(&(Arc::from("alice"), 2)).await.map(drop).unwrap_err();
+        assert!(matches!(err, UpstreamError::PrincipalShare { limit: 2 }), "{err}");
+        assert!(err.is_overload() && !err.poisons_session());
+        assert_eq!(a.queued(), 0, "refused at once, never queued");
+        assert_eq!(rejected(&a, "principal_share"), 1);
+        assert_eq!(a.metrics().share_refusals.with_label_values(&["upstream_leases"]).get(), 1);
+        let _bob = a.admit(&key("bob")).await.unwrap();
+        drop(first);
+        let _again = a.admit(&key("alice")).await.unwrap();
+        assert_eq!(a.shares.as_ref().map(|s| s.held.lock().len()), Some(2));
     }
 }

@@ -42,6 +42,9 @@ pub enum UpstreamError {
     KeyExhausted(Duration),
     #[error("upstream overloaded: {limit} calls already wait for a session")]
     QueueFull { limit: usize },
+    /// The caller's principal holds `pool_max_per_principal` sessions or places in the queue.
+    #[error("this client holds its share of upstream sessions ({limit})")]
+    PrincipalShare { limit: usize },
     #[error("cannot start the upstream command")]
     Spawn(#[source] std::io::Error),
     /// A stdio upstream process ended or was stopped. The text is the gateway's own description
@@ -75,6 +78,7 @@ impl UpstreamError {
             Self::PoolExhausted(_) => "pool_exhausted",
             Self::KeyExhausted(_) => "key_exhausted",
             Self::QueueFull { .. } => "queue_full",
+            Self::PrincipalShare { .. } => "principal_share",
             Self::Spawn(_) => "spawn",
             Self::ProcessEnded(_) => "process_ended",
             Self::StreamEnded => "stream_ended",
@@ -98,14 +102,24 @@ impl UpstreamError {
 
     /// True when the pool refused the call for overload (the front answers 503).
     pub fn is_overload(&self) -> bool {
-        matches!(self, Self::PoolExhausted(_) | Self::KeyExhausted(_) | Self::QueueFull { .. })
+        matches!(
+            self,
+            Self::PoolExhausted(_)
+                | Self::KeyExhausted(_)
+                | Self::QueueFull { .. }
+                | Self::PrincipalShare { .. }
+        )
     }
 
     /// True when the session that produced this error must not be reused.
     pub fn poisons_session(&self) -> bool {
         !matches!(
             self,
-            Self::PoolExhausted(_) | Self::KeyExhausted(_) | Self::QueueFull { .. } | Self::Settings(_)
+            Self::PoolExhausted(_)
+                | Self::KeyExhausted(_)
+                | Self::QueueFull { .. }
+                | Self::PrincipalShare { .. }
+                | Self::Settings(_)
         )
     }
 

@@ -149,6 +149,7 @@ impl Pool {
         let bounds = Bounds {
             total: settings.pool_max_sessions,
             per_key: settings.pool_max_per_key,
+            per_principal: settings.pool_max_per_principal,
             max_queued: settings.pool_max_queued,
             wait: settings.pool_acquire_timeout,
         };

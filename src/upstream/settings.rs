@@ -54,6 +54,9 @@ pub struct UpstreamSettings {
     /// Most sessions of one pool key (principal, capability fingerprint) at once; callers past
     /// it wait in the same queue, within the same bounds, as callers past the total.
     pub pool_max_per_key: usize,
+    /// Most calls of one principal holding or waiting for a session, whatever its
+    /// capabilities; a call past it is refused at once (`PrincipalShare`).
+    pub pool_max_per_principal: usize,
     /// Processes a stdio pool keeps spawned and waiting for `initialize`, so that a lease
     /// that finds no idle session of its key skips the process start. Ignored by the network
     /// transports, whose sessions cost no process.
@@ -170,6 +173,7 @@ impl UpstreamSettings {
             pool_acquire_timeout: defaults::POOL_ACQUIRE_TIMEOUT,
             pool_max_queued: defaults::POOL_MAX_QUEUED,
             pool_max_per_key: defaults::pool_max_per_key(defaults::POOL_MAX_SESSIONS),
+            pool_max_per_principal: defaults::principal_share(defaults::POOL_MAX_SESSIONS, false),
             pool_min_warm: defaults::POOL_MIN_WARM,
             listen_sessions: defaults::SUBSCRIPTIONS_MAX_SESSIONS,
             max_connections: defaults::max_connections(

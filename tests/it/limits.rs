@@ -1,13 +1,13 @@
 //! `[limits]` through a running gateway: a principal over its limit gets 429 with `Retry-After`
-//! and an error naming the limit, a per-tool limit refuses only that tool, and an MRTR chain of
-//! several rounds takes one token.
+//! and an error naming the limit, a per-tool limit refuses only that tool, and every round of
+//! an MRTR chain (a replay of one sealed state too) takes a token.
 
 use http::StatusCode;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::form_only;
 use crate::common::answers::NAME;
-use crate::common::{answer_all, Harness, Reply, Setup, TestResult};
+use crate::common::{answer_all, Harness, HarnessError, Reply, Setup, TestResult};
 
 /// A bucket that refills one token in about 17 minutes: what a test spends stays spent.
 const SLOW: &str = "rate_per_sec = 0.001";
@@ -60,27 +60,73 @@ async fn a_tool_limit_refuses_that_tool_only() -> TestResult {
     h.stop().await
 }
 
+/// The default burst holds one whole chain (a first call and a retry per round): with
+/// `mrtr.max_rounds = 2` it is 3, so a chain of two rounds completes and the next call is refused.
 #[tokio::test]
-async fn an_mrtr_chain_takes_one_token_however_many_rounds_it_has() -> TestResult {
-    let limits =
-        format!("principal = {{ {SLOW}, burst = 3 }}\ntools = {{ confirm_twice = {{ {SLOW}, burst = 1 }} }}");
-    let h = Setup::new().set("limits", &limits).start().await?;
+async fn every_round_of_a_chain_takes_a_token_and_the_default_burst_holds_one_chain() -> TestResult {
+    let limits = format!("principal = {{ {SLOW} }}\ntools = {{ confirm_twice = {{ {SLOW} }} }}");
+    let h = Setup::new().set("mrtr", "max_rounds = 2").set("limits", &limits).start().await?;
     let call = || h.client.call_tool("confirm_twice", json!({})).caps(form_only());
     // Three requests: the first round, and two retries carrying requestState.
     let (q1, s1) = call().send().await?.input_required()?;
     let (q2, s2) = call().state(&s1).responses(answer_all(&q1)).send().await?.input_required()?;
     let done = call().state(&s2).responses(answer_all(&q2)).send().await?;
     assert_eq!(done.text()?, format!("Confirmed {NAME}: true"));
-    // The chain took one token of each bucket: the tool's only one, and one of the principal's
-    // three, so the principal's bucket still pays for a refused call of the tool (the principal
-    // is checked first) and one echo, and refuses the next.
-    let again: Value = call().send().await?.error()?.clone();
-    assert_eq!(again["data"]["tool"], "confirm_twice", "{again}");
-    assert_eq!(echo(&h).await?.text()?, "Echo: m");
     let refused = echo(&h).await?;
     assert_eq!(
         refused.expect_error(StatusCode::TOO_MANY_REQUESTS, -32000)?,
         "rate limit exceeded: principal"
     );
+    h.stop().await
+}
+
+/// A sealed state can be retried until it expires, and each retry runs the upstream call again:
+/// retries take tokens like any request, so replaying one state is limited like plain calls.
+#[tokio::test]
+async fn replaying_one_sealed_state_is_rate_limited() -> TestResult {
+    const BURST: usize = 4;
+    let limits = format!("principal = {{ {SLOW}, burst = {BURST} }}");
+    let h = Setup::new().set("limits", &limits).start().await?;
+    let call = || h.client.call_tool("confirm_twice", json!({})).caps(form_only());
+    let (q1, s1) = call().send().await?.input_required()?;
+    let mut served = 1;
+    let mut refused = None;
+    // Bounded: on a gateway whose retries took no token every replay would be served.
+    for _ in 0..3 * BURST {
+        let reply = call().state(&s1).responses(answer_all(&q1)).send().await?;
+        if reply.status == StatusCode::TOO_MANY_REQUESTS {
+            refused = Some(reply);
+            break;
+        }
+        reply.input_required()?;
+        served += 1;
+    }
+    let refused =
+        refused.ok_or_else(|| HarnessError::Unexpected("replays of one state were never limited".into()))?;
+    assert_eq!(served, BURST, "each replay took one token of the principal's bucket");
+    assert_eq!(
+        refused.expect_error(StatusCode::TOO_MANY_REQUESTS, -32000)?,
+        "rate limit exceeded: principal"
+    );
+    assert_eq!(
+        h.demo.stats.tool_calls("confirm_twice"),
+        BURST as u64,
+        "a refused replay never reaches the upstream"
+    );
+    h.stop().await
+}
+
+/// A tool's limit counts that tool's retries too.
+#[tokio::test]
+async fn a_tool_limit_counts_retries_of_that_tool() -> TestResult {
+    let limits = format!("tools = {{ confirm_twice = {{ {SLOW}, burst = 2 }} }}");
+    let h = Setup::new().set("limits", &limits).start().await?;
+    let call = || h.client.call_tool("confirm_twice", json!({})).caps(form_only());
+    let (q1, s1) = call().send().await?.input_required()?;
+    call().state(&s1).responses(answer_all(&q1)).send().await?.input_required()?;
+    let refused = call().state(&s1).responses(answer_all(&q1)).send().await?;
+    let message = refused.expect_error(StatusCode::TOO_MANY_REQUESTS, -32000)?;
+    assert_eq!(message, r#"rate limit exceeded: tool "confirm_twice""#);
+    assert_eq!(echo(&h).await?.text()?, "Echo: m", "other tools are not limited");
     h.stop().await
 }

@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::legacy::LegacyBody;
 
 fn rule(
     scopes: &[&str],
@@ -110,12 +111,53 @@ fn legacy_bodies_are_checked_message_by_message() {
     let g = grants(json!({"scope": "read"}));
     let call =
         |name: &str| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name}});
-    assert!(check_legacy_body(&g, call("echo").to_string().as_bytes()).is_ok());
-    assert!(check_legacy_body(&g, call("rm").to_string().as_bytes()).is_err());
-    assert!(check_legacy_body(&g, json!([call("echo"), call("rm")]).to_string().as_bytes()).is_err());
+    let check = |g: &Grants, body: &[u8]| check_legacy_body(g, &LegacyBody::parse(body));
+    assert!(check(&g, call("echo").to_string().as_bytes()).is_ok());
+    assert!(check(&g, call("rm").to_string().as_bytes()).is_err());
+    assert!(check(&g, json!([call("echo"), call("rm")]).to_string().as_bytes()).is_err());
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
-    assert!(check_legacy_body(&g, init.to_string().as_bytes()).is_ok());
-    assert!(check_legacy_body(&g, b"").is_ok());
-    assert!(check_legacy_body(&g, b"{not json").is_err());
-    assert!(check_legacy_body(&Grants::unrestricted(), b"{not json").is_ok());
+    assert!(check(&g, init.to_string().as_bytes()).is_ok());
+    assert!(check(&g, b"").is_ok());
+    assert!(check(&g, b"{not json").is_err());
+    assert!(check(&Grants::unrestricted(), b"{not json").is_ok());
+}
+
+/// A method the 2026-07-28 front does not know is checked like any other: with rules, one no
+/// applicable rule names is refused, and a resource subscription needs its resource.
+#[test]
+fn legacy_only_methods_are_held_to_the_rules() {
+    let message = |method: &str, params: serde_json::Value| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string()
+    };
+    let read = grants(json!({"scope": "read"}));
+    for method in ["resources/subscribe", "logging/setLevel", "sampling/createMessage", "x/custom"] {
+        let body = message(method, json!({"uri": "demo://docs/a", "level": "debug"}));
+        let denied = check_legacy_body(&read, &LegacyBody::parse(body.as_bytes())).unwrap_err();
+        assert!(denied.message.starts_with("forbidden: "), "{}", denied.message);
+    }
+    let denied = read.check("logging/setLevel", Some(&json!({"level": "debug"}))).unwrap_err();
+    assert_eq!(denied.method, "logging/setLevel");
+    assert_eq!(denied.message, "forbidden: logging/setLevel is outside this client's authorization");
+    assert_eq!(read.check("x/custom", None).unwrap_err().method, "request", "a fixed label");
+    let docs = grants(json!({"scope": "docs"}));
+    assert!(docs.check("resources/subscribe", Some(&json!({"uri": "demo://docs/a"}))).is_ok());
+    assert!(docs.check("resources/subscribe", Some(&json!({"uri": "demo://secret"}))).is_err());
+    assert!(docs.check("resources/unsubscribe", Some(&json!({"uri": "demo://secret"}))).is_err());
+    assert!(docs.check("logging/setLevel", None).is_ok(), "its rule allows every method");
+}
+
+/// What every authenticated client may send, rules or not: the handshake, pings,
+/// notifications and its answers to server requests; nothing else.
+#[test]
+fn the_handshake_pings_notifications_and_answers_are_always_allowed() {
+    let nobody = grants(json!({}));
+    for method in
+        ["initialize", "ping", "server/discover", "notifications/initialized", "notifications/cancelled"]
+    {
+        assert!(nobody.check(method, None).is_ok(), "{method}");
+    }
+    let answer = json!({"jsonrpc": "2.0", "id": 3, "result": {"action": "accept"}}).to_string();
+    assert!(check_legacy_body(&nobody, &LegacyBody::parse(answer.as_bytes())).is_ok());
+    assert!(nobody.check("tools/list", None).is_err());
+    assert!(nobody.check("initialized", None).is_err(), "only the notifications/ prefix passes");
 }

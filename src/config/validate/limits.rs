@@ -9,26 +9,27 @@ use super::super::raw::{RawLimits, RawRate};
 use super::super::{ConfigError, LimitsConfig, Rate, Secret, SingleUseConfig};
 use crate::defaults as d;
 
-pub(super) fn limits(raw: RawLimits) -> Result<LimitsConfig, ConfigError> {
-    let principal = raw.principal.map(|r| rate("limits.principal", &r)).transpose()?;
+/// `max_rounds` (`mrtr.max_rounds`) sizes the default bursts: see [`d::limit_burst`].
+pub(super) fn limits(raw: RawLimits, max_rounds: u32) -> Result<LimitsConfig, ConfigError> {
+    let principal = raw.principal.map(|r| rate("limits.principal", &r, max_rounds)).transpose()?;
     let tools = raw.tools.unwrap_or_default();
-    Ok(LimitsConfig { principal, tools: tool_rates(tools)? })
+    Ok(LimitsConfig { principal, tools: tool_rates(tools, max_rounds)? })
 }
 
-fn tool_rates(table: BTreeMap<String, RawRate>) -> Result<Vec<(String, Rate)>, ConfigError> {
+fn tool_rates(table: BTreeMap<String, RawRate>, max_rounds: u32) -> Result<Vec<(String, Rate)>, ConfigError> {
     table
         .into_iter()
         .map(|(name, r)| {
             if name.is_empty() {
                 return Err(ConfigError::invalid("limits.tools", "a tool name must not be empty"));
             }
-            let rate = rate(&format!("limits.tools.{name}"), &r)?;
+            let rate = rate(&format!("limits.tools.{name}"), &r, max_rounds)?;
             Ok((name, rate))
         })
         .collect()
 }
 
-fn rate(field: &str, raw: &RawRate) -> Result<Rate, ConfigError> {
+fn rate(field: &str, raw: &RawRate, max_rounds: u32) -> Result<Rate, ConfigError> {
     let per_sec = raw.rate_per_sec;
     if !per_sec.is_finite() || per_sec <= 0.0 || per_sec > d::MAX_RATE_PER_SEC {
         return Err(ConfigError::invalid(
@@ -36,7 +37,7 @@ fn rate(field: &str, raw: &RawRate) -> Result<Rate, ConfigError> {
             format!("must be above 0 and at most {}", d::MAX_RATE_PER_SEC),
         ));
     }
-    let burst = raw.burst.unwrap_or_else(|| d::limit_burst(per_sec));
+    let burst = raw.burst.unwrap_or_else(|| d::limit_burst(per_sec, max_rounds));
     let burst = NonZeroU32::new(burst)
         .ok_or_else(|| ConfigError::invalid(format!("{field}.burst"), "must be positive"))?;
     Ok(Rate { period: Duration::from_secs_f64(1.0 / per_sec), burst })
@@ -84,10 +85,15 @@ mod tests {
         .unwrap();
         let p = c.limits.principal.unwrap();
         assert_eq!(p.period.as_millis(), 400);
-        assert_eq!(p.burst.get(), 3, "the default burst is the rate rounded up");
+        assert_eq!(p.burst.get(), 9, "the default burst holds a chain: a first call and 8 retries");
         let (name, t) = &c.limits.tools[0];
         assert_eq!(name, "search");
         assert_eq!((t.period.as_secs(), t.burst.get()), (2, 3));
+        let c = Config::from_toml("[mrtr]\nmax_rounds = 2\n[limits]\nprincipal = { rate_per_sec = 2.5 }")
+            .unwrap();
+        assert_eq!(c.limits.principal.unwrap().burst.get(), 3, "a chain of 2 rounds is 3 requests");
+        let c = Config::from_toml("[limits]\nprincipal = { rate_per_sec = 30.5 }").unwrap();
+        assert_eq!(c.limits.principal.unwrap().burst.get(), 31, "or the rate rounded up, if more");
     }
 
     #[test]

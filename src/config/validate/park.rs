@@ -6,12 +6,12 @@ use http::Uri;
 
 use super::super::raw::{RawCluster, RawMrtr};
 use super::super::{ClusterConfig, ConfigError, MrtrMode, ParkConfig};
-use super::{addr, millis, positive, tls_files};
+use super::{addr, millis, positive, share, tls_files};
 use crate::config::tls::TlsSettings;
 use crate::defaults as d;
 
 /// Takes the park fields out of `raw` and validates them.
-pub(super) fn park(raw: &mut RawMrtr) -> Result<ParkConfig, ConfigError> {
+pub(super) fn park(raw: &mut RawMrtr, authenticated: bool) -> Result<ParkConfig, ConfigError> {
     let mode = match raw.mode.take() {
         None => MrtrMode::Replay,
         Some(text) => parse_mode("mrtr.mode", &text)?,
@@ -32,12 +32,19 @@ pub(super) fn park(raw: &mut RawMrtr) -> Result<ParkConfig, ConfigError> {
     if side_effecting.iter().any(String::is_empty) {
         return Err(ConfigError::invalid("mrtr.side_effecting", "a tool name must not be empty"));
     }
+    let max_parked = positive("mrtr.max_parked", raw.max_parked.unwrap_or(d::MAX_PARKED))?;
     Ok(ParkConfig {
         mode,
         tool_modes,
         side_effecting,
         timeout: millis("mrtr.park_timeout_ms", raw.park_timeout_ms, d::PARK_TIMEOUT)?,
-        max_parked: positive("mrtr.max_parked", raw.max_parked.unwrap_or(d::MAX_PARKED))?,
+        max_parked,
+        max_parked_per_principal: share(
+            "mrtr.max_parked_per_principal",
+            raw.max_parked_per_principal,
+            ("mrtr.max_parked", max_parked),
+            authenticated,
+        )?,
     })
 }
 
@@ -119,7 +126,7 @@ mod tests {
             park_timeout_ms: Some(1500),
             ..RawMrtr::default()
         };
-        let cfg = park(&mut raw).unwrap();
+        let cfg = park(&mut raw, false).unwrap();
         assert_eq!(
             (cfg.mode, cfg.mode_of("order"), cfg.mode_of("other")),
             (MrtrMode::Auto, MrtrMode::Park, MrtrMode::Auto)
@@ -127,13 +134,16 @@ mod tests {
         assert_eq!(cfg.side_effecting, ["pay"]);
         assert_eq!(cfg.timeout.as_millis(), 1500);
         assert_eq!(cfg.max_parked, d::MAX_PARKED);
+        assert_eq!(cfg.max_parked_per_principal, d::MAX_PARKED, "no share of its own without auth");
         assert!(cfg.may_park());
-        assert!(!park(&mut RawMrtr::default()).unwrap().may_park(), "replay is the default");
+        assert!(!park(&mut RawMrtr::default(), false).unwrap().may_park(), "replay is the default");
+        let authenticated = park(&mut RawMrtr::default(), true).unwrap();
+        assert_eq!(authenticated.max_parked_per_principal, d::MAX_PARKED / 4, "a quarter with auth");
     }
 
     #[test]
     fn bad_park_settings_name_their_field() {
-        let cases: [(RawMrtr, &str); 4] = [
+        let cases: [(RawMrtr, &str); 6] = [
             (RawMrtr { mode: Some("sometimes".into()), ..RawMrtr::default() }, "mrtr.mode"),
             (
                 RawMrtr { tool_modes: Some([("t".to_owned(), "x".to_owned())].into()), ..RawMrtr::default() },
@@ -141,9 +151,17 @@ mod tests {
             ),
             (RawMrtr { park_timeout_ms: Some(0), ..RawMrtr::default() }, "mrtr.park_timeout_ms"),
             (RawMrtr { max_parked: Some(0), ..RawMrtr::default() }, "mrtr.max_parked"),
+            (
+                RawMrtr { max_parked: Some(4), max_parked_per_principal: Some(5), ..RawMrtr::default() },
+                "mrtr.max_parked_per_principal: must not exceed mrtr.max_parked (4)",
+            ),
+            (
+                RawMrtr { max_parked_per_principal: Some(0), ..RawMrtr::default() },
+                "mrtr.max_parked_per_principal",
+            ),
         ];
         for (mut raw, field) in cases {
-            let err = park(&mut raw).unwrap_err().to_string();
+            let err = park(&mut raw, true).unwrap_err().to_string();
             assert!(err.starts_with(field), "{err}");
         }
     }

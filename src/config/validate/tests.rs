@@ -275,3 +275,49 @@ fn connection_deadlines_default_and_refuse_zero() {
     let c = Config::from_toml("[cluster]\nforward_accept_timeout_ms = 1000").unwrap();
     assert_eq!(c.cluster.accept_timeout.as_millis(), 1000);
 }
+
+/// Per-principal shares: a quarter of their total by default when clients authenticate, all of
+/// it when every client is `anonymous`; set, each is positive and at most its total, and an error
+/// names the key.
+#[test]
+fn principal_shares_default_with_auth_and_are_checked_against_their_totals() {
+    let open = Config::from_toml("").unwrap();
+    assert_eq!(open.upstream.pool_max_per_principal, open.upstream.pool_max_sessions);
+    assert_eq!(open.legacy.max_sessions_per_principal, open.legacy.max_sessions);
+    assert_eq!(open.mrtr.park.max_parked_per_principal, open.mrtr.park.max_parked);
+    let jwt = "[auth]\nmode = \"jwt\"\njwt_hs256_secret = \"a-secret-of-the-tests\"\n";
+    let c = Config::from_toml(jwt).unwrap();
+    assert_eq!(c.upstream.pool_max_per_principal, d::POOL_MAX_SESSIONS / 4);
+    assert_eq!(c.legacy.max_sessions_per_principal, d::LEGACY_MAX_SESSIONS / 4);
+    assert_eq!(c.mrtr.park.max_parked_per_principal, d::MAX_PARKED / 4);
+    let c = Config::from_toml(&format!("{jwt}[legacy]\nmax_sessions = 2")).unwrap();
+    assert_eq!(c.legacy.max_sessions_per_principal, 1, "at least one");
+    let set = "[upstream]\npool_max_per_principal = 3\n[legacy]\nmax_sessions_per_principal = 5\n[mrtr]\nmax_parked_per_principal = 7";
+    let c = Config::from_toml(set).unwrap();
+    let shares = (
+        c.upstream.pool_max_per_principal,
+        c.legacy.max_sessions_per_principal,
+        c.mrtr.park.max_parked_per_principal,
+    );
+    assert_eq!(shares, (3, 5, 7));
+    let cases = [
+        (
+            "[upstream]\npool_max_sessions = 4\npool_max_per_principal = 5",
+            "upstream.pool_max_per_principal: must not exceed upstream.pool_max_sessions (4)",
+        ),
+        (
+            "[legacy]\nmax_sessions = 4\nmax_sessions_per_principal = 5",
+            "legacy.max_sessions_per_principal: must not exceed legacy.max_sessions (4)",
+        ),
+        (
+            "[mrtr]\nmax_parked = 4\nmax_parked_per_principal = 5",
+            "mrtr.max_parked_per_principal: must not exceed mrtr.max_parked (4)",
+        ),
+        ("[legacy]\nmax_sessions_per_principal = 0", "legacy.max_sessions_per_principal: must be positive"),
+    ];
+    for (toml, want) in cases {
+        assert_eq!(err(toml), want);
+    }
+    let upstream = crate::upstream::UpstreamSettings::new(Uri::from_static("http://127.0.0.1:1/mcp"));
+    assert_eq!(upstream.pool_max_per_principal, upstream.pool_max_sessions, "no share of its own by default");
+}

@@ -1,0 +1,85 @@
+//! A legacy client's POST body as the front's authorization rules and rate limits see it: its
+//! JSON-RPC messages, parsed once for both. The relay itself forwards the bytes untouched; this
+//! view only decides whether they are forwarded.
+//!
+//! Every request in it (a message with a `method` and an `id`; one message or each of a batch)
+//! is what a 2026-07-28 request is to the front: it is checked against the rules and takes a
+//! rate-limit token. Notifications and the client's answers to server requests take none.
+
+use serde_json::Value;
+
+use crate::protocol::methods;
+
+/// The messages of one legacy POST (or the nothing of a GET or DELETE).
+#[derive(Debug)]
+pub enum LegacyBody {
+    /// No body (GET, DELETE), or only whitespace.
+    Empty,
+    /// Bytes that are not JSON; the upstream would refuse them, the rules refuse them first.
+    NotJson,
+    /// One message, or each message of a batch.
+    Messages(Vec<Value>),
+}
+
+/// One request of a legacy body, as the rate limits see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LegacyRequest<'a> {
+    pub method: &'a str,
+    /// The tool of a `tools/call`, for its tool's limit.
+    pub tool: Option<&'a str>,
+}
+
+// === impl LegacyBody ===
+
+impl LegacyBody {
+    pub fn parse(bytes: &[u8]) -> Self {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Self::Empty;
+        }
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(Value::Array(items)) => Self::Messages(items),
+            Ok(one) => Self::Messages(vec![one]),
+            Err(_) => Self::NotJson,
+        }
+    }
+
+    /// The requests of the body: messages with a method and an id (not notifications, not the
+    /// client's responses).
+    pub fn requests(&self) -> impl Iterator<Item = LegacyRequest<'_>> {
+        let messages = match self {
+            Self::Messages(m) => m.as_slice(),
+            Self::Empty | Self::NotJson => &[],
+        };
+        messages.iter().filter(|m| m.get("id").is_some()).filter_map(|m| {
+            let method = m.get("method")?.as_str()?;
+            let tool =
+                (method == methods::TOOLS_CALL).then(|| m.get("params")?.get("name")?.as_str()).flatten();
+            Some(LegacyRequest { method, tool })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn requests(body: &str) -> Vec<(String, Option<String>)> {
+        let parsed = LegacyBody::parse(body.as_bytes());
+        parsed.requests().map(|r| (r.method.to_owned(), r.tool.map(str::to_owned))).collect()
+    }
+
+    #[test]
+    fn requests_are_the_messages_with_a_method_and_an_id() {
+        let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#;
+        let ping = r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#;
+        let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let answer = r#"{"jsonrpc":"2.0","id":7,"result":{}}"#;
+        let echo = ("tools/call".to_owned(), Some("echo".to_owned()));
+        assert_eq!(requests(call), vec![echo.clone()]);
+        let batch = format!("[{call},{ping},{note},{answer}]");
+        assert_eq!(requests(&batch), vec![echo, ("ping".to_owned(), None)]);
+        assert!(requests(note).is_empty() && requests(answer).is_empty());
+        assert!(matches!(LegacyBody::parse(b"  "), LegacyBody::Empty));
+        assert!(matches!(LegacyBody::parse(b"{not json"), LegacyBody::NotJson));
+    }
+}
