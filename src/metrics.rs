@@ -17,21 +17,11 @@ use prometheus::{
 };
 
 use crate::defaults::{LATENCY_BUCKETS, MAX_DIVERGENCE_TOOLS, QUESTION_BUCKETS, ROUND_BUCKETS};
+use crate::limits::share;
 use crate::mrtr::KeyId;
 use crate::outbound::OutboundMetrics;
 use crate::tool_report::ToolSeries;
 use crate::upstream::PoolMetrics;
-
-/// The `share` label of [`Metrics::share_refusals`]: the per-principal shares of bounds every
-/// client shares.
-pub mod share {
-    /// `legacy.max_sessions_per_principal`.
-    pub const LEGACY_SESSIONS: &str = "legacy_sessions";
-    /// `upstream.pool_max_per_principal`.
-    pub const UPSTREAM_LEASES: &str = "upstream_leases";
-    /// `mrtr.max_parked_per_principal`.
-    pub const PARKED_CALLS: &str = "parked_calls";
-}
 
 /// Errors from registering metrics.
 #[derive(Debug, thiserror::Error)]
@@ -96,7 +86,7 @@ pub struct Metrics {
     /// ([`crate::bridge::ParkOutcome`]).
     pub park_outcomes: IntCounterVec,
     /// Requests refused (or calls not parked) because their principal held its share of a
-    /// bound every client shares, by [`share`]. The legacy relay and the pool count through
+    /// bound every client shares, by [`crate::limits::share`]. The legacy relay and the pool count through
     /// their own clones of it.
     pub share_refusals: IntCounterVec,
 }
@@ -241,7 +231,7 @@ impl Metrics {
                 "Park mode rounds and retries, by outcome (parked, resumed, timed_out, full, ...).",
                 &["outcome"],
             )?,
-            share_refusals: counter(&registry, SHARE_REFUSALS.0, SHARE_REFUSALS.1, &["share"])?,
+            share_refusals: counter(&registry, share::COUNTER.0, share::COUNTER.1, &["share"])?,
             pool: PoolMetrics::detached()?,
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,
@@ -298,18 +288,6 @@ impl Metrics {
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         out
     }
-}
-
-/// Name and help of the share refusals counter (detached copies use them too).
-const SHARE_REFUSALS: (&str, &str) = (
-    "share_refusals_total",
-    "Requests refused, or calls not parked, because their principal held its share, by share.",
-);
-
-/// A share refusals counter registered nowhere, for the legacy relay's and the pool's detached
-/// metrics ([`Metrics::new`] replaces it with the registered one).
-pub(crate) fn detached_share_refusals() -> Result<IntCounterVec, prometheus::Error> {
-    IntCounterVec::new(Opts::new(SHARE_REFUSALS.0, SHARE_REFUSALS.1), &["share"])
 }
 
 fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, MetricsError> {

@@ -187,7 +187,7 @@ impl ParkRegistry {
     pub(super) fn count_unparked(&self, outcome: ParkOutcome) {
         if outcome == ParkOutcome::Share {
             tracing::info!(max = self.per_principal, "principal holds its share of parked calls: replayed");
-            self.metrics.share_refusals.with_label_values(&[crate::metrics::share::PARKED_CALLS]).inc();
+            self.metrics.share_refusals.with_label_values(&[crate::limits::share::PARKED_CALLS]).inc();
         } else {
             tracing::info!(max = self.max, "park registry full: this round is replayed");
         }

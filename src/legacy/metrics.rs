@@ -31,7 +31,7 @@ impl LegacyMetrics {
                 Opts::new("legacy_refused_requests_total", "Legacy client requests refused, by reason."),
                 &["reason"],
             )?,
-            share_refusals: crate::metrics::detached_share_refusals()?,
+            share_refusals: crate::limits::share::detached_counter()?,
         })
     }
 

@@ -150,7 +150,7 @@ impl LegacyFront {
             Err(e) => {
                 self.metrics.refused.with_label_values(&[e.label()]).inc();
                 if let LegacyError::PrincipalShare(_) = e {
-                    let share = crate::metrics::share::LEGACY_SESSIONS;
+                    let share = crate::limits::share::LEGACY_SESSIONS;
                     self.metrics.share_refusals.with_label_values(&[share]).inc();
                 }
                 if e.status().is_server_error() {

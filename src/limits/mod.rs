@@ -22,6 +22,30 @@ use governor::{Quota, RateLimiter};
 use crate::config::{LimitsConfig, Rate};
 use crate::defaults;
 
+/// The `share` label of `share_refusals_total`: the per-principal shares of bounds every client
+/// shares. Beside the rate limits because a share is the other limit one principal meets; here,
+/// below the upstream client and the legacy relay that count refusals with them.
+pub mod share {
+    /// `legacy.max_sessions_per_principal`.
+    pub const LEGACY_SESSIONS: &str = "legacy_sessions";
+    /// `upstream.pool_max_per_principal`.
+    pub const UPSTREAM_LEASES: &str = "upstream_leases";
+    /// `mrtr.max_parked_per_principal`.
+    pub const PARKED_CALLS: &str = "parked_calls";
+
+    /// Name and help of the `share_refusals_total` counter (its detached copies use them too).
+    pub const COUNTER: (&str, &str) = (
+        "share_refusals_total",
+        "Requests refused, or calls not parked, because their principal held its share, by share.",
+    );
+
+    /// A share refusals counter registered nowhere, for the legacy relay's and the pool's
+    /// detached metrics (`Metrics::new` replaces it with the registered one).
+    pub fn detached_counter() -> Result<prometheus::IntCounterVec, prometheus::Error> {
+        prometheus::IntCounterVec::new(prometheus::Opts::new(COUNTER.0, COUNTER.1), &["share"])
+    }
+}
+
 /// The JSON-RPC code of a rate-limited request: JSON-RPC's implementation-defined server-error
 /// range, outside the codes MCP reserves (-32020 and below).
 pub const RATE_LIMITED_CODE: i64 = -32000;

@@ -125,7 +125,7 @@ impl PoolMetrics {
                 Opts::new("upstream_sessions_opened_total", "Upstream sessions opened for a call, by how."),
                 &["how"],
             )?,
-            share_refusals: crate::metrics::detached_share_refusals()?,
+            share_refusals: crate::limits::share::detached_counter()?,
         })
     }
 
@@ -187,7 +187,7 @@ impl Admission {
     /// A call refused because its principal holds its share: counted as a rejection and as a
     /// share refusal.
     fn refuse_share(&self, limit: usize) -> UpstreamError {
-        let share = crate::metrics::share::UPSTREAM_LEASES;
+        let share = crate::limits::share::UPSTREAM_LEASES;
         self.metrics.share_refusals.with_label_values(&[share]).inc();
         self.reject(UpstreamError::PrincipalShare { limit })
     }
