@@ -45,6 +45,8 @@ pub enum OutcomeLabel {
     StateStoreUnavailable,
     /// A `subscriptions/listen` past a bound on listen streams (429, 503), or during shutdown.
     ListenRefused,
+    /// A legacy session's id the gateway does not know, or the upstream no longer does (404).
+    SessionNotFound,
 }
 
 // === impl OutcomeLabel ===
@@ -87,6 +89,7 @@ impl OutcomeLabel {
             Self::RateLimited => "rate_limited",
             Self::StateStoreUnavailable => "state_store_unavailable",
             Self::ListenRefused => "listen_refused",
+            Self::SessionNotFound => "session_not_found",
         }
     }
 }

@@ -40,6 +40,31 @@ impl Outcome {
         Self { label, round: None, response, failure: None }
     }
 
+    /// A legacy session's response, relayed as the upstream (or the relay) made it: its outcome
+    /// is read off its HTTP status, and it is recorded when its head is sent (a stream's end is
+    /// the upstream's business). The relay logs the detail of its own refusals.
+    pub(super) fn relayed(response: Response<FrontBody>) -> Self {
+        use http::StatusCode as S;
+        let label = match response.status() {
+            S::ACCEPTED => OutcomeLabel::Accepted,
+            s if s.is_success() => OutcomeLabel::Complete,
+            S::UNAUTHORIZED => OutcomeLabel::Unauthorized,
+            S::FORBIDDEN => OutcomeLabel::Forbidden,
+            S::NOT_FOUND => OutcomeLabel::SessionNotFound,
+            S::METHOD_NOT_ALLOWED => OutcomeLabel::HttpMethodNotAllowed,
+            S::NOT_ACCEPTABLE => OutcomeLabel::NotAcceptable,
+            S::PAYLOAD_TOO_LARGE => OutcomeLabel::PayloadTooLarge,
+            S::UNSUPPORTED_MEDIA_TYPE => OutcomeLabel::UnsupportedMediaType,
+            S::TOO_MANY_REQUESTS => OutcomeLabel::RateLimited,
+            S::BAD_GATEWAY => OutcomeLabel::UpstreamError,
+            S::SERVICE_UNAVAILABLE => OutcomeLabel::Overloaded,
+            S::GATEWAY_TIMEOUT => OutcomeLabel::UpstreamTimeout,
+            s if s.is_client_error() => OutcomeLabel::InvalidRequest,
+            _ => OutcomeLabel::Internal,
+        };
+        Self::plain(label, response)
+    }
+
     pub(super) fn error(id: Option<&RequestId>, e: &FrontError) -> Self {
         let failure = Failure {
             upstream: e.upstream_failure().map(|u| u.label()),

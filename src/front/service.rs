@@ -36,7 +36,7 @@ use crate::protocol::log_level::LogLevel;
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
 use crate::subscriptions::Subscriptions;
-use crate::telemetry::{request_id, FrontRequest, Tracing};
+use crate::telemetry::{request_id, FrontRequest, FrontTrace, Tracing};
 use crate::upstream::Pool;
 
 /// Everything a front request needs, built once.
@@ -62,6 +62,16 @@ pub struct FrontState {
     pub(super) subscriptions: Option<Arc<Subscriptions>>,
     /// OpenTelemetry spans of each request; `None` when tracing is off.
     tracing: Option<Arc<Tracing>>,
+}
+
+/// Where a request enters (see [`FrontState::entrance`]).
+enum Entrance<'a> {
+    /// A GET of the RFC 9728 metadata document, answered at once.
+    Metadata(Response<FrontBody>),
+    /// A request of a legacy session.
+    Legacy(&'a Arc<LegacyFront>),
+    /// The 2026-07-28 front (or a legacy client's first request, known once parsed).
+    Modern,
 }
 
 /// A validated request on its way to dispatch.
@@ -151,23 +161,60 @@ impl FrontState {
         let (parts, body) = req.into_parts();
         // Boxed, and only made when tracing is on, so it costs an untraced request nothing.
         let mut trace = self.tracing.as_ref().map(|t| Box::new(t.front(&parts.headers)));
-        if let Some(doc) = self.metadata(&parts) {
-            return doc;
-        }
-        if let Some(legacy) = self.legacy.as_ref().filter(|_| parts.uri.path() == self.cfg.path) {
+        let (method, outcome) = match self.entrance(&parts) {
+            Entrance::Metadata(doc) => return doc,
             // The legacy relay's futures are boxed so that they do not size the future of
             // every modern request, which is held for as long as the request runs.
-            if crate::legacy::speaks_legacy(&parts.headers) {
-                return Box::pin(self.legacy_request(legacy, &parts, body)).await;
-            }
+            Entrance::Legacy(legacy) => Box::pin(self.legacy_request(legacy, &parts, body)).await,
+            Entrance::Modern => self.modern(parts, body, trace.as_deref_mut()).await,
+        };
+        // A streamed request is recorded when its stream ends, with its real outcome.
+        if outcome.label != OutcomeLabel::Streamed {
+            self.record(method, &outcome, started);
         }
-        let (method, outcome) = match self.prepare(&parts, body).await {
+        if let Some(t) = trace {
+            t.end(method, outcome.ended());
+        }
+        outcome.response
+    }
+
+    /// Which entrance serves a request, decided once from its head: the metadata document, a
+    /// legacy session (it carries an `Mcp-Session-Id`), or the 2026-07-28 front, which hands a
+    /// legacy client's first request to the relay once its body is parsed. Every entrance meets
+    /// the same stack layers, authentication, rules, limits and outcome record.
+    fn entrance(&self, parts: &Parts) -> Entrance<'_> {
+        if let Some(doc) = self.metadata(parts) {
+            return Entrance::Metadata(doc);
+        }
+        match self.legacy.as_ref() {
+            Some(legacy)
+                if parts.uri.path() == self.cfg.path && crate::legacy::speaks_legacy(&parts.headers) =>
+            {
+                Entrance::Legacy(legacy)
+            }
+            _ => Entrance::Modern,
+        }
+    }
+
+    /// A request of the 2026-07-28 front, up to its outcome (a legacy client's first request is
+    /// relayed from here, after the one parse of its body).
+    async fn modern<B>(
+        self: &Arc<Self>,
+        parts: Parts,
+        body: B,
+        trace: Option<&mut FrontTrace>,
+    ) -> (&'static str, Outcome)
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        match self.prepare(&parts, body).await {
             Ok((Envelope::Request(r), identity, bytes)) => match self.legacy_opener(&parts, &r) {
-                Some(legacy) => return Box::pin(self.legacy_call(legacy, &parts, identity, bytes)).await,
+                Some(legacy) => Box::pin(self.legacy_call(legacy, &parts, identity, bytes)).await,
                 None => {
                     // The body is parsed; held, it would keep hyper's read buffer for the call.
                     drop(bytes);
-                    match trace.as_deref_mut() {
+                    match trace {
                         None => self.request(parts, r, identity).await,
                         Some(t) => {
                             let cx = t.request(front_request(&parts, &r, &request_id(&r.id)));
@@ -184,15 +231,7 @@ impl FrontState {
                 ("response", Outcome::error(None, &e))
             }
             Err(e) => ("invalid", self.refused(None, &e)),
-        };
-        // A streamed request is recorded when its stream ends, with its real outcome.
-        if outcome.label != OutcomeLabel::Streamed {
-            self.record(method, &outcome, started);
         }
-        if let Some(t) = trace {
-            t.end(method, outcome.ended());
-        }
-        outcome.response
     }
 
     /// HTTP checks, authentication (before the body is read) and the body, up to a parsed
@@ -234,7 +273,7 @@ impl FrontState {
 
     /// A request of a legacy session (any HTTP method): origin, authentication and the body,
     /// then the relay. It never reaches the MRTR bridge.
-    async fn legacy_request<B>(&self, legacy: &LegacyFront, parts: &Parts, body: B) -> Response<FrontBody>
+    async fn legacy_request<B>(&self, legacy: &LegacyFront, parts: &Parts, body: B) -> (&'static str, Outcome)
     where
         B: Body<Data = Bytes>,
         B::Error: Into<BoxError>,
@@ -246,7 +285,7 @@ impl FrontState {
         };
         match ready.await {
             Ok((identity, bytes)) => self.legacy_call(legacy, parts, identity, bytes).await,
-            Err(e) => self.refused(None, &e).response,
+            Err(e) => (crate::legacy::label(&parts.method, b""), self.refused(None, &e)),
         }
     }
 
@@ -259,19 +298,20 @@ impl FrontState {
         parts: &Parts,
         identity: Identity,
         bytes: Bytes,
-    ) -> Response<FrontBody> {
+    ) -> (&'static str, Outcome) {
+        let method = crate::legacy::label(&parts.method, &bytes);
         // Parsed only when something looks at it: an open gateway relays the bytes untouched.
         if identity.grants.is_restricted() || !self.limits.is_off() {
             let body = LegacyBody::parse(&bytes);
             if let Err(denied) = crate::auth::check_legacy_body(&identity.grants, &body) {
                 self.auth.count_denial(&denied);
-                return respond::error(None, &FrontError::from(denied));
+                return (method, Outcome::error(None, &FrontError::from(denied)));
             }
             if let Err(e) = self.limit_legacy(&identity.principal, &body) {
-                return respond::error(None, &e);
+                return (method, Outcome::error(None, &e));
             }
         }
-        legacy.handle(parts, &identity.principal, bytes).await
+        (method, Outcome::relayed(legacy.handle(parts, &identity.principal, bytes).await))
     }
 
     /// Takes the rate-limit tokens of a legacy body: one per request in it (and one of its

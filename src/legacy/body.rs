@@ -59,6 +59,53 @@ impl LegacyBody {
     }
 }
 
+/// The `method` label a legacy request is recorded under in `requests_total`, its log line and
+/// its span: `legacy:` and the JSON-RPC method when it is one the legacy protocol defines, else
+/// its kind (`get`, `delete`, `notification`, `response`, `batch`, `other`, `invalid`). A fixed
+/// set, so no client text becomes a label. Only the first level of the body is read, borrowed.
+pub fn label(http_method: &http::Method, bytes: &[u8]) -> &'static str {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow, default)]
+        method: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default)]
+        id: Option<serde::de::IgnoredAny>,
+    }
+    match *http_method {
+        http::Method::GET => return "legacy:get",
+        http::Method::DELETE => return "legacy:delete",
+        _ => {}
+    }
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return "legacy:batch";
+    }
+    match serde_json::from_slice::<Head<'_>>(bytes) {
+        Ok(Head { method: None, .. }) => "legacy:response",
+        Ok(Head { method: Some(_), id: None }) => "legacy:notification",
+        Ok(Head { method: Some(m), id: Some(_) }) => request_label(&m),
+        Err(_) => "legacy:invalid",
+    }
+}
+
+fn request_label(method: &str) -> &'static str {
+    match method {
+        methods::INITIALIZE => "legacy:initialize",
+        methods::PING => "legacy:ping",
+        methods::TOOLS_LIST => "legacy:tools/list",
+        methods::TOOLS_CALL => "legacy:tools/call",
+        methods::PROMPTS_LIST => "legacy:prompts/list",
+        methods::PROMPTS_GET => "legacy:prompts/get",
+        methods::RESOURCES_LIST => "legacy:resources/list",
+        methods::RESOURCES_TEMPLATES_LIST => "legacy:resources/templates/list",
+        methods::RESOURCES_READ => "legacy:resources/read",
+        methods::RESOURCES_SUBSCRIBE => "legacy:resources/subscribe",
+        methods::RESOURCES_UNSUBSCRIBE => "legacy:resources/unsubscribe",
+        methods::COMPLETION_COMPLETE => "legacy:completion/complete",
+        "logging/setLevel" => "legacy:logging/setLevel",
+        _ => "legacy:other",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,5 +128,23 @@ mod tests {
         assert!(requests(note).is_empty() && requests(answer).is_empty());
         assert!(matches!(LegacyBody::parse(b"  "), LegacyBody::Empty));
         assert!(matches!(LegacyBody::parse(b"{not json"), LegacyBody::NotJson));
+    }
+
+    #[test]
+    fn a_legacy_request_is_labelled_by_a_fixed_name() {
+        let label = |method: http::Method, body: &str| label(&method, body.as_bytes());
+        let post = http::Method::POST;
+        assert_eq!(label(http::Method::GET, ""), "legacy:get");
+        assert_eq!(label(http::Method::DELETE, ""), "legacy:delete");
+        assert_eq!(
+            label(post.clone(), r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#),
+            "legacy:tools/call"
+        );
+        assert_eq!(label(post.clone(), r#"{"id":1,"method":"logging/setLevel"}"#), "legacy:logging/setLevel");
+        assert_eq!(label(post.clone(), r#"{"id":1,"method":"evil/\u0041\nname"}"#), "legacy:other");
+        assert_eq!(label(post.clone(), r#"{"method":"notifications/initialized"}"#), "legacy:notification");
+        assert_eq!(label(post.clone(), r#"{"jsonrpc":"2.0","id":7,"result":{}}"#), "legacy:response");
+        assert_eq!(label(post.clone(), r#" [{"id":1,"method":"ping"}]"#), "legacy:batch");
+        assert_eq!(label(post, "{not json"), "legacy:invalid");
     }
 }

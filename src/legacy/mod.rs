@@ -34,7 +34,7 @@ use bytes::Bytes;
 use hyper::body::Incoming;
 use tokio::time::Instant;
 
-pub use body::{LegacyBody, LegacyRequest};
+pub use body::{label, LegacyBody, LegacyRequest};
 pub use error::LegacyError;
 pub use metrics::LegacyMetrics;
 

@@ -44,6 +44,8 @@ pub(crate) struct LegacyClient {
     pub(crate) answered: Arc<AtomicUsize>,
     /// Sent as `Authorization: Bearer …` on every request.
     bearer: Option<String>,
+    /// Further headers sent on every request (a `traceparent`, say).
+    extra: Vec<(&'static str, String)>,
 }
 
 /// What a POST returned, read whole.
@@ -72,7 +74,14 @@ impl LegacyClient {
             next_id: Arc::new(AtomicI64::new(1)),
             answered: Arc::default(),
             bearer: None,
+            extra: Vec::new(),
         }
+    }
+
+    /// The same client sending `name: value` on every request.
+    pub(crate) fn with_header(mut self, name: &'static str, value: &str) -> Self {
+        self.extra.push((name, value.to_owned()));
+        self
     }
 
     /// The same client sending `token` as its bearer.
@@ -214,6 +223,9 @@ impl LegacyClient {
         }
         if let Some(token) = &self.bearer {
             builder = builder.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        for (name, value) in &self.extra {
+            builder = builder.header(*name, value);
         }
         let bytes = match body {
             Some(b) => {
