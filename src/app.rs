@@ -17,9 +17,9 @@ use tokio::task::JoinSet;
 
 use crate::admin::{Admin, Readiness};
 use crate::auth::{Auth, ANONYMOUS};
-use crate::bridge::{Bridge, Clock, Forwarder, ParkRegistry};
+use crate::bridge::{Bridge, Clock, ParkRegistry};
 use crate::capabilities::ClientCaps;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Forwarder};
 use crate::config::{Config, StateConfig, UpstreamTarget};
 use crate::defaults;
 use crate::demo::{DemoHandle, DemoOptions};
@@ -165,7 +165,17 @@ impl Gateway {
         let cluster_addr = match cfg.cluster.listen {
             Some(addr) => {
                 let tls = cfg.cluster.tls.as_ref();
-                Some(spawn_cluster(&mut tasks, addr, tls, &front_state, &metrics, &stopped).await?)
+                Some(
+                    spawn_cluster(
+                        &mut tasks,
+                        addr,
+                        tls,
+                        &front_state,
+                        &metrics,
+                        (&stopped, front_timeout(&cfg)),
+                    )
+                    .await?,
+                )
             }
             None => None,
         };
@@ -515,7 +525,7 @@ async fn spawn_cluster(
     tls: Option<&crate::config::TlsFiles>,
     front: &Arc<FrontState>,
     metrics: &Arc<Metrics>,
-    stopped: &watch::Receiver<bool>,
+    (stopped, front_timeout): (&watch::Receiver<bool>, Duration),
 ) -> Result<SocketAddr, AppError> {
     let tls = match tls {
         Some(files) => Some(
@@ -526,7 +536,7 @@ async fn spawn_cluster(
     };
     let listener = bind(addr).await?;
     let bound = local(&listener, addr)?;
-    let cluster = Cluster::new(front.clone(), front.bridge.keys().clone(), metrics.clone());
+    let cluster = Cluster::new(front.bridge.clone(), front.bridge.keys().clone(), metrics.clone());
     let opts = ServeOptions {
         max_connections: front.cfg.max_connections,
         drain: front.cfg.drain,
@@ -535,7 +545,12 @@ async fn spawn_cluster(
         idle_timeout: front.cfg.idle_timeout,
         tls,
     };
-    tasks.spawn(serve(listener, cluster.service(), opts, signal(stopped.clone())));
+    let limits = crate::front::StackLimits {
+        max_in_flight: front.cfg.max_in_flight,
+        max_body_bytes: front.cfg.max_body_bytes,
+        request_timeout: front_timeout,
+    };
+    tasks.spawn(serve(listener, cluster.service(limits), opts, signal(stopped.clone())));
     Ok(bound)
 }
 

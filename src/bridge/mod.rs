@@ -14,7 +14,7 @@
 //!
 //! Park mode (`policy.rs`, `park.rs`, `resume.rs`) is the exception, opt-in per tool: the round
 //! ends without cancelling the call, which waits in this replica's bounded registry, and the
-//! retry continues it; a retry elsewhere is forwarded to the owner (`forward.rs`, `wire.rs`).
+//! retry continues it; a retry elsewhere is forwarded to the owner through [`OwnerLink`], which the cluster link implements (`crate::cluster`).
 //! How a retry is served (resumed, forwarded, refused, replayed as a fallback) is decided in
 //! [`Bridge::run`]'s one `match`; whether a round parks, in `round.rs`'s `end_round`.
 //!
@@ -23,11 +23,11 @@
 //! `-32042` (URL elicitation required) ends the call with URL-mode questions instead of an
 //! error (`url.rs`).
 
-mod forward;
 mod gather;
 mod guard;
 mod memory;
 mod notes;
+mod owner;
 mod params;
 mod park;
 mod policy;
@@ -35,7 +35,6 @@ mod report;
 mod resume;
 mod round;
 mod url;
-pub mod wire;
 
 use std::sync::{Arc, OnceLock};
 
@@ -44,8 +43,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use crate::clock::{Clock, ManualClock};
-pub use forward::{ForwardError, Forwarder};
 pub use notes::Notes;
+pub use owner::{Forwarded, Forwarding, OwnerLink};
 pub use params::{into_upstream_params, upstream_params};
 pub use park::{ParkOutcome, ParkRegistry};
 
@@ -122,7 +121,7 @@ pub struct Bridge {
     parks: Option<Arc<ParkRegistry>>,
     policy: policy::ParkPolicy,
     /// Reaches the parked calls of other replicas, when `[cluster]` is configured.
-    forwarder: Option<Forwarder>,
+    forwarder: Option<Arc<dyn OwnerLink>>,
     /// This replica's advertised URL (`cluster.advertise_url`), the owner in its park handles;
     /// empty when it advertises none.
     advertise: String,
@@ -216,8 +215,8 @@ impl Bridge {
     }
 
     /// Forwards retries whose parked call another replica holds to that replica.
-    pub fn with_forwarder(mut self, forwarder: Forwarder) -> Self {
-        self.forwarder = Some(forwarder);
+    pub fn with_forwarder(mut self, forwarder: impl OwnerLink + 'static) -> Self {
+        self.forwarder = Some(Arc::new(forwarder));
         self
     }
 
@@ -232,7 +231,7 @@ impl Bridge {
         reply
     }
 
-    /// Serves a retry another replica forwarded here (see [`Forwarder`]): only when its call
+    /// Serves a retry another replica forwarded here (see [`OwnerLink`]): only when its call
     /// is parked here (or was answered here); `None` tells that replica to replay it itself.
     /// What its client may see goes to `notes`, which that replica relays.
     /// Its state was consumed by that replica when single use is on. The migration report

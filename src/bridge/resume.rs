@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::forward::Forwarded;
+use super::owner::Forwarded;
 use super::park::{self, Found, ParkOutcome, ParkRegistry, Parked};
 use super::round::{raw_value, respond, Live, Run, ASKED_REASON};
 use super::{MrtrRequest, Notes, Reply};

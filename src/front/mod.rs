@@ -16,4 +16,4 @@ pub mod validate;
 
 pub use outcome::OutcomeLabel;
 pub use service::FrontState;
-pub use stack::stack;
+pub use stack::{layered, stack, Limits as StackLimits};

@@ -45,7 +45,7 @@ pub struct FrontState {
     pub auth: Auth,
     pub metrics: Arc<Metrics>,
     pub pool: Arc<Pool>,
-    pub bridge: Bridge,
+    pub bridge: Arc<Bridge>,
     /// Protocol version proposed upstream (shapes the declared capabilities).
     pub upstream_version: LegacyVersion,
     cache_fields: String,
@@ -108,7 +108,7 @@ impl FrontState {
             auth,
             metrics,
             pool,
-            bridge,
+            bridge: Arc::new(bridge),
             upstream_version,
             cache_fields,
             legacy: None,

@@ -31,12 +31,12 @@ use crate::metrics::Metrics;
 
 /// The bounds the stack enforces.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Limits {
+pub struct Limits {
     /// Requests served at once, a streamed response counted until its body ends.
-    pub(super) max_in_flight: usize,
-    pub(super) max_body_bytes: usize,
+    pub max_in_flight: usize,
+    pub max_body_bytes: usize,
     /// Time to the response head (for a streamed run: to its first event).
-    pub(super) request_timeout: Duration,
+    pub request_timeout: Duration,
 }
 
 /// The front service the serve loop drives: the handler inside the layers.
@@ -64,8 +64,9 @@ where
     layered(handler(state), limits, metrics)
 }
 
-/// The layers around any handler of limited bodies (tests put a stub inside).
-pub(super) fn layered<S, B>(
+/// The layers around any handler of limited bodies: the front's, the internal listener's (the
+/// cluster), and a stub in tests. Every entrance meets the same ones.
+pub fn layered<S, B>(
     inner: S,
     limits: Limits,
     metrics: Arc<Metrics>,

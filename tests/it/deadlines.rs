@@ -292,3 +292,26 @@ async fn a_retry_whose_owner_accepts_tcp_but_never_answers_is_replayed_within_th
     bounded("the demo server to stop", demo.shutdown()).await??;
     Ok(())
 }
+
+/// The internal listener sits behind the same stack layers as the front (request id, span,
+/// recovery, shedding, timeout, body limit): every answer carries a request id.
+#[tokio::test]
+async fn the_internal_listener_answers_through_the_front_stack_layers() -> TestResult {
+    let demo = demo::spawn_loopback(DemoOptions::default())?;
+    let (a, _) = start_replica(&demo.url(), |port| replica(port, port)).await?;
+    let internal = a.cluster_addr.ok_or_else(|| HarnessError::Unexpected("no internal listener".into()))?;
+    let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let get = Request::get(format!("http://{internal}/elsewhere")).body(Full::new(Bytes::new()))?;
+    let answer = bounded("the internal listener's answer", http.request(get)).await??;
+    assert_eq!(answer.status(), StatusCode::NOT_FOUND);
+    assert!(answer.headers().contains_key("x-request-id"), "{:?}", answer.headers());
+    // An unsigned retry is refused with 401, through the stack as well.
+    let post = Request::post(format!("http://{internal}{}", mrtr_gateway::cluster::wire::RESUME_PATH))
+        .body(Full::new(Bytes::from("{}")))?;
+    let refused = bounded("the internal listener's refusal", http.request(post)).await??;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    assert!(refused.headers().contains_key("x-request-id"), "{:?}", refused.headers());
+    bounded("replica a to drain", a.shutdown()).await?;
+    bounded("the demo server to stop", demo.shutdown()).await??;
+    Ok(())
+}

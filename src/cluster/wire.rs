@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{MrtrRequest, Notes, Reply};
+use crate::bridge::{MrtrRequest, Notes, Reply};
 use crate::capabilities::ClientCaps;
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::log_level::LogLevel;

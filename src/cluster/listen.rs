@@ -3,14 +3,14 @@
 //! request whose replica MAC verifies under this replica's key ring
 //! ([`crate::mrtr::replica_auth`]); a bad, missing or stale MAC is refused with 401 and
 //! counted, the reason going to the log only. What a verified request gets is the bridge's
-//! answer in the wire format of [`crate::bridge::wire`]: the reply, the fixed error object the
+//! answer in the wire format of [`super::wire`]: the reply, the fixed error object the
 //! owner would send its own client, or "not held" (the forwarding replica then replays).
 //! It never runs a call that is not parked here: that is the forwarding replica's to replay.
 //! Every verified retry is answered at once with a response head and then a stream of lines
 //! (`stream_answer`): the reply is the last line, and a retry whose client asked for progress
 //! or logs gets them as lines before it, each sent as the call produces it, so they reach the
 //! client as they would on this replica. The early head is how the forwarding replica knows
-//! this one took the retry ([`crate::bridge::Forwarder`] bounds the wait for it, and replays
+//! this one took the retry ([`super::Forwarder`] bounds the wait for it, and replays
 //! when it does not come): a retry waiting in a full listener's backlog is not a slow call.
 
 use std::convert::Infallible;
@@ -26,18 +26,18 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tower::Service;
 
+use super::wire::{WireFrame, WireReply, WireRequest, RESUME_PATH};
 use crate::body::FrontBody;
-use crate::bridge::wire::{WireFrame, WireReply, WireRequest, RESUME_PATH};
-use crate::bridge::{MrtrRequest, ParkOutcome};
+use crate::bridge::{Bridge, MrtrRequest, ParkOutcome};
 use crate::defaults;
 use crate::error::FrontError;
-use crate::front::FrontState;
+use crate::front::{layered, StackLimits};
 use crate::metrics::Metrics;
 use crate::mrtr::{replica_auth, LiveRing};
 
 /// What the internal listener needs.
 pub struct Cluster {
-    front: Arc<FrontState>,
+    bridge: Arc<Bridge>,
     keys: Arc<LiveRing>,
     metrics: Arc<Metrics>,
 }
@@ -45,30 +45,35 @@ pub struct Cluster {
 // === impl Cluster ===
 
 impl Cluster {
-    /// Serves forwarded retries with the bridge of `front`.
-    pub fn new(front: Arc<FrontState>, keys: Arc<LiveRing>, metrics: Arc<Metrics>) -> Arc<Self> {
-        Arc::new(Self { front, keys, metrics })
+    /// Serves forwarded retries with `bridge`, the one the front runs its rounds with.
+    pub fn new(bridge: Arc<Bridge>, keys: Arc<LiveRing>, metrics: Arc<Metrics>) -> Arc<Self> {
+        Arc::new(Self { bridge, keys, metrics })
     }
 
-    /// The listener's service.
+    /// The listener's service, inside the same stack layers as the front (request id, span,
+    /// recovery, load shedding, the head timeout, the body limit): `limits` are the front's,
+    /// the body limit the forwarded-retry bound.
     pub fn service(
         self: &Arc<Self>,
+        limits: StackLimits,
     ) -> impl Service<
         Request<Incoming>,
-        Response = Response<FrontBody>,
+        Response = Response<impl http_body::Body<Data = Bytes, Error = Infallible> + Send + 'static>,
         Error = Infallible,
         Future: Send + 'static,
     > + Clone
            + Send
            + 'static {
         let cluster = self.clone();
-        tower::service_fn(move |req: Request<Incoming>| {
+        let inner = tower::service_fn(move |req: Request<Limited<Incoming>>| {
             let cluster = cluster.clone();
-            async move { Ok(cluster.handle(req).await) }
-        })
+            async move { Ok::<_, Infallible>(cluster.handle(req).await) }
+        });
+        let limits = StackLimits { max_body_bytes: defaults::MAX_FORWARD_BYTES, ..limits };
+        layered(inner, limits, self.metrics.clone())
     }
 
-    async fn handle(&self, req: Request<Incoming>) -> Response<FrontBody> {
+    async fn handle(&self, req: Request<Limited<Incoming>>) -> Response<FrontBody> {
         if req.uri().path() != RESUME_PATH {
             return plain(StatusCode::NOT_FOUND, "not found");
         }
@@ -76,7 +81,7 @@ impl Cluster {
             return plain(StatusCode::METHOD_NOT_ALLOWED, "use POST");
         }
         let mac = req.headers().get(replica_auth::HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let body = match Limited::new(req.into_body(), defaults::MAX_FORWARD_BYTES).collect().await {
+        let body = match req.into_body().collect().await {
             Ok(body) => body.to_bytes(),
             Err(_) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large or unreadable"),
         };
@@ -95,7 +100,7 @@ impl Cluster {
             return plain(StatusCode::BAD_REQUEST, "not a forwarded retry");
         };
         let (lines, body) = mpsc::channel(defaults::NOTES_QUEUE);
-        tokio::spawn(stream_answer(self.front.clone(), request, wanted, notes, lines));
+        tokio::spawn(stream_answer(self.bridge.clone(), request, wanted, notes, lines));
         let mut response = Response::new(FrontBody::Stream(body));
         response.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("application/x-ndjson"));
         response
@@ -105,13 +110,13 @@ impl Cluster {
 /// Runs the retry and writes its notifications, then its reply, one line each. The call runs
 /// to its end even if the forwarding replica goes: a parked call is answered at most once.
 async fn stream_answer(
-    front: Arc<FrontState>,
+    bridge: Arc<Bridge>,
     request: MrtrRequest,
     wanted: Option<crate::bridge::Notes>,
     mut notes: mpsc::Receiver<Value>,
     lines: mpsc::Sender<Bytes>,
 ) {
-    let run = front.bridge.run_forwarded(request, wanted);
+    let run = bridge.run_forwarded(request, wanted);
     tokio::pin!(run);
     let reply = loop {
         tokio::select! {

@@ -29,7 +29,8 @@ use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 
 use super::wire::{WireFrame, WireReply, WireRequest, RESUME_PATH};
-use super::{Clock, MrtrRequest, Notes, Reply};
+use crate::bridge::{Forwarded, Forwarding, MrtrRequest, Notes, OwnerLink, Reply};
+use crate::clock::Clock;
 use crate::config::tls::TlsSettings;
 use crate::defaults;
 use crate::error::FrontError;
@@ -53,16 +54,6 @@ pub enum ForwardError {
     Status(StatusCode),
     #[error("the owner's answer could not be read: {0}")]
     Body(String),
-}
-
-/// What forwarding a retry came to.
-pub(super) enum Forwarded {
-    /// The owner served it: relay this.
-    Served(Result<Reply, FrontError>),
-    /// The owner no longer holds the call.
-    NotHeld,
-    /// The owner did not answer.
-    Failed(ForwardError),
 }
 
 /// Forwards retries to their owners; one per replica.
@@ -103,7 +94,7 @@ impl Forwarder {
 
     /// Forwards `req`, whose state is `state`, to the replica advertised as `owner`; the
     /// notifications the owner relays go to `notes`.
-    pub(super) async fn forward(
+    async fn forward_retry(
         &self,
         owner: &str,
         req: &MrtrRequest,
@@ -113,8 +104,8 @@ impl Forwarder {
         let exchange = self.exchange(owner, req, state, notes);
         let answer = match tokio::time::timeout(self.timeout, exchange).await {
             Ok(Ok(answer)) => answer,
-            Ok(Err(e)) => return Forwarded::Failed(e),
-            Err(_) => return Forwarded::Failed(ForwardError::Timeout(self.timeout)),
+            Ok(Err(e)) => return Forwarded::Failed(Box::new(e)),
+            Err(_) => return Forwarded::Failed(Box::new(ForwardError::Timeout(self.timeout))),
         };
         match answer {
             WireReply::Complete(raw) => Forwarded::Served(Ok(Reply::Complete(raw))),
@@ -155,6 +146,18 @@ impl Forwarder {
             return Err(ForwardError::Status(status));
         }
         read_answer(response.into_body(), notes).await
+    }
+}
+
+impl OwnerLink for Forwarder {
+    fn forward<'a>(
+        &'a self,
+        owner: &'a str,
+        req: &'a MrtrRequest,
+        state: &'a str,
+        notes: Option<&'a Notes>,
+    ) -> Forwarding<'a> {
+        Box::pin(self.forward_retry(owner, req, state, notes))
     }
 }
 
