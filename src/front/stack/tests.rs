@@ -236,6 +236,18 @@ impl Write for Captured {
     }
 }
 
+/// Captures every log line at `level` and above written while the guard lives, on this thread.
+fn capture(level: tracing::Level) -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    (captured, tracing::subscriber::set_default(subscriber))
+}
+
 #[tokio::test]
 async fn authorization_is_never_logged() {
     let _serial = SERIAL.lock().await;
@@ -248,14 +260,7 @@ async fn authorization_is_never_logged() {
         ok(FrontBody::full("{}"))
     });
     let svc = layered(inner, limits(4), Arc::new(Metrics::new().expect("metrics")));
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = capture(tracing::Level::TRACE);
     let mut req = post("{}");
     req.headers_mut().insert("authorization", "Bearer top-secret-token".parse().expect("value"));
     req.headers_mut().insert("x-request-id", "rid-42".parse().expect("value"));
@@ -284,10 +289,7 @@ async fn a_request_dropped_before_its_response_is_logged_and_counted_as_abandone
         }
     });
     let svc = layered(inner, limits(4), metrics.clone());
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || writer.clone()).finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = capture(tracing::Level::INFO);
     let mut req = post("{}");
     req.headers_mut().insert("x-request-id", "rid-gone".parse().expect("value"));
     let mut call = Box::pin(svc.oneshot(req));
@@ -383,14 +385,7 @@ async fn a_session_id_is_logged_as_a_fingerprint_only() {
         ok(FrontBody::full("{}"))
     });
     let svc = layered(inner, limits(4), Arc::new(Metrics::new().expect("metrics")));
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = capture(tracing::Level::TRACE);
     const SESSION: &str = "v1.k1.sealed-session-id-that-opens-the-session";
     let mut req = post("{}");
     req.headers_mut().insert("mcp-session-id", SESSION.parse().expect("value"));
@@ -437,10 +432,7 @@ async fn refusal_lines_name_the_principal_when_there_is_one() {
             "io.modelcontextprotocol/clientCapabilities": {}}}});
         b.body(Full::new(Bytes::from(body.to_string()))).expect("request")
     };
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || writer.clone()).finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = capture(tracing::Level::INFO);
     // The first takes the bucket's token (and fails upstream: nothing listens there).
     svc.clone().oneshot(request(Some(&token))).await.expect("infallible");
     let limited = svc.clone().oneshot(request(Some(&token))).await.expect("infallible");

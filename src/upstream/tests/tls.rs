@@ -119,19 +119,8 @@ async fn get(port: u16, settings: &TlsSettings) -> Result<StatusCode, String> {
     let req = Request::get(format!("https://localhost:{port}/")).body(Empty::<Bytes>::new());
     match client.request(req.map_err(|e| e.to_string())?).await {
         Ok(resp) => Ok(resp.status()),
-        Err(e) => Err(chain(&e)),
+        Err(e) => Err(crate::logging::chain(&e)),
     }
-}
-
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
 }
 
 fn trusting(ca_file: std::path::PathBuf) -> TlsSettings {
