@@ -80,14 +80,34 @@ pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Resul
 }
 
 /// What does not apply on stdio: the client launched this process, so there is no bearer token
-/// to check (the principal is `anonymous`), and no listener is opened.
+/// to check (the principal is `anonymous`), and no listener is opened. With one client there is
+/// no one to share with: its shares of the upstream sessions and parked calls are the whole of
+/// them (the defaults with auth configured would be a quarter).
 fn for_stdio(mut cfg: Config) -> Config {
     if matches!(cfg.auth, AuthConfig::Jwt(_)) {
         tracing::warn!("auth is configured but does not apply on stdio: every request is anonymous");
         cfg.auth = AuthConfig::None;
     }
+    cfg.upstream.pool_max_per_principal = cfg.upstream.pool_max_sessions;
+    cfg.mrtr.park.max_parked_per_principal = cfg.mrtr.park.max_parked;
     if cfg.admin_listen.take().is_some() {
         tracing::info!("the admin listener is not started in stdio mode");
     }
     cfg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_one_stdio_client_gets_every_session_and_parked_call_even_with_auth_configured() {
+        let toml = "[auth]\nmode = \"jwt\"\njwt_hs256_secret = \"a-secret-of-the-tests\"\n";
+        let cfg = Config::from_toml(toml).expect("config");
+        assert!(cfg.upstream.pool_max_per_principal < cfg.upstream.pool_max_sessions, "a quarter with auth");
+        let cfg = for_stdio(cfg);
+        assert!(matches!(cfg.auth, AuthConfig::None));
+        assert_eq!(cfg.upstream.pool_max_per_principal, cfg.upstream.pool_max_sessions);
+        assert_eq!(cfg.mrtr.park.max_parked_per_principal, cfg.mrtr.park.max_parked);
+    }
 }
