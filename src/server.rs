@@ -33,7 +33,7 @@ use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulConnection;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{oneshot, watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
@@ -238,42 +238,75 @@ impl Conn {
         }
     }
 
-    /// Drives `conn` until it ends, tells it to close at its deadline or at shutdown, and drops
-    /// it when it has not closed within its grace.
+    /// Serves `conn` until it ends, closing it gracefully when its watchdog says so (a deadline
+    /// passed, or the listener shuts down) and dropping it if it has not ended a grace later.
+    /// The deadlines are kept by a task of their own ([`watchdog`]): a timer polled beside the
+    /// connection would be polled, its waker registered again, every time the connection's task
+    /// wakes, several times per request; the connection's task polls only a oneshot.
     async fn watch<C>(&mut self, conn: C) -> Ended
     where
         C: GracefulConnection<Error = Box<dyn StdError + Send + Sync>>,
     {
         tokio::pin!(conn);
-        let mut closing: Option<Instant> = None;
+        let (tell, told) = oneshot::channel();
+        tokio::spawn(watchdog(self.activity.clone(), self.deadlines, self.stop.clone(), tell, self.peer));
+        let closing = tokio::select! {
+            // The connection's own end first: a request that just ended is not cut.
+            biased;
+            ended = conn.as_mut() => return Ended::Served(ended),
+            told = told => match told {
+                Ok(at) => at,
+                // The watchdog cannot end before the connection: it ends when this receiver goes.
+                Err(_) => return Ended::Served(conn.await),
+            },
+        };
+        conn.as_mut().graceful_shutdown();
         loop {
-            let deadline = self.activity.deadline(self.deadlines, closing);
-            // With a request in flight there is no deadline: look again a bound later.
-            let recheck = if closing.is_some() { defaults::CLOSE_GRACE } else { self.deadlines.idle };
-            let wake = deadline.unwrap_or_else(|| Instant::now() + recheck);
+            // With a request still in flight there is no deadline: look again a grace later.
+            let deadline = self.activity.deadline(self.deadlines, Some(closing));
+            let wake = deadline.unwrap_or_else(|| Instant::now() + defaults::CLOSE_GRACE);
             tokio::select! {
-                // The connection's own end first: a request that just ended is not cut.
                 biased;
                 ended = conn.as_mut() => return Ended::Served(ended),
-                _ = self.stop.wait_for(|stop| *stop), if closing.is_none() => {
-                    conn.as_mut().graceful_shutdown();
-                    closing = Some(Instant::now());
-                }
                 () = tokio::time::sleep_until(wake) => {
                     let now = Instant::now();
-                    if self.activity.deadline(self.deadlines, closing).is_none_or(|d| d > now) {
-                        continue;
-                    }
-                    if closing.is_some() {
+                    if self.activity.deadline(self.deadlines, Some(closing)).is_some_and(|d| d <= now) {
                         return Ended::Dropped;
                     }
-                    tracing::debug!(peer = %self.peer, "connection past its deadline: closing it");
-                    conn.as_mut().graceful_shutdown();
-                    closing = Some(now);
                 }
             }
         }
     }
+}
+
+/// Tells the connection (through `tell`) to close once it is past its deadline or the listener
+/// shuts down, with the time closing began; ends without a word when the connection ends first
+/// (its receiver is dropped).
+async fn watchdog(
+    activity: Arc<Activity>,
+    deadlines: Deadlines,
+    mut stop: watch::Receiver<bool>,
+    mut tell: oneshot::Sender<Instant>,
+    peer: SocketAddr,
+) {
+    loop {
+        // With a request in flight there is no deadline: look again an idle bound later.
+        let deadline = activity.deadline(deadlines, None);
+        let wake = deadline.unwrap_or_else(|| Instant::now() + deadlines.idle);
+        tokio::select! {
+            biased;
+            () = tell.closed() => return,
+            _ = stop.wait_for(|stop| *stop) => break,
+            () = tokio::time::sleep_until(wake) => {
+                let now = Instant::now();
+                if activity.deadline(deadlines, None).is_some_and(|d| d <= now) {
+                    tracing::debug!(%peer, "connection past its deadline: closing it");
+                    break;
+                }
+            }
+        }
+    }
+    let _ = tell.send(Instant::now());
 }
 
 /// Logs a connection that ended with an error (at debug: clients hang up all the time).
