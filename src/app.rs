@@ -162,24 +162,15 @@ impl Gateway {
         let single_use = front_state.bridge.single_use().cloned();
         let parks = front_state.bridge.parks().cloned();
         let front_state = Arc::new(front_state);
+        let timeout = front_timeout(&cfg);
         let cluster_addr = match cfg.cluster.listen {
             Some(addr) => {
                 let tls = cfg.cluster.tls.as_ref();
-                Some(
-                    spawn_cluster(
-                        &mut tasks,
-                        addr,
-                        tls,
-                        &front_state,
-                        &metrics,
-                        (&stopped, front_timeout(&cfg)),
-                    )
-                    .await?,
-                )
+                Some(spawn_cluster(&mut tasks, addr, tls, &front_state, &metrics, (&stopped, timeout)).await?)
             }
             None => None,
         };
-        let service = front::stack(front_state, front_timeout(&cfg));
+        let service = front::stack(front_state, timeout);
         tasks.spawn(serve(front_listener, service, opts, signal(stopped.clone())));
         let (stop_admin, admin_stopped) = watch::channel(false);
         let mut admin_tasks = JoinSet::new();
@@ -545,11 +536,7 @@ async fn spawn_cluster(
         idle_timeout: front.cfg.idle_timeout,
         tls,
     };
-    let limits = crate::front::StackLimits {
-        max_in_flight: front.cfg.max_in_flight,
-        max_body_bytes: front.cfg.max_body_bytes,
-        request_timeout: front_timeout,
-    };
+    let limits = crate::front::StackLimits::of(&front.cfg, front_timeout);
     tasks.spawn(serve(listener, cluster.service(limits), opts, signal(stopped.clone())));
     Ok(bound)
 }

@@ -27,6 +27,7 @@ use tracing::Level;
 
 use super::service::{handler, FrontState};
 use crate::body::FrontBody;
+use crate::config::FrontConfig;
 use crate::metrics::Metrics;
 
 /// The bounds the stack enforces.
@@ -37,6 +38,15 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Time to the response head (for a streamed run: to its first event).
     pub request_timeout: Duration,
+}
+
+// === impl Limits ===
+
+impl Limits {
+    /// The front's bounds (`front.max_in_flight`, `front.max_body_bytes`), with its timeout.
+    pub fn of(cfg: &FrontConfig, request_timeout: Duration) -> Self {
+        Self { max_in_flight: cfg.max_in_flight, max_body_bytes: cfg.max_body_bytes, request_timeout }
+    }
 }
 
 /// The front service the serve loop drives: the handler inside the layers.
@@ -55,11 +65,7 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    let limits = Limits {
-        max_in_flight: state.cfg.max_in_flight,
-        max_body_bytes: state.cfg.max_body_bytes,
-        request_timeout,
-    };
+    let limits = Limits::of(&state.cfg, request_timeout);
     let metrics = state.metrics.clone();
     layered(handler(state), limits, metrics)
 }

@@ -63,7 +63,7 @@ struct Limits {
 #[derive(Clone)]
 pub struct LimitedConnector {
     inner: HttpConnector,
-    limits: Arc<Limits>,
+    bound: Bound,
 }
 
 /// A connection and the permit it holds until its socket is closed.
@@ -102,11 +102,6 @@ impl Bound {
     pub fn open(&self) -> usize {
         self.limits.max_open - self.limits.open.available_permits()
     }
-
-    /// The most connections that may be open.
-    pub fn max_open(&self) -> usize {
-        self.limits.max_open
-    }
 }
 
 // === impl LimitedConnector ===
@@ -114,12 +109,12 @@ impl Bound {
 impl LimitedConnector {
     /// `inner`'s connections, counted against `bound`.
     pub fn new(inner: HttpConnector, bound: &Bound) -> Self {
-        Self { inner, limits: bound.limits.clone() }
+        Self { inner, bound: bound.clone() }
     }
 
     /// Connections open now (on every connector of the bound).
     pub fn open(&self) -> usize {
-        self.limits.max_open - self.limits.open.available_permits()
+        self.bound.open()
     }
 }
 
@@ -135,7 +130,7 @@ impl Service<Uri> for LimitedConnector {
     }
 
     fn call(&mut self, dst: Uri) -> Self::Future {
-        let (inner, limits) = (self.inner.clone(), self.limits.clone());
+        let (inner, limits) = (self.inner.clone(), self.bound.limits.clone());
         Box::pin(connect(inner, limits, dst))
     }
 }

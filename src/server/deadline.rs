@@ -1,6 +1,6 @@
 //! What one connection's deadlines are measured on: when it opened, whether its handshake is
 //! over, and how many of its requests are in flight (since when none is). The accept loop's
-//! watchdog ([`super::drive`]) reads it; three small pieces write it:
+//! watchdog (`watchdog` in `server.rs`) reads it; three small pieces write it:
 //!
 //! - [`Watched`], the connection's IO, sees the first bytes the client sends and marks the
 //!   handshake over once its protocol is known: the first byte that is not the HTTP/2 preface

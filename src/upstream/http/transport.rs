@@ -27,7 +27,7 @@ use super::super::{UpstreamError, UpstreamSettings};
 use super::drain::CancelDrain;
 use super::driven::{Driven, UpstreamBody};
 use super::slots::{self, SlotBody, Slots};
-use crate::outbound::{self, Bound, LimitedConnector};
+use crate::outbound::{self, Bound};
 use crate::protocol::headers;
 
 /// The first revision whose clients send `MCP-Protocol-Version` on every request.
@@ -50,7 +50,6 @@ enum UpstreamClient {
 #[derive(Clone)]
 pub(crate) struct Transport {
     client: UpstreamClient,
-    connector: LimitedConnector,
     bound: Bound,
     slots: Slots,
     settings: Arc<UpstreamSettings>,
@@ -133,7 +132,6 @@ impl Transport {
         // request, always fit.
         let streams = 2 * (settings.pool_max_sessions + settings.listen_sessions) + 1;
         let slots = Slots::new(slots::bound(settings.max_connections, settings.max_connecting, streams));
-        let connector = outbound::connector(settings.connect_timeout, &bound);
         // A plain upstream never handshakes, so it loads no trust roots (a minimal image may
         // have none).
         let client = if https {
@@ -150,9 +148,10 @@ impl Transport {
             UpstreamClient::Pooled(Box::new(pooled))
         } else {
             let (idle, max) = (settings.pool_idle_timeout, settings.max_connections);
-            UpstreamClient::Driven(Driven::new(connector.clone(), &settings.url, idle, max)?)
+            let connector = outbound::connector(settings.connect_timeout, &bound);
+            UpstreamClient::Driven(Driven::new(connector, &settings.url, idle, max)?)
         };
-        Ok(Self { client, connector, bound, slots, settings, cancel_drain: Arc::default() })
+        Ok(Self { client, bound, slots, settings, cancel_drain: Arc::default() })
     }
 
     /// The bound the upstream's connections count against, for the legacy relay to share.
@@ -171,7 +170,7 @@ impl Transport {
 
     /// Connections open now.
     pub(crate) fn connections(&self) -> usize {
-        self.connector.open()
+        self.bound.open()
     }
 
     /// POSTs one JSON-RPC message; the response status is checked.
