@@ -4,8 +4,9 @@
 //! tokio or hyper), and the config layer must not restate numbers the core and the upstream
 //! client also use (they drifted apart when each kept its own). So the defaults live here, with
 //! nothing but `std` and the protocol's [`LegacyVersion`] in scope, and the core's `Default` impls,
-//! the upstream settings and the config's fallbacks all read them. The README's configuration
-//! table documents these values; tests use them instead of copies.
+//! the upstream settings and the config's fallbacks all read them. The configuration reference
+//! (docs/src/configuration.md) documents these values, and tests/it/references/config.rs holds
+//! it to them; tests use them instead of copies.
 
 use std::time::Duration;
 
@@ -135,7 +136,8 @@ pub const SHUTDOWN_CLOSE: Duration = Duration::from_secs(5);
 
 // [mrtr]
 pub const GATHER_WINDOW: Duration = Duration::from_millis(50);
-/// Quiet time after the latest question that ends a round early (README: how it was chosen).
+/// Quiet time after the latest question that ends a round early (docs/src/how-it-works.md,
+/// "Gathering": how it was chosen).
 pub const GATHER_IDLE: Duration = Duration::from_millis(5);
 /// Tools whose question counts one replica remembers.
 pub const GATHER_MEMORY_TOOLS: usize = 1024;

@@ -1,5 +1,7 @@
 //! The front-facing error model: every way a 2026-07-28 request can fail, and the one mapping
-//! from each to its JSON-RPC code, HTTP status and fixed metric label (protocol.md §4.2).
+//! from each to its JSON-RPC code, HTTP status and fixed metric label: a missing client
+//! capability is 400 with `-32021`, an invalid `requestState` 400 with `-32602`, an upstream that
+//! died 502 with `-32603` (docs/src/front-checks.md has the whole table).
 //!
 //! This is the one error boundary of the front: every foreign error (upstream, state codec,
 //! claims, answers, authentication, envelope, capabilities, a failed task) becomes a

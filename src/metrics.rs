@@ -9,9 +9,11 @@
 //! series of the migration report ([`ToolSeries`]) carry only the tool names that report gives
 //! an entry of its own (at most [`crate::defaults::TOOL_REPORT_MAX_TOOLS`], then `(other)`).
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 
 use parking_lot::Mutex;
+use prometheus::core::Collector;
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
 };
@@ -23,6 +25,9 @@ use crate::outbound::OutboundMetrics;
 use crate::tool_report::ToolSeries;
 use crate::upstream::PoolMetrics;
 
+/// The prefix of every series name.
+pub const PREFIX: &str = "mrtr_gateway";
+
 /// Errors from registering metrics.
 #[derive(Debug, thiserror::Error)]
 pub enum MetricsError {
@@ -30,10 +35,27 @@ pub enum MetricsError {
     Register(#[from] prometheus::Error),
 }
 
+/// One series as registered: its full name and its label names. [`Metrics::series`] lists them
+/// all, so the metrics reference (`docs/src/operations.md`) is checked against what the gateway
+/// registers rather than against a copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Series {
+    pub name: String,
+    pub labels: Vec<String>,
+}
+
+/// A registry that also records the series registered on it.
+struct Registrar {
+    registry: Registry,
+    series: RefCell<Vec<Series>>,
+}
+
 /// All gateway metrics.
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
+    /// Every series registered, in registration order.
+    series: Vec<Series>,
     /// Front requests by method and outcome (`complete`, `input_required` or an error label).
     pub requests: IntCounterVec,
     /// Questions surfaced to clients in `input_required` results, by kind.
@@ -96,7 +118,7 @@ pub struct Metrics {
 impl Metrics {
     /// Creates and registers every metric on a fresh registry.
     pub fn new() -> Result<Self, MetricsError> {
-        let registry = Registry::new_custom(Some("mrtr_gateway".into()), None)?;
+        let registry = Registrar::new(Registry::new_custom(Some(PREFIX.into()), None)?);
         let mut m = Self {
             requests: counter(
                 &registry,
@@ -236,17 +258,32 @@ impl Metrics {
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,
             subscriptions: crate::subscriptions::ListenMetrics::detached()?,
-            outbound: OutboundMetrics::register(&registry)?,
-            registry,
+            outbound: OutboundMetrics::detached()?,
+            // Both replaced once every series is registered, below.
+            registry: Registry::new(),
+            series: Vec::new(),
         };
         // One series for every share: the legacy relay and the pool count on the registered one.
         m.legacy.share_refusals = m.share_refusals.clone();
         m.pool.share_refusals = m.share_refusals.clone();
-        m.pool.register(&m.registry)?;
-        m.legacy.register(&m.registry)?;
-        m.auth.register(&m.registry)?;
-        m.subscriptions.register(&m.registry)?;
+        let features = [
+            m.pool.collectors(),
+            m.legacy.collectors(),
+            m.auth.collectors(),
+            m.subscriptions.collectors(),
+            m.outbound.collectors(),
+        ];
+        for collector in features.into_iter().flatten() {
+            registry.add(collector)?;
+        }
+        (m.registry, m.series) = registry.into_parts();
         Ok(m)
+    }
+
+    /// Every series the gateway registers, with its full name (`mrtr_gateway_…`) and label
+    /// names: the families `/metrics` shows once they have a value.
+    pub fn series(&self) -> &[Series] {
+        &self.series
     }
 
     /// Counts one replay divergence of `tool`, bounding the label set.
@@ -290,35 +327,57 @@ impl Metrics {
     }
 }
 
-fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, MetricsError> {
+// === impl Registrar ===
+
+impl Registrar {
+    fn new(registry: Registry) -> Self {
+        Self { registry, series: RefCell::new(Vec::new()) }
+    }
+
+    /// Registers `collector` and records its series under the registry's prefix.
+    fn add(&self, collector: Box<dyn Collector>) -> Result<(), prometheus::Error> {
+        let named = collector
+            .desc()
+            .into_iter()
+            .map(|d| Series { name: format!("{PREFIX}_{}", d.fq_name), labels: d.variable_labels.clone() });
+        self.series.borrow_mut().extend(named);
+        self.registry.register(collector)
+    }
+
+    fn into_parts(self) -> (Registry, Vec<Series>) {
+        (self.registry, self.series.into_inner())
+    }
+}
+
+fn counter(r: &Registrar, name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, MetricsError> {
     let c = IntCounterVec::new(Opts::new(name, help), labels)?;
-    r.register(Box::new(c.clone()))?;
+    r.add(Box::new(c.clone()))?;
     Ok(c)
 }
 
-fn histogram(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<HistogramVec, MetricsError> {
+fn histogram(r: &Registrar, name: &str, help: &str, labels: &[&str]) -> Result<HistogramVec, MetricsError> {
     let opts = HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec());
     let h = HistogramVec::new(opts, labels)?;
-    r.register(Box::new(h.clone()))?;
+    r.add(Box::new(h.clone()))?;
     Ok(h)
 }
 
 /// A histogram of counts (rounds, questions) over `buckets`.
 fn count_histogram(
-    r: &Registry,
+    r: &Registrar,
     name: &str,
     help: &str,
     labels: &[&str],
     buckets: &[f64],
 ) -> Result<HistogramVec, MetricsError> {
     let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets.to_vec()), labels)?;
-    r.register(Box::new(h.clone()))?;
+    r.add(Box::new(h.clone()))?;
     Ok(h)
 }
 
-fn gauge(r: &Registry, name: &str, help: &str) -> Result<IntGauge, MetricsError> {
+fn gauge(r: &Registrar, name: &str, help: &str) -> Result<IntGauge, MetricsError> {
     let g = IntGauge::new(name, help)?;
-    r.register(Box::new(g.clone()))?;
+    r.add(Box::new(g.clone()))?;
     Ok(g)
 }
 
@@ -350,6 +409,21 @@ mod tests {
         assert!(text.contains(r#"mrtr_gateway_state_seals_total{key_id="ab010203"} 1"#), "{text}");
         assert!(text.contains(r#"mrtr_gateway_state_opens_total{key_id="ab010203",result="ok"} 1"#));
         assert!(text.contains(r#"mrtr_gateway_state_opens_total{key_id="unknown",result="malformed"} 1"#));
+    }
+
+    #[test]
+    fn series_lists_every_registered_family_with_its_labels() {
+        let m = Metrics::new().unwrap();
+        let find = |name: &str| m.series().iter().find(|s| s.name == name).map(|s| s.labels.clone());
+        assert_eq!(find("mrtr_gateway_requests_total"), Some(vec!["method".into(), "outcome".into()]));
+        assert_eq!(find("mrtr_gateway_upstream_sessions"), Some(vec![]));
+        // The features' series, registered through their collectors.
+        assert_eq!(find("mrtr_gateway_auth_denials_total"), Some(vec!["method".into()]));
+        assert_eq!(find("mrtr_gateway_outbound_connections"), Some(vec!["client".into()]));
+        let mut names: Vec<_> = m.series().iter().map(|s| s.name.as_str()).collect();
+        let total = names.len();
+        names.dedup();
+        assert_eq!(names.len(), total, "a series is listed twice");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The authenticator's series: refused tokens by reason, key refreshes by outcome, and calls
 //! denied by the authorization rules. Labels are fixed strings, never a claim or a key id.
 
-use prometheus::{IntCounterVec, Opts, Registry};
+use prometheus::core::Collector;
+use prometheus::{IntCounterVec, Opts};
 
 /// Authentication and authorization metrics.
 #[derive(Debug, Clone)]
@@ -27,9 +28,12 @@ impl AuthMetrics {
         })
     }
 
-    pub fn register(&self, registry: &Registry) -> Result<(), prometheus::Error> {
-        registry.register(Box::new(self.rejections.clone()))?;
-        registry.register(Box::new(self.key_fetches.clone()))?;
-        registry.register(Box::new(self.denials.clone()))
+    /// Every series to register.
+    pub fn collectors(&self) -> Vec<Box<dyn Collector>> {
+        vec![
+            Box::new(self.rejections.clone()),
+            Box::new(self.key_fetches.clone()),
+            Box::new(self.denials.clone()),
+        ]
     }
 }

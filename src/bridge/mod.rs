@@ -1,6 +1,8 @@
 //! The bridge: runs one MRTR-capable front request (`tools/call`, `prompts/get`,
 //! `resources/read`) against a leased legacy session, and turns the server's requests into an
-//! `input_required` round (design.md, "deterministic replay with an encrypted journal").
+//! `input_required` round by deterministic replay with an encrypted journal: the answers so far
+//! travel sealed in the `requestState`, and each retry runs the call again, answering the
+//! repeated questions from them (docs/src/how-it-works.md).
 //!
 //! Each front request is one *run* of the legacy call: the incoming `requestState` (if any) is
 //! opened and checked against the request, the client's answers are moved into the journal, and

@@ -10,7 +10,7 @@
 //! upstream, refuses its open requests and releases its lease (counted `timed_out`). A call is
 //! taken out at most once. The registry also remembers, boundedly, which call ids it handed to
 //! a retry, so that a second retry of an already-answered state is refused instead of replaying
-//! side effects (see [`Found::Answered`] and the README's park mode section).
+//! side effects (see [`Found::Answered`] and docs/src/park-mode.md).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Weak};

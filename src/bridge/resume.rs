@@ -1,5 +1,6 @@
 //! Park mode in the bridge: parking a call at the end of its round, and continuing it when the
-//! retry comes (design.md, "Park mode").
+//! retry comes: the upstream call keeps running on this replica between rounds, so nothing of it
+//! runs twice (docs/src/park-mode.md).
 //!
 //! A round that parks seals a state with a [`ParkHandle`] and leaves the call running in the
 //! [`ParkRegistry`]. The retry that finds it there answers the parked server requests from the

@@ -1,6 +1,6 @@
 //! The internal listener (`cluster.listen`): where other replicas forward the retries whose
-//! parked call this replica holds (design.md, "Park mode"). It answers one path, and only a
-//! request whose replica MAC verifies under this replica's key ring
+//! parked call this replica holds (docs/src/park-mode.md, "Across replicas"). It answers one
+//! path, and only a request whose replica MAC verifies under this replica's key ring
 //! ([`crate::mrtr::replica_auth`]); a bad, missing or stale MAC is refused with 401 and
 //! counted, the reason going to the log only. What a verified request gets is the bridge's
 //! answer in the wire format of [`super::wire`]: the reply, the fixed error object the

@@ -345,13 +345,27 @@ impl Config {
     }
 }
 
-/// The environment source: `MRTR_GATEWAY__STATE__KEYS` may list keys separated by commas.
+/// The keys that hold a list of strings: their environment variables are comma-separated lists
+/// (`MRTR_GATEWAY__STATE__KEYS=k1,k2`). Every other variable is one value, so a comma in a
+/// string (a command line, a URL) stays. `tests/it/references/config.rs` fails on a list key
+/// missing here.
+const LIST_KEYS: [&str; 8] = [
+    "state.keys",
+    "front.allowed_origins",
+    "upstream.env_passthrough",
+    "upstream.roots",
+    "mrtr.side_effecting",
+    "auth.authorization_servers",
+    "auth.scopes_supported",
+    "auth.bearer_methods_supported",
+];
+
+/// The environment source: `MRTR_GATEWAY__SECTION__KEY`, lists comma-separated.
 pub fn environment() -> config::Environment {
-    config::Environment::with_prefix(ENV_PREFIX)
+    let env = config::Environment::with_prefix(ENV_PREFIX)
         .prefix_separator("__")
         .separator("__")
         .try_parsing(true)
-        .list_separator(",")
-        .with_list_parse_key("state.keys")
-        .with_list_parse_key("front.allowed_origins")
+        .list_separator(",");
+    LIST_KEYS.iter().fold(env, |env, key| env.with_list_parse_key(key))
 }

@@ -95,7 +95,7 @@ pub struct RawUpstream {
     pub connect_timeout_ms: Option<u64>,
     /// Longest one upstream request may take (a call's whole life included), in ms. Default 120000.
     pub request_timeout_ms: Option<u64>,
-    /// Largest number of pooled upstream sessions. Default 256.
+    /// Largest number of pooled upstream sessions. Default 128.
     pub pool_max_sessions: Option<usize>,
     /// Seconds an idle pooled session is kept. Default 300.
     pub pool_idle_secs: Option<u64>,
@@ -114,8 +114,9 @@ pub struct RawUpstream {
     /// Stdio only: processes kept spawned ahead of demand, waiting for `initialize`, so a call
     /// does not pay the process start. At most `pool_max_sessions`. Default 0.
     pub pool_min_warm: Option<usize>,
-    /// Most TCP connections to the upstream; more than twice `pool_max_sessions`.
-    /// Default `2 * pool_max_sessions + 16`.
+    /// Most TCP connections to the upstream, the legacy relay's included; more than twice
+    /// `pool_max_sessions` plus `subscriptions.max_sessions`. Default
+    /// `2 * (pool_max_sessions + subscriptions.max_sessions + legacy.max_sessions) + 48`.
     pub max_connections: Option<usize>,
     /// Most TCP connections to the upstream being opened at once. Default 32.
     pub max_connecting: Option<usize>,

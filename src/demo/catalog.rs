@@ -4,7 +4,7 @@
 //! Like the reference server, a tool that sends a server → client request only exists in a
 //! session whose `initialize` declared the capability that request needs; the gateway must
 //! therefore declare upstream the capabilities of the client it serves. The names here are a
-//! contract with the integration tests and the README.
+//! contract with the integration tests and the book (docs/src/getting-started.md lists them).
 
 use serde_json::{json, Value};
 

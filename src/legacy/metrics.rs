@@ -1,7 +1,8 @@
 //! The legacy relay's metrics, registered on the gateway's registry: the sessions it holds, the
 //! requests it relays, and the ones it refuses by fixed reason.
 
-use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::core::Collector;
+use prometheus::{IntCounterVec, IntGauge, Opts};
 
 /// Legacy relay metrics; clones share the series.
 #[derive(Debug, Clone)]
@@ -35,9 +36,8 @@ impl LegacyMetrics {
         })
     }
 
-    pub fn register(&self, registry: &Registry) -> Result<(), prometheus::Error> {
-        registry.register(Box::new(self.sessions.clone()))?;
-        registry.register(Box::new(self.relayed.clone()))?;
-        registry.register(Box::new(self.refused.clone()))
+    /// Every series to register (`share_refusals` is the gateway's, not among them).
+    pub fn collectors(&self) -> Vec<Box<dyn Collector>> {
+        vec![Box::new(self.sessions.clone()), Box::new(self.relayed.clone()), Box::new(self.refused.clone())]
     }
 }

@@ -12,8 +12,8 @@
 //! the client does not drop the attempt: it finishes it in a background task. With the bound
 //! saturated, as under sustained load, those abandoned attempts queued for a permit for ever,
 //! one more for nearly every request that found no idle connection, and each held its task,
-//! its request future and buffers: the gateway's heap grew by kilobytes per call (see the
-//! README's soak section). Bounded, an attempt that gets no permit in time gives up.
+//! its request future and buffers: the gateway's heap grew by kilobytes per call (see the soak
+//! in docs/src/benchmarks.md). Bounded, an attempt that gets no permit in time gives up.
 
 use std::future::Future;
 use std::io;

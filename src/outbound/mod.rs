@@ -20,7 +20,8 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use prometheus::{IntGaugeVec, Opts, Registry};
+use prometheus::core::Collector;
+use prometheus::{IntGaugeVec, Opts};
 
 pub use limit::{Bound, LimitError, LimitedConnector, LimitedIo};
 pub use tls::TlsError;
@@ -66,13 +67,16 @@ pub struct OutboundMetrics {
 // === impl OutboundMetrics ===
 
 impl OutboundMetrics {
-    /// The series, registered on `registry`.
-    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+    /// The series, registered nowhere yet.
+    pub fn detached() -> Result<Self, prometheus::Error> {
         let opts =
             Opts::new("outbound_connections", "Connections open by outbound client (jwks, otlp, forward).");
-        let connections = IntGaugeVec::new(opts, &["client"])?;
-        registry.register(Box::new(connections.clone()))?;
-        Ok(Self { connections })
+        Ok(Self { connections: IntGaugeVec::new(opts, &["client"])? })
+    }
+
+    /// Every series to register.
+    pub fn collectors(&self) -> Vec<Box<dyn Collector>> {
+        vec![Box::new(self.connections.clone())]
     }
 
     /// A bound of `max_open` connections for the client `name` (a fixed name), counted on its

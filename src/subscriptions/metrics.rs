@@ -2,7 +2,8 @@
 //! the upstream sessions behind them, notifications delivered by kind, streams ended by reason,
 //! and refused listen requests by reason. Every label value is a fixed word.
 
-use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::core::Collector;
+use prometheus::{IntCounterVec, IntGauge, Opts};
 
 /// Listen bridge metrics; clones share the series.
 #[derive(Debug, Clone)]
@@ -48,11 +49,14 @@ impl ListenMetrics {
         })
     }
 
-    pub fn register(&self, registry: &Registry) -> Result<(), prometheus::Error> {
-        registry.register(Box::new(self.listeners.clone()))?;
-        registry.register(Box::new(self.sessions.clone()))?;
-        registry.register(Box::new(self.delivered.clone()))?;
-        registry.register(Box::new(self.ended.clone()))?;
-        registry.register(Box::new(self.refused.clone()))
+    /// Every series to register.
+    pub fn collectors(&self) -> Vec<Box<dyn Collector>> {
+        vec![
+            Box::new(self.listeners.clone()),
+            Box::new(self.sessions.clone()),
+            Box::new(self.delivered.clone()),
+            Box::new(self.ended.clone()),
+            Box::new(self.refused.clone()),
+        ]
     }
 }

@@ -1,6 +1,6 @@
 //! The JSON view of the report that `GET /admin/tools` serves: per tool the raw counts and the
-//! figures derived from them (means, maxima, rates, percentiles) and the verdict. The README's
-//! "Migration report" section documents every field.
+//! figures derived from them (means, maxima, rates, percentiles) and the verdict. The book's
+//! migration report (docs/src/migrating.md) documents every field.
 
 use serde::Serialize;
 

@@ -129,13 +129,15 @@ impl PoolMetrics {
         })
     }
 
-    /// Registers every metric on `registry`.
-    pub fn register(&self, registry: &prometheus::Registry) -> Result<(), prometheus::Error> {
-        registry.register(Box::new(self.connections.clone()))?;
-        registry.register(Box::new(self.queued.clone()))?;
-        registry.register(Box::new(self.rejections.clone()))?;
-        registry.register(Box::new(self.warm.clone()))?;
-        registry.register(Box::new(self.opened.clone()))
+    /// Every series to register (`share_refusals` is the gateway's, not among them).
+    pub fn collectors(&self) -> Vec<Box<dyn prometheus::core::Collector>> {
+        vec![
+            Box::new(self.connections.clone()),
+            Box::new(self.queued.clone()),
+            Box::new(self.rejections.clone()),
+            Box::new(self.warm.clone()),
+            Box::new(self.opened.clone()),
+        ]
     }
 }
 

@@ -399,8 +399,14 @@ print_matrix() {
   grep -E '^(FAIL (harness|conformance-cli|self-test)|CONFORMANCE (FAIL|STALE|UNKNOWN|MISSING))' "$RESULTS" || true
 }
 
+# The README's round trip, run as printed against a gateway fronting its embedded demo.
+readme_round_trip() {
+  run_checks readme-round-trip "$PROGRAM_SECONDS" "$HERE/readme_round_trip.sh" "$GATEWAY"
+}
+
 with_gateways() {
   [[ -n "$GATEWAY" ]] || return 0
+  readme_round_trip
   if ! start_gateways; then
     record FAIL "FAIL harness gateways - not ready (logs in $RUN_DIR)"
     return 0

@@ -1,9 +1,9 @@
-//! README claims about client credentials, through a running gateway: the client's
-//! `Authorization` never reaches the upstream (which gets `upstream.headers` and the
-//! configured `upstream.bearer_token` instead, inline or from secret files), and JWTs
-//! are checked against `auth.jwt_public_key_file` (RSA and EC keys made here, never stored),
-//! `auth.jwt_issuer` and `auth.jwt_audience` (required claims when set), and an issuer and
-//! subject that join to the same text are still two principals.
+//! Claims of docs/src/security.md about client credentials, through a running gateway: the client's
+//! `Authorization` never reaches the upstream (which gets `upstream.headers` and the configured
+//! `upstream.bearer_token` instead, inline or from secret files), and JWTs are checked against
+//! `auth.jwt_public_key_file` (RSA and EC keys made here, never stored), `auth.jwt_issuer` and
+//! `auth.jwt_audience` (required claims when set), and an issuer and subject that join to the same
+//! text are still two principals.
 
 use http::StatusCode;
 use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};

@@ -1,8 +1,8 @@
-//! README claims about the front, each exercised through a running gateway: concurrent requests
-//! whose GET-stream questions reach their own calls, load shedding at `front.max_in_flight`,
-//! the pool's 503s, a non-default `front.path`, `allowed_origins` and cache hints, TLS on the
-//! front over HTTP/1.1 and HTTP/2, and the HTTP status of a round on a request with a
-//! `progressToken`.
+//! Claims of the book (docs/src/how-it-works.md, front-checks.md, configuration.md) about the
+//! front, each exercised through a running gateway: concurrent requests whose GET-stream questions
+//! reach their own calls, load shedding at `front.max_in_flight`, the pool's 503s, a non-default
+//! `front.path`, `allowed_origins` and cache hints, TLS on the front over HTTP/1.1 and HTTP/2, and
+//! the HTTP status of a round on a request with a `progressToken`.
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
-//! README claims about the bounds of a request chain and of a request, each set to a
-//! non-default value and met through a running gateway: `mrtr.max_questions_per_round`,
-//! `mrtr.max_answer_bytes`, `state.max_token_bytes` and `mrtr.total_timeout_ms` (for a plain
-//! JSON answer and for a streamed run).
+//! Claims of the configuration reference (docs/src/configuration.md) about the bounds of a request
+//! chain and of a request, each set to a non-default value and met through a running gateway:
+//! `mrtr.max_questions_per_round`, `mrtr.max_answer_bytes`, `state.max_token_bytes` and
+//! `mrtr.total_timeout_ms` (for a plain JSON answer and for a streamed run).
 
 use http::StatusCode;
 use serde_json::json;

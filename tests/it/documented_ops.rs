@@ -1,9 +1,10 @@
-//! README claims about operating the gateway, each exercised on a running gateway (the binary
-//! where only a process proves it): SIGTERM drains requests in flight, `--check-config` redacts
-//! secrets and a bad configuration exits 64, `--log-format json` writes JSON lines,
-//! `admin.enabled = false` opens no admin port, `/readyz` waits for the upstream, `/metrics`
-//! serves both histograms and `upstream_sessions`, older upstream revisions work end to end, and
-//! a session whose call crashed or hung is replaced by a new `initialize`.
+//! Claims of the book (docs/src/operations.md, deployment.md, configuration.md) about operating the
+//! gateway, each exercised on a running gateway (the binary where only a process proves it):
+//! SIGTERM drains requests in flight, `--check-config` redacts secrets and a bad configuration
+//! exits 64, `--log-format json` writes JSON lines, `admin.enabled = false` opens no admin port,
+//! `/readyz` waits for the upstream, `/metrics` serves both histograms and `upstream_sessions`,
+//! older upstream revisions work end to end, and a session whose call crashed or hung is replaced
+//! by a new `initialize`.
 
 use std::process::Stdio;
 

@@ -1,8 +1,8 @@
-//! Rotating the state key while conversations are in flight, as README "Rotating the state key"
-//! describes: the new key is added as a secondary, promoted, and the old one retired. Each
-//! step reaches the gateway as a new key file (swapped in atomically, as a Secret volume is),
-//! picked up by polling or by SIGHUP. No retry is lost across a step; once the old key is
-//! retired, a state it sealed gets the generic refusal.
+//! Rotating the state key while conversations are in flight, as docs/src/security.md, "Rotating the
+//! state key", describes: the new key is added as a secondary, promoted, and the old one retired.
+//! Each step reaches the gateway as a new key file (swapped in atomically, as a Secret volume is),
+//! picked up by polling or by SIGHUP. No retry is lost across a step; once the old key is retired,
+//! a state it sealed gets the generic refusal.
 
 use std::path::Path;
 use std::process::Stdio;

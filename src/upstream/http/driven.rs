@@ -4,7 +4,8 @@
 //! `hyper-util`'s pooled client spawns every connection as a task: a request is handed to that
 //! task to be written, and the response head and every body chunk are handed back. On a plain
 //! call that is three thread wake-ups between the request's task and the connection's, which
-//! the proxy bench showed to be much of the gateway's added latency (README, the plain call).
+//! the proxy bench showed to be much of the gateway's added latency (docs/src/benchmarks.md, "A
+//! plain call").
 //! Here a request leases an idle connection (or opens one, through the same bounded connector),
 //! and polls the connection itself while it waits for the head, and its body polls it while it
 //! is read; the kernel's readiness wakes the one task that waits.

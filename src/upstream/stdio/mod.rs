@@ -1,5 +1,7 @@
 //! The stdio transport: a legacy server started as a child process, spoken to with
-//! newline-delimited JSON-RPC on its stdin and stdout (protocol.md §5.3).
+//! newline-delimited JSON-RPC on its stdin and stdout: one message per line, with no newline
+//! inside it, as the legacy revisions' stdio transport has it (docs/src/upstreams.md, "stdio
+//! upstreams").
 //!
 //! One process is one legacy session, and the pool's lease gives it to one call at a time:
 //! nothing on the wire ties a server request to the call that caused it, so the lease is what
