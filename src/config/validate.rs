@@ -427,7 +427,7 @@ fn key_file(path: &str) -> Result<Vec<KeyLine>, ConfigError> {
 }
 
 fn log(raw: RawLog) -> Result<LogConfig, ConfigError> {
-    let json = match raw.format.as_deref().unwrap_or("text") {
+    let json = match raw.format.as_deref().unwrap_or(d::LOG_FORMAT) {
         "text" => false,
         "json" => true,
         other => {
