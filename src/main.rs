@@ -55,7 +55,8 @@ fn main() {
     };
     runtime.shutdown_timeout(RUNTIME_EXIT);
     if let Err(e) = result {
-        tracing::error!(error = %e, "mrtr-gateway failed");
+        // Once, on stderr, where a supervisor and a terminal both look: a log line beside it
+        // said the same thing twice.
         eprintln!("mrtr-gateway: {e}");
         std::process::exit(EX_SOFTWARE);
     }
