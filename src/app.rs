@@ -192,7 +192,8 @@ impl Gateway {
                 crate::state_store::watch(store, ready.clone(), metrics.clone(), signal(stopped.clone()));
             tasks.spawn(watch);
         }
-        tasks.spawn(probe_readiness(pool.clone(), version, ready.clone(), signal(stopped)));
+        let upstream = settings.target_name();
+        tasks.spawn(probe_readiness(pool.clone(), (version, upstream), ready.clone(), signal(stopped)));
         Ok(Self {
             front_addr,
             cluster_addr,
@@ -535,10 +536,11 @@ async fn spawn_cluster(
     Ok(bound)
 }
 
-/// Marks the gateway ready once the upstream answers an `initialize`, retrying with backoff.
+/// Marks the gateway ready once the upstream answers an `initialize`, retrying with backoff;
+/// each failed try is logged naming the upstream (`upstream`) and why.
 async fn probe_readiness(
     pool: Arc<Pool>,
-    version: LegacyVersion,
+    (version, upstream): (LegacyVersion, String),
     ready: Readiness,
     stop: impl Future<Output = ()>,
 ) {
@@ -557,7 +559,10 @@ async fn probe_readiness(
                     tracing::info!("upstream answered initialize: ready");
                     return;
                 }
-                Err(e) => tracing::warn!(error = %e, retry_in = ?delay, "upstream not reachable yet"),
+                Err(e) => {
+                    let error = crate::logging::chain(&e);
+                    tracing::warn!(%upstream, %error, retry_in = ?delay, "upstream not reachable yet");
+                }
             }
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(5));
