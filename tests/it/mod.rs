@@ -28,6 +28,7 @@ mod legacy_seam;
 mod limits;
 mod listen_sessions;
 mod logs;
+mod newcomer;
 mod otel;
 mod outbound;
 mod param_headers;
