@@ -6,6 +6,7 @@ mod bounded;
 mod capabilities;
 mod catalog;
 mod chatty_upstream;
+mod ci_guards;
 mod client_faults;
 mod deadlines;
 mod documented_auth;
