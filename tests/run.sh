@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: every Rust unit and integration test, then the interop suite
-# (real SDK clients and legacy servers, and the official conformance suite) against the built
-# gateway. Pinned third-party packages are installed locally under tests/interop/
+# (real SDK clients and legacy servers, and the official conformance suite) against the gateway
+# binary those tests ran. Pinned third-party packages are installed locally under tests/interop/
 # (npm into node_modules, pip into venvs). The one system package is redis-server, which the
 # single-use state tests start on loopback: when it is missing, a root user gets Debian's
 # package installed (the script says so first); anyone else is told what to install, and the
@@ -41,6 +41,9 @@ require_redis
 echo "== cargo test"
 cargo test --locked
 
+# The binary the integration tests just ran, as `cargo test` built it: a `cargo build` here
+# would compile about 50 crates again, because without the dev-dependencies Cargo resolves
+# their shared dependencies with other features (tokio without test-util, for one).
 echo "== interop suite"
-cargo build --locked --bin mrtr-gateway
-exec tests/interop/run.sh "$PWD/target/debug/mrtr-gateway"
+gateway="$(tests/gateway-bin.sh)"
+exec tests/interop/run.sh "$gateway"

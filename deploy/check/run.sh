@@ -95,12 +95,13 @@ log "yamllint"
   "$OUT/rendered"
 
 log "the gateway's --check-config with each deployment's flags, environment and config file"
-cargo build --locked --quiet --bin mrtr-gateway
-"$VENV/bin/python" "$HERE/invocations.py" target/debug/mrtr-gateway Dockerfile \
+# The binary `cargo test` builds (tests/gateway-bin.sh), so CI compiles the dependencies once.
+gateway="$("$ROOT/tests/gateway-bin.sh")"
+"$VENV/bin/python" "$HERE/invocations.py" "$gateway" Dockerfile \
   deploy/compose/docker-compose.yml "${manifests[@]}"
 
 for config in deploy/stdio/*/gateway.toml; do
-  target/debug/mrtr-gateway --config "$config" --check-config >/dev/null
+  "$gateway" --config "$config" --check-config >/dev/null
   printf '  ok: %s\n' "$config"
 done
 
