@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -34,6 +33,7 @@ use crate::stdio_front::StdioFrontError;
 use crate::subscriptions::Subscriptions;
 use crate::upstream::{Pool, StdioSettings, UpstreamError, UpstreamSettings};
 
+mod bind;
 mod bound;
 mod keys;
 mod reload;
@@ -41,10 +41,12 @@ mod reload;
 mod shutdown_tests;
 mod stdio;
 
+pub use bind::{BindError, Listener};
 pub use keys::KeyFileError;
 pub use reload::{ReloadHandle, ReloadOutcome};
 pub use stdio::run_stdio;
 
+use bind::{bind, local};
 use keys::KeySource;
 use reload::Watcher;
 
@@ -57,8 +59,8 @@ pub enum AppError {
     Metrics(#[from] MetricsError),
     #[error("upstream: {0}")]
     Upstream(#[from] UpstreamError),
-    #[error("binding {addr}: {source}")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("{0}")]
+    Bind(#[from] BindError),
     #[error("embedded demo server: {0}")]
     Demo(std::io::Error),
     #[error("front TLS: {0}")]
@@ -145,8 +147,8 @@ impl Gateway {
             Some(watcher) => watcher.spawn(&mut tasks, signal(stopped.clone())),
             None => ReloadHandle::none(),
         };
-        let front_listener = bind(cfg.front.listen).await?;
-        let front_addr = local(&front_listener, cfg.front.listen)?;
+        let front_listener = bind(Listener::Front, cfg.front.listen).await?;
+        let front_addr = local(Listener::Front, &front_listener, cfg.front.listen)?;
         let tls = match &cfg.front.tls {
             Some(files) => Some(tls_acceptor(&files.cert, &files.key)?),
             None => None,
@@ -190,7 +192,8 @@ impl Gateway {
                 crate::state_store::watch(store, ready.clone(), metrics.clone(), signal(stopped.clone()));
             tasks.spawn(watch);
         }
-        tasks.spawn(probe_readiness(pool.clone(), version, ready.clone(), signal(stopped)));
+        let upstream = settings.target_name();
+        tasks.spawn(probe_readiness(pool.clone(), (version, upstream), ready.clone(), signal(stopped)));
         Ok(Self {
             front_addr,
             cluster_addr,
@@ -473,14 +476,6 @@ fn codec_settings(state: &StateConfig) -> CodecSettings {
     CodecSettings { ttl: state.ttl, skew: state.clock_skew, max_token_bytes: state.max_token_bytes }
 }
 
-async fn bind(addr: SocketAddr) -> Result<TcpListener, AppError> {
-    TcpListener::bind(addr).await.map_err(|source| AppError::Bind { addr, source })
-}
-
-fn local(listener: &TcpListener, addr: SocketAddr) -> Result<SocketAddr, AppError> {
-    listener.local_addr().map_err(|source| AppError::Bind { addr, source })
-}
-
 /// Starts the admin listener, with its own connection cap and the front's connection
 /// deadlines: an orchestrator's probes must still get in while clients hold the front's slots.
 async fn spawn_admin(
@@ -492,8 +487,8 @@ async fn spawn_admin(
     front: &crate::config::FrontConfig,
     stopped: watch::Receiver<bool>,
 ) -> Result<SocketAddr, AppError> {
-    let listener = bind(addr).await?;
-    let bound = local(&listener, addr)?;
+    let listener = bind(Listener::Admin, addr).await?;
+    let bound = local(Listener::Admin, &listener, addr)?;
     let pool = pool.clone();
     let admin = Admin::new(metrics.clone(), ready.clone(), Arc::new(move || pool.size()));
     let opts = ServeOptions {
@@ -525,8 +520,8 @@ async fn spawn_cluster(
         ),
         None => None,
     };
-    let listener = bind(addr).await?;
-    let bound = local(&listener, addr)?;
+    let listener = bind(Listener::Cluster, addr).await?;
+    let bound = local(Listener::Cluster, &listener, addr)?;
     let cluster = Cluster::new(front.bridge.clone(), front.bridge.keys().clone(), metrics.clone());
     let opts = ServeOptions {
         max_connections: front.cfg.max_connections,
@@ -541,10 +536,11 @@ async fn spawn_cluster(
     Ok(bound)
 }
 
-/// Marks the gateway ready once the upstream answers an `initialize`, retrying with backoff.
+/// Marks the gateway ready once the upstream answers an `initialize`, retrying with backoff;
+/// each failed try is logged naming the upstream (`upstream`) and why.
 async fn probe_readiness(
     pool: Arc<Pool>,
-    version: LegacyVersion,
+    (version, upstream): (LegacyVersion, String),
     ready: Readiness,
     stop: impl Future<Output = ()>,
 ) {
@@ -563,7 +559,10 @@ async fn probe_readiness(
                     tracing::info!("upstream answered initialize: ready");
                     return;
                 }
-                Err(e) => tracing::warn!(error = %e, retry_in = ?delay, "upstream not reachable yet"),
+                Err(e) => {
+                    let error = crate::logging::chain(&e);
+                    tracing::warn!(%upstream, %error, retry_in = ?delay, "upstream not reachable yet");
+                }
             }
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(5));

@@ -183,6 +183,8 @@ pub const KEY_FILE_POLL: Duration = Duration::from_secs(5);
 
 // [log]
 pub const LOG_LEVEL: &str = "info";
+/// `text` (one human-readable line per event) or `json` (one JSON object per line).
+pub const LOG_FORMAT: &str = "text";
 
 // [legacy]
 /// Legacy (2025-era) clients are relayed to the upstream as transparent sessions.

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use clap::Parser;
 use mrtr_gateway::config::{Cli, Config, Mode};
 use mrtr_gateway::logging::{self, Sink};
 
@@ -20,7 +19,7 @@ const EX_UNHEALTHY: i32 = 1;
 const RUNTIME_EXIT: Duration = Duration::from_millis(100);
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     let cfg = match Config::load(&cli) {
         Ok(cfg) => cfg,
         Err(e) => {
@@ -56,7 +55,8 @@ fn main() {
     };
     runtime.shutdown_timeout(RUNTIME_EXIT);
     if let Err(e) = result {
-        tracing::error!(error = %e, "mrtr-gateway failed");
+        // Once, on stderr, where a supervisor and a terminal both look: a log line beside it
+        // said the same thing twice.
         eprintln!("mrtr-gateway: {e}");
         std::process::exit(EX_SOFTWARE);
     }

@@ -1,20 +1,49 @@
 #!/usr/bin/env bash
 # The project's test command: every Rust unit and integration test, then the interop suite
-# (real SDK clients and legacy servers, and the official conformance suite) against the built
-# gateway. Pinned third-party packages are installed locally under tests/interop/ (npm into
-# node_modules, pip into venvs). The one system package is Debian's redis-server, which the
-# single-use state tests start on loopback: installed here when it is missing.
+# (real SDK clients and legacy servers, and the official conformance suite) against the gateway
+# binary those tests ran. Pinned third-party packages are installed locally under tests/interop/
+# (npm into node_modules, pip into venvs). The one system package is redis-server, which the
+# single-use state tests start on loopback: when it is missing, a root user gets Debian's
+# package installed (the script says so first); anyone else is told what to install, and the
+# run stops before building anything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v redis-server >/dev/null; then
-  echo "== redis-server (Debian package, for the single-use state tests)"
+require_redis() {
+  command -v redis-server >/dev/null && return 0
+  if [[ "$(id -u)" != 0 ]]; then
+    cat >&2 <<'MSG'
+tests/run.sh: redis-server is not installed, and the single-use state tests start one.
+Install it as root, then run tests/run.sh again:
+    sudo apt-get install redis-server    (Debian, Ubuntu)
+or put any redis-server binary on PATH. This script does not run sudo itself.
+MSG
+    exit 1
+  fi
+  if ! command -v apt-get >/dev/null; then
+    cat >&2 <<'MSG'
+tests/run.sh: redis-server is not installed, and the single-use state tests start one.
+There is no apt-get here: install redis-server with this system's package manager, then run
+tests/run.sh again.
+MSG
+    exit 1
+  fi
+  echo "== redis-server is missing: installing the Debian package redis-server with apt-get (running as root)"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server
-fi
+  if ! command -v redis-server >/dev/null; then
+    echo "tests/run.sh: apt-get installed redis-server, yet there is no redis-server on PATH" >&2
+    exit 1
+  fi
+}
+
+require_redis
 
 echo "== cargo test"
 cargo test --locked
 
+# The binary the integration tests just ran, as `cargo test` built it: a `cargo build` here
+# would compile about 50 crates again, because without the dev-dependencies Cargo resolves
+# their shared dependencies with other features (tokio without test-util, for one).
 echo "== interop suite"
-cargo build --locked --bin mrtr-gateway
-exec tests/interop/run.sh "$PWD/target/debug/mrtr-gateway"
+gateway="$(tests/gateway-bin.sh)"
+exec tests/interop/run.sh "$gateway"

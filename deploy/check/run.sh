@@ -4,7 +4,10 @@
 # and the plain manifests against the Kubernetes API schemas, lints every YAML file, validates
 # the compose file, runs the gateway's --check-config with each deployment's exact flags,
 # environment and configuration file, checks the Grafana dashboard's queries name real metrics,
-# and checks the Prometheus rules with promtool (Debian: prometheus, installed in CI when missing).
+# and checks the Prometheus rules with promtool, pinned to PROMTOOL_VERSION (Debian 12's package
+# prometheus ships it). promtool is required: missing, it is installed when this runs as root with
+# apt-get (saying so first), and otherwise the check fails at once saying what to install; a
+# promtool of another version fails it too. No step is skipped.
 #
 # Its tools are pinned in requirements.txt and installed into a venv kept in the user's cache
 # folder under the digest of that file (DEPLOY_CHECK_VENV overrides it), so that a fresh clone
@@ -16,9 +19,42 @@ DIGEST="$(sha256sum "$HERE/requirements.txt" | cut -c1-16)"
 VENV="${DEPLOY_CHECK_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/mrtr-gateway/deploy-check-$DIGEST}"
 OUT="$ROOT/target/deploy-check"
 KUBE_VERSION=1.34.0
+PROMTOOL_VERSION=2.42.0
 PIP_TIMEOUT=600
 
 log() { printf 'deploy: %s\n' "$*" >&2; }
+
+promtool_version() {
+  promtool --version 2>&1 | sed -n 's/^promtool, version \([0-9.]*\).*/\1/p' | head -n 1
+}
+
+# promtool at PROMTOOL_VERSION, installed from Debian's package when root can, or the check fails.
+require_promtool() {
+  if ! command -v promtool >/dev/null; then
+    if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
+      log "promtool is not installed, and the alert rules are checked with it (pinned: $PROMTOOL_VERSION)."
+      log "Install it as root, then run deploy/check/run.sh again:"
+      log "    sudo apt-get install --no-install-recommends prometheus    (Debian 12 ships promtool $PROMTOOL_VERSION)"
+      log "This script does not run sudo itself."
+      exit 1
+    fi
+    log "promtool is missing: installing the Debian package prometheus with apt-get (running as root)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+    if ! command -v promtool >/dev/null; then
+      log "apt-get installed prometheus, yet there is no promtool on PATH"
+      exit 1
+    fi
+  fi
+  local found
+  found="$(promtool_version || true)"
+  if [[ "$found" != "$PROMTOOL_VERSION" ]]; then
+    log "promtool ${found:-of an unknown version} is installed; the rules check is pinned to $PROMTOOL_VERSION."
+    log "Install that version (Debian 12: apt-get install prometheus), or move PROMTOOL_VERSION in"
+    log "deploy/check/run.sh to the new version and check the rules with it."
+    exit 1
+  fi
+}
 
 install_tools() {
   local stamp="$VENV/.complete"
@@ -34,6 +70,7 @@ install_tools() {
   touch "$stamp"
 }
 
+require_promtool
 install_tools
 rm -rf "$OUT" && mkdir -p "$OUT"
 cd "$ROOT"
@@ -58,27 +95,19 @@ log "yamllint"
   "$OUT/rendered"
 
 log "the gateway's --check-config with each deployment's flags, environment and config file"
-cargo build --locked --quiet --bin mrtr-gateway
-"$VENV/bin/python" "$HERE/invocations.py" target/debug/mrtr-gateway Dockerfile \
+# The binary `cargo test` builds (tests/gateway-bin.sh), so CI compiles the dependencies once.
+gateway="$("$ROOT/tests/gateway-bin.sh")"
+"$VENV/bin/python" "$HERE/invocations.py" "$gateway" Dockerfile \
   deploy/compose/docker-compose.yml "${manifests[@]}"
 
 for config in deploy/stdio/*/gateway.toml; do
-  target/debug/mrtr-gateway --config "$config" --check-config >/dev/null
+  "$gateway" --config "$config" --check-config >/dev/null
   printf '  ok: %s\n' "$config"
 done
 
 log "Grafana dashboard queries name the gateway's metrics"
 "$VENV/bin/python" "$HERE/dashboard.py" src/metrics.rs src deploy/grafana/*.json deploy/prometheus/*.yaml
 
-if ! command -v promtool >/dev/null && [[ "${CI:-}" == true ]] && command -v apt-get >/dev/null; then
-  log "installing promtool (Debian package prometheus) to check the alert rules"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null ||
-    log "could not install promtool"
-fi
-if command -v promtool >/dev/null; then
-  log "promtool check rules"
-  promtool check rules deploy/prometheus/*.yaml
-else
-  log "promtool not installed (Debian: prometheus): the alert rules were only linted"
-fi
+log "promtool check rules (promtool $PROMTOOL_VERSION)"
+promtool check rules deploy/prometheus/*.yaml
 log "deployment check passed"

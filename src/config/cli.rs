@@ -1,19 +1,32 @@
-//! Command-line flags. Each flag is also a config-file key and an environment variable
-//! (`MRTR_GATEWAY__SECTION__KEY`); a flag wins over both. The flags are global, so they may
-//! follow the `stdio` subcommand too.
+//! Command-line flags. Each flag but `--config` and `--check-config` is also a config-file key
+//! and an environment variable (`MRTR_GATEWAY__SECTION__KEY`); a flag wins over both. The flags
+//! are global, so they may follow the `stdio` subcommand too.
+//!
+//! [`KEY_FLAGS`] is the one table of which flag sets which key, and what applies when nothing
+//! sets it: [`Cli::overrides`] reads it, and so does `--help`, which shows each such flag's
+//! default (taken from `src/defaults.rs`, never restated) and its environment variable.
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Arg, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::defaults;
+
+/// Printed after the flags in `--help`.
+const AFTER_HELP: &str =
+    "Every configuration key, not only those above, can also be set in the environment: \
+    the key upstream.pool_max_sessions is MRTR_GATEWAY__UPSTREAM__POOL_MAX_SESSIONS. A flag wins over \
+    the environment, which wins over the configuration file.";
 
 /// mrtr-gateway: serve 2026-07-28 MCP clients from a legacy MCP server, statelessly.
 #[derive(Debug, Default, Parser)]
-#[command(name = "mrtr-gateway", version, about)]
+#[command(name = "mrtr-gateway", version, about, after_help = AFTER_HELP)]
 pub struct Cli {
-    /// TOML configuration file.
+    /// TOML configuration file; absent: the defaults, the environment and the flags only (no
+    /// environment variable).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Legacy Streamable HTTP endpoint (`upstream.url`); absent: the embedded demo server.
+    /// Legacy Streamable HTTP endpoint (`upstream.url`).
     #[arg(long, global = true, value_name = "URL")]
     pub upstream: Option<String>,
     /// Event stream of a legacy HTTP+SSE server (2024-11-05) instead (`upstream.sse_url`),
@@ -63,22 +76,101 @@ pub enum Mode {
     Healthcheck,
 }
 
-impl Cli {
-    /// The config keys this invocation overrides, as `(key, value)` pairs.
-    pub fn overrides(&self) -> Vec<(&'static str, String)> {
-        [
-            ("upstream.url", &self.upstream),
-            ("upstream.sse_url", &self.upstream_sse),
-            ("upstream.command", &self.upstream_command),
-            ("front.listen", &self.listen),
-            ("admin.listen", &self.admin_listen),
-            ("state.key_file", &self.state_key_file),
-            ("log.format", &self.log_format),
-            ("log.level", &self.log_level),
-            ("cluster.advertise_url", &self.advertise_url),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
-        .collect()
+/// A flag that sets one configuration key.
+pub struct KeyFlag {
+    /// The flag's argument id: its field in [`Cli`], `--` and dashes for underscores on the
+    /// command line.
+    pub id: &'static str,
+    /// The configuration key it sets.
+    pub key: &'static str,
+    /// What applies when neither the flag, the environment nor the file sets the key.
+    pub default: &'static str,
+    value: fn(&Cli) -> &Option<String>,
+}
+
+/// Every flag that sets a configuration key.
+pub const KEY_FLAGS: [KeyFlag; 9] = [
+    KeyFlag {
+        id: "upstream",
+        key: "upstream.url",
+        default: "none: the embedded demo server",
+        value: |c| &c.upstream,
+    },
+    KeyFlag { id: "upstream_sse", key: "upstream.sse_url", default: "none", value: |c| &c.upstream_sse },
+    KeyFlag {
+        id: "upstream_command",
+        key: "upstream.command",
+        default: "none",
+        value: |c| &c.upstream_command,
+    },
+    KeyFlag { id: "listen", key: "front.listen", default: defaults::LISTEN, value: |c| &c.listen },
+    KeyFlag {
+        id: "admin_listen",
+        key: "admin.listen",
+        default: defaults::ADMIN_LISTEN,
+        value: |c| &c.admin_listen,
+    },
+    KeyFlag {
+        id: "state_key_file",
+        key: "state.key_file",
+        default: "none: an ephemeral key",
+        value: |c| &c.state_key_file,
+    },
+    KeyFlag { id: "log_format", key: "log.format", default: defaults::LOG_FORMAT, value: |c| &c.log_format },
+    KeyFlag { id: "log_level", key: "log.level", default: defaults::LOG_LEVEL, value: |c| &c.log_level },
+    KeyFlag {
+        id: "advertise_url",
+        key: "cluster.advertise_url",
+        default: "none",
+        value: |c| &c.advertise_url,
+    },
+];
+
+// === impl KeyFlag ===
+
+impl KeyFlag {
+    /// The flag as typed, e.g. `--admin-listen`.
+    pub fn flag(&self) -> String {
+        format!("--{}", self.id.replace('_', "-"))
+    }
+
+    /// The environment variable that sets the same key.
+    pub fn env(&self) -> String {
+        super::env_name(self.key)
+    }
+
+    /// The flag's help line, with its default and environment variable.
+    fn annotate(&self, arg: Arg) -> Arg {
+        let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+        arg.help(format!("{help} [default: {}] [env: {}]", self.default, self.env()))
     }
 }
+
+/// The flag that sets the configuration key `key`, as typed (`--listen`), if one does.
+pub fn flag_for(key: &str) -> Option<String> {
+    KEY_FLAGS.iter().find(|f| f.key == key).map(KeyFlag::flag)
+}
+
+// === impl Cli ===
+
+impl Cli {
+    /// The command line's definition, each keyed flag's help showing its default and its
+    /// environment variable.
+    pub fn command_with_defaults() -> clap::Command {
+        KEY_FLAGS.iter().fold(Self::command(), |cmd, flag| cmd.mut_arg(flag.id, |arg| flag.annotate(arg)))
+    }
+
+    /// Parses this process's arguments; on an error or `--help`, prints it and exits.
+    pub fn parse_args() -> Self {
+        let matches = Self::command_with_defaults().get_matches();
+        Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+
+    /// The config keys this invocation overrides, as `(key, value)` pairs.
+    pub fn overrides(&self) -> Vec<(&'static str, String)> {
+        KEY_FLAGS.iter().filter_map(|f| (f.value)(self).clone().map(|v| (f.key, v))).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -32,6 +32,12 @@ pub use validate::validate;
 /// Prefix of environment variables, e.g. `MRTR_GATEWAY__UPSTREAM__URL`.
 pub const ENV_PREFIX: &str = "MRTR_GATEWAY";
 
+/// The environment variable that sets the configuration key `key`, e.g. `front.listen` is
+/// `MRTR_GATEWAY__FRONT__LISTEN`: the inverse of the mapping [`environment`] applies.
+pub fn env_name(key: &str) -> String {
+    format!("{ENV_PREFIX}__{}", key.replace('.', "__").to_ascii_uppercase())
+}
+
 /// Errors from loading or validating configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {

@@ -288,11 +288,23 @@ fn roots(list: Vec<String>) -> Result<Vec<String>, ConfigError> {
 }
 
 fn upstream_url(field: &'static str, url: &str) -> Result<Uri, ConfigError> {
-    let uri: Uri = url.parse().map_err(|e| ConfigError::invalid(field, format!("{url:?}: {e}")))?;
+    let uri = parse_url(field, url)?;
     match uri.scheme_str() {
         Some("http" | "https") if uri.host().is_some() => Ok(uri),
         _ => Err(ConfigError::invalid(field, format!("{url:?} is not an http:// or https:// URL"))),
     }
+}
+
+/// Parses a URL; one given without a scheme (`localhost:3901/mcp`, which the URI parser
+/// calls only an "invalid format") is refused saying the scheme is missing.
+fn parse_url(field: &str, url: &str) -> Result<Uri, ConfigError> {
+    if !url.contains("://") {
+        return Err(ConfigError::invalid(
+            field,
+            format!("{url:?} has no scheme: write the URL with http:// or https://, e.g. \"http://{url}\""),
+        ));
+    }
+    url.parse().map_err(|e| ConfigError::invalid(field, format!("{url:?} is not a URL: {e}")))
 }
 
 fn mrtr(mut raw: RawMrtr, authenticated: bool) -> Result<MrtrConfig, ConfigError> {
@@ -427,7 +439,7 @@ fn key_file(path: &str) -> Result<Vec<KeyLine>, ConfigError> {
 }
 
 fn log(raw: RawLog) -> Result<LogConfig, ConfigError> {
-    let json = match raw.format.as_deref().unwrap_or("text") {
+    let json = match raw.format.as_deref().unwrap_or(d::LOG_FORMAT) {
         "text" => false,
         "json" => true,
         other => {

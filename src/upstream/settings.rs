@@ -196,4 +196,33 @@ impl UpstreamSettings {
     pub fn stdio(command: StdioSettings) -> Self {
         Self { stdio: Some(command), ..Self::new(Uri::default()) }
     }
+
+    /// The upstream as a log line names it: the URL without user info or query, which may
+    /// hold credentials (`http://127.0.0.1:3901/mcp`), or the stdio command's program without
+    /// its arguments, for the same reason (`command python3`).
+    pub fn target_name(&self) -> String {
+        if let Some(stdio) = &self.stdio {
+            return format!("command {}", stdio.program);
+        }
+        let url = &self.url;
+        let scheme = url.scheme_str().unwrap_or("http");
+        let host = url.host().unwrap_or_default();
+        let port = url.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+        format!("{scheme}://{host}{port}{}", url.path())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_name_shows_no_credential() {
+        let url = Uri::from_static("https://user:secret@example.test:8443/mcp?key=secret");
+        assert_eq!(UpstreamSettings::new(url).target_name(), "https://example.test:8443/mcp");
+        let sse = UpstreamSettings::legacy_sse(Uri::from_static("http://127.0.0.1:3001/sse"));
+        assert_eq!(sse.target_name(), "http://127.0.0.1:3001/sse");
+        let stdio = StdioSettings::new("python3", vec!["server.py".into(), "--token=secret".into()]);
+        assert_eq!(UpstreamSettings::stdio(stdio).target_name(), "command python3");
+    }
 }

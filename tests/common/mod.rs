@@ -7,6 +7,7 @@
 
 pub(crate) mod answers;
 pub(crate) mod client;
+pub(crate) mod fakebin;
 pub(crate) mod faulty;
 pub(crate) mod harness;
 pub(crate) mod legacy;

@@ -212,7 +212,7 @@ async fn a_start_that_found_its_port_taken_is_tried_on_another() -> TestResult {
         async move {
             if taken {
                 return Err(HarnessError::Unexpected(format!(
-                    "binding 127.0.0.1:{port}: Address already in use"
+                    "cannot listen on 127.0.0.1:{port} for the MCP front: Address already in use"
                 )));
             }
             Ok(port)

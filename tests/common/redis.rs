@@ -3,7 +3,8 @@
 //! started again on the same port to test an outage, and killed by its own handle on drop.
 //!
 //! The binary comes from the Debian package `redis-server` (`tests/run.sh` installs it when
-//! missing). When it is missing the test fails and says so; nothing is skipped.
+//! missing and run as root, and otherwise stops saying what to install). When it is missing the
+//! test fails and says so; nothing is skipped.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};

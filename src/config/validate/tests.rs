@@ -41,6 +41,20 @@ fn every_layer_takes_the_same_defaults() {
     assert_eq!(c.upstream.protocol_version, upstream.preferred_version);
 }
 
+/// The URI parser alone calls `localhost:3901/mcp` an "invalid format".
+#[test]
+fn an_upstream_url_without_a_scheme_is_refused_saying_so() {
+    assert_eq!(
+        err("[upstream]\nurl = \"localhost:3901/mcp\""),
+        "upstream.url: \"localhost:3901/mcp\" has no scheme: write the URL with http:// or https://, \
+         e.g. \"http://localhost:3901/mcp\""
+    );
+    let sse = err("[upstream]\nsse_url = \"127.0.0.1:3001/sse\"");
+    assert!(sse.starts_with("upstream.sse_url: \"127.0.0.1:3001/sse\" has no scheme"), "{sse}");
+    let bad = err("[upstream]\nurl = \"http://a b/mcp\"");
+    assert!(bad.starts_with("upstream.url: \"http://a b/mcp\" is not a URL: "), "{bad}");
+}
+
 #[test]
 fn errors_name_the_field() {
     assert!(err("[front]\nlisten = \"nope\"").starts_with("front.listen:"));
