@@ -37,6 +37,8 @@ mod progress;
 mod reflection;
 mod replicas;
 mod restart;
+mod schema;
+mod sensitive_forms;
 mod shares;
 mod single_use;
 mod sse_legacy;
