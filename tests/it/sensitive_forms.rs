@@ -102,6 +102,28 @@ async fn under_refuse_secrets_are_declined_upstream_and_the_client_told_why() ->
 }
 
 #[tokio::test]
+async fn park_mode_applies_the_same_policy() -> TestResult {
+    let _serial = serial().await;
+    let park = ["mode = \"park\""];
+    let gw = StdioGateway::start_with(&["--schema"], &[], &park, "").await?;
+    let (requests, state) = call(&gw, "pay").await?.input_required()?;
+    let retry = gw.client.call_tool("pay", json!({})).caps(with_url()).state(&state);
+    let done = retry.responses(answer_all(&requests)).send().await?;
+    assert!(done.text()?.starts_with("answer: accept"), "{:?}", done.body);
+    assert_eq!(metric(&gw.gateway, r#"mrtr_gateway_park_outcomes_total{outcome="resumed"}"#), 1.0);
+    assert_eq!(sensitive_count(&gw, "pay", "payment_field", "warned"), 1.0);
+    gw.stop().await?;
+
+    let refuse = "[elicitation]\nsensitive = \"refuse\"";
+    let gw = StdioGateway::start_with(&["--schema"], &[], &park, refuse).await?;
+    let reply = call(&gw, "pay").await?;
+    assert_eq!(reply.result()?["isError"], true, "{:?}", reply.body);
+    assert_eq!(sensitive_count(&gw, "pay", "payment_field", "refused"), 1.0);
+    assert_eq!(metric(&gw.gateway, r#"mrtr_gateway_park_outcomes_total{outcome="parked"}"#), 0.0);
+    gw.stop().await
+}
+
+#[tokio::test]
 async fn a_refused_question_of_a_prompt_is_a_json_rpc_error_naming_it() -> TestResult {
     let _serial = serial().await;
     let refuse = "[elicitation]\nsensitive = \"refuse\"";
