@@ -98,6 +98,21 @@ async fn a_structured_result_that_breaks_its_output_schema_is_refused() -> TestR
 }
 
 #[tokio::test]
+async fn an_invalid_question_is_refused_upstream_and_named_to_the_client() -> TestResult {
+    let _serial = serial().await;
+    let gw = StdioGateway::start(&["--schema"], &[], &[]).await?;
+    let reply = gw.client.call_tool("nested_form", json!({})).caps(json!({"elicitation": {}})).send().await?;
+    assert_eq!(reply.result()?["isError"], true, "{:?}", reply.body);
+    let text = reply.text()?;
+    assert!(text.contains("\"nested_form\"") && text.contains("question_invalid"), "{text}");
+    let report = report(&gw).await?;
+    assert_eq!(entry(&report, "nested_form")["schema"]["refusals"], json!({"question_invalid": 1}));
+    // The upstream's session is usable again: the next call is served.
+    assert_eq!(gw.client.call_tool("untyped", json!({"query": "x"})).send().await?.text()?, "found x");
+    gw.stop().await
+}
+
+#[tokio::test]
 async fn broken_prompt_and_resource_items_are_dropped_or_repaired_and_counted_per_list() -> TestResult {
     let _serial = serial().await;
     let gw = StdioGateway::start(&["--schema"], &[], &[]).await?;
