@@ -346,8 +346,9 @@ pub(crate) fn front_state_with(
 ) -> Result<FrontState, AppError> {
     let version = cfg.upstream.protocol_version;
     let (codec, mrtr) = (codec_settings(&cfg.state), cfg.mrtr.clone());
-    let mut bridge =
-        Bridge::new(pool.clone(), keys.clone(), codec, metrics.clone(), mrtr, version).with_clock(clock);
+    let mut bridge = Bridge::new(pool.clone(), keys.clone(), codec, metrics.clone(), mrtr, version)
+        .with_clock(clock)
+        .with_sensitive(cfg.elicitation.sensitive);
     if let Some(url) = &cfg.cluster.advertise_url {
         let owner_run = cfg.mrtr.total_timeout + cfg.cluster.connect_timeout + FRONT_TIMEOUT_SLACK;
         // A forwarded retry comes from one front request: the front's bound bounds them.

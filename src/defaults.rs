@@ -263,6 +263,20 @@ pub const TOOL_REPORT_MAX_NAME_BYTES: usize = 256;
 /// Mean rounds per completed call from which a tool's verdict is `many rounds`: each round
 /// replays the call from the top, so by the third the replays cost more than the questions.
 pub const TOOL_REPORT_MANY_ROUNDS: f64 = 3.0;
+/// (Tool, reason) pairs the report remembers having logged, so that each repair, refusal and
+/// sensitive question is logged once; past it, new pairs are counted but not logged.
+pub const TOOL_REPORT_MAX_LOGGED: usize = 4096;
+
+// [elicitation]
+/// `elicitation.sensitive`: what a question that asks for a secret gets, `warn` (relayed, logged
+/// and counted) or `refuse` (declined upstream on the user's behalf).
+pub const ELICITATION_SENSITIVE: &str = "warn";
+
+// the 2026-07-28 schema checks of what is relayed (not configurable)
+/// Distinct list pages whose check is remembered (a client lists the same tools again and again).
+pub const SCHEMA_MAX_PAGES: usize = 64;
+/// Distinct tool `outputSchema`s kept compiled.
+pub const SCHEMA_MAX_VALIDATORS: usize = 512;
 
 // [subscriptions]
 /// `subscriptions/listen` is bridged onto the upstream's list changes and resource updates.

@@ -128,6 +128,11 @@ pub enum FrontError {
     /// serving it again would mean replaying the call, repeating its side effects.
     #[error("this requestState was already answered: its parked call continued on an earlier retry; start the call again for a new run")]
     ParkedCallAnswered,
+    /// The gateway refused what the upstream sent for a `prompts/get` or `resources/read` (an
+    /// invalid question, one asking for a secret); the message names the target and the fixed
+    /// reason, never the upstream's words. A `tools/call` gets an error result instead.
+    #[error("{0}")]
+    Refused(String),
 }
 
 // === impl FrontError ===
@@ -153,7 +158,7 @@ impl FrontError {
             | Self::StateReplayed(_)
             | Self::ParkedCallAnswered => codes::INVALID_PARAMS,
             Self::RateLimited(_) | Self::Listen(ListenError::PerPrincipal { .. }) => RATE_LIMITED_CODE,
-            Self::Listen(_) => codes::INTERNAL_ERROR,
+            Self::Listen(_) | Self::Refused(_) => codes::INTERNAL_ERROR,
             Self::TooManyRounds { .. } | Self::TooManyQuestions { .. } | Self::StateTooLarge { .. } => {
                 codes::INVALID_PARAMS
             }
@@ -175,7 +180,8 @@ impl FrontError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::MethodNotFound(_) | Self::PathNotFound(_) => StatusCode::NOT_FOUND,
-            Self::Upstream(_) => StatusCode::OK,
+            // The call's answer, like an upstream error: the request itself was served.
+            Self::Upstream(_) | Self::Refused(_) => StatusCode::OK,
             Self::Relayed { status, .. } => *status,
             Self::Unauthorized(AuthError::KeysUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
@@ -232,6 +238,7 @@ impl FrontError {
             Self::Overloaded | Self::UpstreamBusy(_) => L::Overloaded,
             Self::Internal(_) => L::Internal,
             Self::Listen(_) => L::ListenRefused,
+            Self::Refused(_) => L::Refused,
         }
     }
 

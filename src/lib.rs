@@ -2,7 +2,7 @@
 //! revision serve 2026-07-28 clients unchanged.
 //!
 //! # Layout
-//! The modules stand in layers, bottom first: `protocol`, `defaults` → `mrtr`, `demo` →
+//! The modules stand in layers, bottom first: `protocol`, `defaults` → `mrtr`, `demo`, `schema` →
 //! `config`, `logging`, `clock`, `readiness`, `body`, `server`, `healthcheck` → `outbound`, `telemetry`,
 //! `capabilities`, `limits`, `tool_report` → `upstream` → `auth`, `legacy`, `subscriptions` →
 //! `metrics` → `state_store`, `error` → `bridge` → `front`, `stdio_front` → `cluster` → `app`,
@@ -31,6 +31,7 @@ pub mod mrtr;
 pub mod outbound;
 pub mod protocol;
 pub mod readiness;
+pub mod schema;
 pub mod server;
 pub mod state_store;
 pub mod stdio_front;

@@ -22,7 +22,7 @@ use crate::defaults::{LATENCY_BUCKETS, MAX_DIVERGENCE_TOOLS, QUESTION_BUCKETS, R
 use crate::limits::share;
 use crate::mrtr::KeyId;
 use crate::outbound::OutboundMetrics;
-use crate::tool_report::ToolSeries;
+use crate::tool_report::{SchemaSeries, ToolSeries};
 use crate::upstream::PoolMetrics;
 
 /// The prefix of every series name.
@@ -245,6 +245,26 @@ impl Metrics {
                     "Tool run duration, from the run's start in the gateway to its reply, by tool.",
                     &["tool"],
                 )?,
+                schema: SchemaSeries {
+                    repairs: counter(
+                        &registry,
+                        "schema_repairs_total",
+                        "What the gateway repaired so that 2026-07-28 clients get valid messages, by tool and reason.",
+                        &["tool", "reason"],
+                    )?,
+                    refusals: counter(
+                        &registry,
+                        "schema_refusals_total",
+                        "What the gateway refused as invalid 2026-07-28 and unrepairable, by tool and reason.",
+                        &["tool", "reason"],
+                    )?,
+                    sensitive: counter(
+                        &registry,
+                        "sensitive_questions_total",
+                        "Questions that asked for a secret, by tool, reason and what the gateway did (warned, refused).",
+                        &["tool", "reason", "action"],
+                    )?,
+                },
             }),
             parked_calls: gauge(&registry, "parked_calls", "Upstream calls parked on this replica.")?,
             park_outcomes: counter(

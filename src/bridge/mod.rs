@@ -25,6 +25,7 @@
 //! `-32042` (URL elicitation required) ends the call with URL-mode questions instead of an
 //! error (`url.rs`).
 
+mod checks;
 mod gather;
 mod guard;
 mod memory;
@@ -58,6 +59,7 @@ use crate::mrtr::{
     AnswerLimits, Binding, CodecSettings, Journal, LegacyVersion, LiveRing, ParkHandle, StateCodec,
 };
 use crate::protocol::methods::MrtrMethod;
+use crate::schema::{OutputSchema, SensitivePolicy};
 use crate::state_store::StateStore;
 use crate::telemetry::RoundTrace;
 use crate::tool_report::Served;
@@ -85,6 +87,9 @@ pub struct MrtrRequest {
     pub upstream_params: Value,
     pub state: Option<String>,
     pub responses: Option<Map<String, Value>>,
+    /// A `tools/call`'s tool's compiled `outputSchema`, when the front's catalogue knows it:
+    /// the result's `structuredContent` is checked against it.
+    pub output: Option<Arc<OutputSchema>>,
 }
 
 /// Who sent a request to the bridge.
@@ -127,6 +132,8 @@ pub struct Bridge {
     /// This replica's advertised URL (`cluster.advertise_url`), the owner in its park handles;
     /// empty when it advertises none.
     advertise: String,
+    /// `elicitation.sensitive`: what a question that asks for a secret gets.
+    sensitive: SensitivePolicy,
 }
 
 // === impl MrtrRequest ===
@@ -175,7 +182,14 @@ impl Bridge {
             policy,
             advertise: String::new(),
             forwarder: None,
+            sensitive: SensitivePolicy::default(),
         }
+    }
+
+    /// Applies `policy` to questions that ask for a secret (`elicitation.sensitive`).
+    pub fn with_sensitive(mut self, policy: SensitivePolicy) -> Self {
+        self.sensitive = policy;
+        self
     }
 
     /// Names this replica `url` in the park handles it seals, so other replicas forward to it.
@@ -229,6 +243,7 @@ impl Bridge {
             Ok(served) => served.ok_or_else(|| FrontError::internal("a client's retry was left unserved")),
             Err(e) => Err(e),
         };
+        let reply = self.checked_output(&req, reply);
         report.end(&reply);
         reply
     }

@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::checks::Screened;
 use super::gather::Gathering;
 use super::guard::CallGuard;
 use super::notes::{align_level, Notes};
@@ -25,6 +26,10 @@ use crate::upstream::{Lease, Session, UpstreamError, UpstreamEvent};
 
 pub(super) const ASKED_REASON: &str =
     "mrtr-gateway returned this request to its client as input_required; the call will be replayed";
+
+/// Why a call is cancelled after one of its questions was refused.
+const REFUSED_REASON: &str =
+    "mrtr-gateway refused a question of this call (not valid MCP 2026-07-28, or asking for a secret)";
 
 /// The state of one run.
 pub(super) struct Run<'a> {
@@ -72,6 +77,9 @@ enum Step {
         refuse: RequestId,
         error: FrontError,
     },
+    /// A question was refused by the schema checks or the sensitive-forms policy, and answered
+    /// upstream: cancel the call, refuse `open` upstream, and reply this.
+    Refused(Result<Reply, FrontError>),
 }
 
 /// Why the loop woke up without an event.
@@ -152,6 +160,9 @@ impl<'a> Run<'a> {
                         self.req.method.name(),
                         clock.now().saturating_duration_since(started),
                     );
+                    if let Some(reply) = self.url_refusal(&outcome) {
+                        return self.settle(guard, reply);
+                    }
                     match self.url_verdict(&outcome, &mut replay, reissued) {
                         None => return self.settle(guard, complete(outcome)),
                         Some(Ok(UrlVerdict::Reissue)) => {
@@ -172,6 +183,10 @@ impl<'a> Run<'a> {
                 Step::Abort { refuse, error } => {
                     open.push(refuse);
                     return Err(Box::pin(self.abort(guard, &open, error)).await);
+                }
+                Step::Refused(reply) => {
+                    guard.end(&open, REFUSED_REASON, self.tainted).await;
+                    return reply;
                 }
             }
             if question {
@@ -276,12 +291,18 @@ impl<'a> Run<'a> {
             self.bridge.metrics.capability_denials.with_label_values(&[label]).inc();
             return Step::Abort { refuse: id, error: FrontError::MissingCapability { required: missing } };
         }
+        let checked = crate::schema::question::check(method, params);
+        if let Screened::End(reply) = self.screen(session, &id, &checked).await {
+            return Step::Refused(reply);
+        }
+        let params = checked.repaired.as_ref().or(params);
         match replay.decide(method, params) {
             Ok(Decision::Answer(raw)) => {
                 self.tainted |= method == methods::ROOTS_LIST;
                 respond(session, &id, Ok(raw_value(&raw))).await;
             }
             Ok(Decision::Ask { .. }) => {
+                self.asked(&checked);
                 if self.bridge.parks.is_some() {
                     if let Some(pending) = replay.last_asked() {
                         let (pending, method) = (pending.clone(), method.to_owned());

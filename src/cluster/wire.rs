@@ -116,6 +116,8 @@ impl WireRequest {
             upstream_params: self.params,
             state: Some(self.state),
             responses: self.responses,
+            // The replica the client reached checks the result it relays.
+            output: None,
         })
     }
 }
@@ -173,6 +175,7 @@ mod tests {
             upstream_params: json!({"name": "greeting", "arguments": {"style": "formal"}}),
             state: Some("v1.x".into()),
             responses: json!({"elicitation-1": {"action": "accept"}}).as_object().cloned(),
+            output: None,
         };
         let text = serde_json::to_string(&WireRequest::new(&req, "v1.x", None)).unwrap();
         assert!(!text.contains("progress_token") && !text.contains("log_level"), "{text}");
@@ -224,6 +227,7 @@ mod tests {
             upstream_params: json!({}),
             state: None,
             responses: None,
+            output: None,
         };
         let wire = WireRequest::new(&req, "v1.x", Some(&notes));
         assert!(wire.wants_notes());

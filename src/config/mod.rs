@@ -70,6 +70,14 @@ pub struct Config {
     pub cluster: ClusterConfig,
     /// OpenTelemetry export; `None` when tracing is off.
     pub tracing: Option<OtlpConfig>,
+    pub elicitation: ElicitationConfig,
+}
+
+/// `[elicitation]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ElicitationConfig {
+    /// What a question that asks for a secret gets.
+    pub sensitive: crate::schema::SensitivePolicy,
 }
 
 /// The 2026-07-28 listener.

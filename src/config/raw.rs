@@ -24,6 +24,19 @@ pub struct RawConfig {
     pub subscriptions: RawSubscriptions,
     pub cluster: RawCluster,
     pub tracing: RawTracing,
+    pub elicitation: RawElicitation,
+}
+
+/// `[elicitation]`: what the gateway does with the questions legacy servers ask.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawElicitation {
+    /// A question that asks for a secret (a password, token, API key, card number, CVV, SSN or
+    /// IBAN in a form, or a URL that is not https): `warn` (default) relays it with a log line,
+    /// a count and a mark in the migration report; `refuse` declines it upstream on the user's
+    /// behalf and tells the client why. `javascript:`, `vbscript:` and `data:` URLs are refused
+    /// either way.
+    pub sensitive: Option<String>,
 }
 
 /// `[front]`: the 2026-07-28 listener.

@@ -8,7 +8,8 @@ use std::time::Duration;
 use http::Uri;
 
 use super::raw::{
-    RawAdmin, RawConfig, RawFront, RawLegacy, RawLog, RawMrtr, RawState, RawUpstream, RawUpstreamTls,
+    RawAdmin, RawConfig, RawElicitation, RawFront, RawLegacy, RawLog, RawMrtr, RawState, RawUpstream,
+    RawUpstreamTls,
 };
 use super::*;
 use crate::config::tls::{ClientIdentity, TlsSettings};
@@ -42,7 +43,16 @@ pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         subscriptions,
         cluster: park::cluster(raw.cluster)?,
         tracing: tracing::tracing(raw.tracing)?,
+        elicitation: elicitation(raw.elicitation)?,
     })
+}
+
+fn elicitation(raw: RawElicitation) -> Result<ElicitationConfig, ConfigError> {
+    let text = raw.sensitive.as_deref().unwrap_or(d::ELICITATION_SENSITIVE);
+    let sensitive = crate::schema::SensitivePolicy::parse(text).ok_or_else(|| {
+        ConfigError::invalid("elicitation.sensitive", format!("{text:?} is not one of \"warn\", \"refuse\""))
+    })?;
+    Ok(ElicitationConfig { sensitive })
 }
 
 fn front(raw: RawFront) -> Result<FrontConfig, ConfigError> {

@@ -47,6 +47,9 @@ pub enum OutcomeLabel {
     ListenRefused,
     /// A legacy session's id the gateway does not know, or the upstream no longer does (404).
     SessionNotFound,
+    /// What the upstream sent was refused by the 2026-07-28 schema checks or the
+    /// sensitive-forms policy.
+    Refused,
 }
 
 // === impl OutcomeLabel ===
@@ -90,6 +93,7 @@ impl OutcomeLabel {
             Self::StateStoreUnavailable => "state_store_unavailable",
             Self::ListenRefused => "listen_refused",
             Self::SessionNotFound => "session_not_found",
+            Self::Refused => "refused",
         }
     }
 }

@@ -1,11 +1,12 @@
 //! Relayed methods (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`,
 //! `completion/complete`): one upstream request on a pooled session, whose server requests are
 //! refused upstream (these methods may never answer `input_required`), and a result stamped
-//! with `resultType` and cache hints. A `tools/list` result goes through [`modern_tools`] on its
-//! way, which also teaches the tool header catalogue; [`list_tools`] reads the whole list for
-//! that catalogue alone.
+//! with `resultType` and cache hints. A list result goes through the 2026-07-28 schema checks
+//! on its way ([`crate::schema`]); a `tools/list` result through [`modern_tools`], which also
+//! teaches the tool catalogue; [`list_tools`] reads the whole list for that catalogue alone.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -16,7 +17,30 @@ use crate::error::{map_upstream_error, FrontError};
 use crate::metrics::Metrics;
 use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::methods::RelayMethod;
+use crate::schema::{Finding, ListKind, Page, Refusal};
+use crate::tool_report::ToolReport;
 use crate::upstream::{Pool, PoolKey};
+
+/// A relayed result, and what the schema checks found in it.
+pub(super) struct Relayed {
+    pub raw: Box<RawValue>,
+    pub checks: Checks,
+}
+
+/// What the schema checks found in a relayed result (for the migration report).
+#[derive(Default)]
+pub(super) struct Checks {
+    checked: Option<(Checked, Arc<Page>)>,
+    /// Tools left out for their `x-mcp-header` annotations.
+    header_invalid: HashSet<String>,
+}
+
+/// Which list a checked page is.
+#[derive(Clone, Copy)]
+enum Checked {
+    Tools,
+    List(ListKind),
+}
 
 /// Runs a relayed method upstream and returns its raw result. `init_caps` is only called when
 /// a new upstream session must be initialised.
@@ -28,7 +52,7 @@ pub(super) async fn relay(
     method: RelayMethod,
     params: Value,
     tools: &ToolHeaders,
-) -> Result<Box<RawValue>, FrontError> {
+) -> Result<Relayed, FrontError> {
     let lease = pool.lease_with(key.clone(), init_caps).await?;
     let started = std::time::Instant::now();
     let outcome = match lease.session().request(method.name(), Some(params)).await {
@@ -44,8 +68,7 @@ pub(super) async fn relay(
         }
     };
     match outcome {
-        Outcome::Result(raw) if method == RelayMethod::ToolsList => Ok(modern_tools(raw, &key, tools)),
-        Outcome::Result(raw) => Ok(raw),
+        Outcome::Result(raw) => Ok(modern(raw, method, &key, tools)),
         Outcome::Error(e) => Err(FrontError::Upstream(map_upstream_error(e))),
     }
 }
@@ -63,7 +86,7 @@ pub(super) async fn list_tools(
     for _ in 0..defaults::TOOL_LIST_FETCH_PAGES {
         let page =
             relay(pool, metrics, key.clone(), &init_caps, RelayMethod::ToolsList, params, tools).await?;
-        match next_cursor(&page) {
+        match next_cursor(&page.raw) {
             Some(cursor) => params = json!({ "cursor": cursor }),
             None => return Ok(()),
         }
@@ -80,42 +103,91 @@ fn next_cursor(page: &RawValue) -> Option<String> {
     serde_json::from_str::<Cursor>(page.get()).ok()?.next_cursor
 }
 
+/// A relayed result as a 2026-07-28 client may see it: lists checked, others untouched.
+fn modern(raw: Box<RawValue>, method: RelayMethod, key: &PoolKey, tools: &ToolHeaders) -> Relayed {
+    let kind = match method {
+        RelayMethod::ToolsList => return modern_tools(raw, key, tools),
+        RelayMethod::PromptsList => ListKind::Prompts,
+        RelayMethod::ResourcesList => ListKind::Resources,
+        RelayMethod::ResourcesTemplatesList => ListKind::ResourceTemplates,
+        RelayMethod::CompletionComplete => return Relayed { raw, checks: Checks::default() },
+    };
+    let page = tools.schema().list(kind, &raw);
+    let raw = page.text.clone().unwrap_or(raw);
+    let checks = Checks { checked: Some((Checked::List(kind), page)), header_invalid: HashSet::new() };
+    Relayed { raw, checks }
+}
+
 /// A relayed `tools/list` page as a 2026-07-28 client may see it. Each step may leave tools out
-/// or strip fields; a page none of them changes is relayed untouched:
-/// - tools whose `x-mcp-header` annotations are invalid are left out (learnt by `tools`);
-/// - tools that can only be called as legacy tasks are left out, and `execution` (the legacy
-///   tasks hint the 2026-07-28 `Tool` no longer has) is removed from the others.
-fn modern_tools(raw: Box<RawValue>, key: &PoolKey, tools: &ToolHeaders) -> Box<RawValue> {
-    let invalid = tools.learn(key, &raw);
-    let legacy_tasks = raw.get().contains("\"execution\"");
-    if invalid.is_empty() && !legacy_tasks {
-        return raw;
+/// or change them; a page none of them changes is relayed untouched:
+/// - the schema checks repair what they can (a missing `type`, the removed `execution`) and
+///   leave out what they cannot (an invalid schema, a tool only callable as a legacy task);
+/// - tools whose `x-mcp-header` annotations are invalid are left out (learnt by `tools`).
+///
+/// Names that cannot travel in `Mcp-Name` are encoded later, after the authorization rules
+/// filtered the page by the upstream's names ([`Relayed::encode_names`]).
+fn modern_tools(raw: Box<RawValue>, key: &PoolKey, tools: &ToolHeaders) -> Relayed {
+    let page = tools.schema().tools(&raw);
+    let header_invalid = tools.learn_checked(key, &raw, &page);
+    let mut text = page.text.clone().unwrap_or(raw);
+    if !header_invalid.is_empty() {
+        text = without(text, &header_invalid);
     }
-    let Ok(mut result) = serde_json::from_str::<Value>(raw.get()) else { return raw };
+    Relayed { raw: text, checks: Checks { checked: Some((Checked::Tools, page)), header_invalid } }
+}
+
+/// `page` without the tools named in `names`.
+fn without(page: Box<RawValue>, names: &HashSet<String>) -> Box<RawValue> {
+    let Ok(mut result) = serde_json::from_str::<Value>(page.get()) else { return page };
     if let Some(Value::Array(list)) = result.get_mut("tools") {
-        let tasks: Vec<&str> = list.iter().filter(|t| task_only(t)).filter_map(tool_name).collect();
-        if !tasks.is_empty() {
-            // A 2026-07-28 client cannot call these (the gateway does not bridge legacy tasks).
-            tracing::info!(tools = ?tasks, "left tools out of tools/list: they can only be called as legacy tasks");
-        }
-        list.retain(|t| !invalid_annotations(t, &invalid) && !task_only(t));
-        list.iter_mut().filter_map(Value::as_object_mut).for_each(|t| {
-            t.remove("execution");
-        });
+        list.retain(|t| !t.get("name").and_then(Value::as_str).is_some_and(|n| names.contains(n)));
     }
-    RawValue::from_string(result.to_string()).unwrap_or(raw)
+    RawValue::from_string(result.to_string()).unwrap_or(page)
 }
 
-fn invalid_annotations(tool: &Value, invalid: &HashSet<String>) -> bool {
-    tool.get("name").and_then(Value::as_str).is_some_and(|n| invalid.contains(n))
-}
+// === impl Checks ===
 
-fn tool_name(tool: &Value) -> Option<&str> {
-    tool.get("name").and_then(Value::as_str)
-}
+impl Checks {
+    /// Counts what the schema checks repaired and refused in this result, as relayed to a
+    /// client (a listing the gateway makes for itself is not counted).
+    pub(super) fn record(&self, report: &ToolReport) {
+        let Some((checked, page)) = &self.checked else { return };
+        match checked {
+            Checked::List(kind) => {
+                for (finding, detail) in &page.items {
+                    report.list(*kind, *finding, detail);
+                }
+            }
+            Checked::Tools => {
+                for tool in &page.tools {
+                    let name = tool.name.as_deref();
+                    for repair in &tool.repairs {
+                        report.schema(name, Finding::Repair(*repair), "");
+                    }
+                    if let Some(refusal) = tool.refused {
+                        report.schema(name, Finding::Refusal(refusal), &tool.detail);
+                    }
+                }
+                for name in &self.header_invalid {
+                    report.schema(Some(name), Finding::Refusal(Refusal::HeaderAnnotationInvalid), "");
+                }
+            }
+        }
+    }
 
-fn task_only(tool: &Value) -> bool {
-    tool.pointer("/execution/taskSupport").and_then(Value::as_str) == Some("required")
+    /// `raw` (this result, filtered by the authorization rules) with the tool names that
+    /// cannot travel in `Mcp-Name` encoded, each counted.
+    pub(super) fn encode_names(&self, raw: Box<RawValue>, report: &ToolReport) -> Box<RawValue> {
+        let needed = matches!(&self.checked, Some((Checked::Tools, page)) if page.encode_names);
+        if !needed {
+            return raw;
+        }
+        let (raw, encoded) = crate::schema::encode_names(raw);
+        for name in encoded {
+            report.schema(Some(&name), Finding::Repair(crate::schema::Repair::NameEncoded), "");
+        }
+        raw
+    }
 }
 
 #[cfg(test)]
@@ -128,27 +200,35 @@ mod tests {
         (std::sync::Arc::from("alice"), 0)
     }
 
+    fn raw(v: Value) -> Box<RawValue> {
+        RawValue::from_string(v.to_string()).unwrap()
+    }
+
+    fn relayed(v: Value, tools: &ToolHeaders) -> Value {
+        serde_json::from_str(modern_tools(raw(v), &key(), tools).raw.get()).unwrap()
+    }
+
     #[test]
     fn execution_is_removed_and_task_only_tools_hidden() {
-        let raw = RawValue::from_string(
+        let object = json!({"type": "object"});
+        let v = relayed(
             json!({"tools": [
-                {"name": "a", "inputSchema": {}, "execution": {"taskSupport": "optional"}},
-                {"name": "b", "inputSchema": {}, "execution": {"taskSupport": "required"}},
-                {"name": "c", "inputSchema": {}}]})
-            .to_string(),
-        )
-        .unwrap();
-        let v: Value = serde_json::from_str(modern_tools(raw, &key(), &catalogue()).get()).unwrap();
-        assert_eq!(v, json!({"tools": [{"name": "a", "inputSchema": {}}, {"name": "c", "inputSchema": {}}]}));
+                {"name": "a", "inputSchema": object, "execution": {"taskSupport": "optional"}},
+                {"name": "b", "inputSchema": object, "execution": {"taskSupport": "required"}},
+                {"name": "c", "inputSchema": object}]}),
+            &catalogue(),
+        );
+        assert_eq!(
+            v,
+            json!({"tools": [{"name": "a", "inputSchema": object}, {"name": "c", "inputSchema": object}]})
+        );
     }
 
     #[test]
     fn plain_lists_are_untouched() {
-        let text = r#"{"tools": [{"name": "a"}]}"#;
-        assert_eq!(
-            modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue()).get(),
-            text
-        );
+        let text = r#"{"tools": [{"name": "a", "inputSchema": {"type": "object"}}]}"#;
+        let page = modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue());
+        assert_eq!(page.raw.get(), text);
     }
 
     #[test]
@@ -157,18 +237,16 @@ mod tests {
             json!({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Region"}}});
         let twice = json!({"type": "object", "properties": {
             "a": {"type": "string", "x-mcp-header": "X"}, "b": {"type": "string", "x-mcp-header": "x"}}});
-        let text =
-            json!({"tools": [{"name": "ok", "inputSchema": region}, {"name": "dup", "inputSchema": twice},
-            {"name": "plain", "inputSchema": {}}], "nextCursor": "2"})
-            .to_string();
         let tools = catalogue();
-        let v: Value =
-            serde_json::from_str(modern_tools(RawValue::from_string(text).unwrap(), &key(), &tools).get())
-                .unwrap();
+        let v = relayed(
+            json!({"tools": [{"name": "ok", "inputSchema": region}, {"name": "dup", "inputSchema": twice},
+            {"name": "plain", "inputSchema": {}}], "nextCursor": "2"}),
+            &tools,
+        );
         assert_eq!(
             v,
-            json!({"tools": [{"name": "ok", "inputSchema": region}, {"name": "plain", "inputSchema": {}}],
-            "nextCursor": "2"})
+            json!({"tools": [{"name": "ok", "inputSchema": region},
+            {"name": "plain", "inputSchema": {"type": "object"}}], "nextCursor": "2"})
         );
         assert_eq!(tools.len(), 3);
     }
@@ -176,10 +254,50 @@ mod tests {
     #[test]
     fn a_valid_annotated_list_is_untouched() {
         let text = r#"{"tools": [{"name": "a", "inputSchema": {"type": "object", "properties": {"r": {"type": "boolean", "x-mcp-header": "R"}}}}]}"#;
-        assert_eq!(
-            modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue()).get(),
-            text
+        let page = modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue());
+        assert_eq!(page.raw.get(), text);
+    }
+
+    #[test]
+    fn refused_tools_are_hidden_counted_and_refused_when_called() {
+        let m = Metrics::new().unwrap();
+        let tools = catalogue();
+        let page = modern_tools(
+            raw(json!({"tools": [
+                {"name": "untyped", "inputSchema": {"properties": {}}},
+                {"name": "broken", "inputSchema": {"type": "object", "properties": {"x": {"type": 12}}}},
+                {"name": "typed", "inputSchema": {"type": "object"}, "outputSchema": {"properties": {}}}]})),
+            &key(),
+            &tools,
         );
+        let v: Value = serde_json::from_str(page.raw.get()).unwrap();
+        assert_eq!(v["tools"].as_array().map(Vec::len), Some(2));
+        page.checks.record(&m.tools);
+        let report = m.tools.snapshot();
+        let find = |t: &str| report.tools.iter().find(|e| e.tool == t).unwrap().schema.clone();
+        assert_eq!(find("untyped").repairs.get("input_type_added"), Some(&1));
+        assert_eq!(find("broken").refusals.get("input_schema_invalid"), Some(&1));
+        assert_eq!(find("typed").repairs.get("output_type_added"), Some(&1));
+        let refused = tools.lookup(&key(), "broken", None, None).unwrap().unwrap_err();
+        assert!(refused.to_string().contains("not a valid JSON Schema"), "{refused}");
+        let output = tools.lookup(&key(), "typed", None, None).unwrap().unwrap();
+        assert!(output.is_some_and(|o| o.check(&json!([])).is_err()), "its outputSchema is learnt");
+    }
+
+    #[test]
+    fn names_are_encoded_after_the_filter_and_counted() {
+        let m = Metrics::new().unwrap();
+        let tools = catalogue();
+        let page = modern_tools(
+            raw(json!({"tools": [{"name": "search files", "inputSchema": {"type": "object"}}]})),
+            &key(),
+            &tools,
+        );
+        let encoded = page.checks.encode_names(page.raw, &m.tools);
+        let v: Value = serde_json::from_str(encoded.get()).unwrap();
+        assert_eq!(v["tools"][0]["name"], "_.search_20files");
+        let report = m.tools.snapshot();
+        assert_eq!(report.tools[0].schema.repairs.get("name_encoded"), Some(&1));
     }
 
     #[test]

@@ -35,6 +35,7 @@ use crate::protocol::jsonrpc::{Envelope, Request as RpcRequest};
 use crate::protocol::log_level::LogLevel;
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
+use crate::schema::OutputSchema;
 use crate::subscriptions::Subscriptions;
 use crate::telemetry::{request_id, FrontRequest, FrontTrace, Tracing};
 use crate::upstream::Pool;
@@ -87,6 +88,8 @@ pub(super) struct Call {
     pub accepts: Accepts,
     /// The `_meta` log level: the request's opt-in to log messages.
     pub log_level: Option<LogLevel>,
+    /// A `tools/call`'s tool's compiled `outputSchema`, once the catalogue knows it.
+    pub output: Option<Arc<OutputSchema>>,
 }
 
 // === impl FrontState ===
@@ -361,9 +364,10 @@ impl FrontState {
             return ("unknown", Outcome::error(Some(&id), &unknown_method(&r.method)));
         };
         let outcome = match Self::validate(&parts, kind, r, identity).and_then(|c| self.limit(c)) {
-            Ok(call) => match self.check_param_headers(&parts, &call).await {
-                Ok(()) => {
+            Ok(mut call) => match self.check_tool(&parts, &call).await {
+                Ok(output) => {
                     drop(parts);
+                    call.output = output;
                     self.dispatch(call).await
                 }
                 Err(e) => Outcome::error(Some(&id), &e),
@@ -387,20 +391,29 @@ impl FrontState {
         let accepts = guard::accepts(&parts.headers)?;
         let log_level = LogLevel::from_params(r.params.as_ref())?;
         let Identity { principal, grants } = identity;
-        Ok(Call { id: r.id, kind, params: r.params, meta, caps, principal, grants, accepts, log_level })
+        let mut params = r.params;
+        if kind == FrontMethod::Mrtr(MrtrMethod::ToolsCall) {
+            upstream_tool_name(&mut params);
+        }
+        let output = None;
+        Ok(Call { id: r.id, kind, params, meta, caps, principal, grants, accepts, log_level, output })
     }
 
-    /// Checks a `tools/call`'s `Mcp-Param-*` headers against the annotations of its tool,
-    /// listing the upstream's tools first (once, shared) when the tool has not been seen.
-    async fn check_param_headers(&self, parts: &Parts, call: &Call) -> Result<(), FrontError> {
-        if !self.param_headers || call.kind != FrontMethod::Mrtr(MrtrMethod::ToolsCall) {
-            return Ok(());
+    /// What the catalogue says of a `tools/call`'s tool: refused when it is not offered, its
+    /// `Mcp-Param-*` headers checked against its annotations (unless this front's headers are
+    /// made from the body), and its compiled `outputSchema`, which its result is checked
+    /// against. The upstream's tools are listed first (once, shared) when the tool has not
+    /// been seen.
+    async fn check_tool(&self, parts: &Parts, call: &Call) -> Result<Option<Arc<OutputSchema>>, FrontError> {
+        if call.kind != FrontMethod::Mrtr(MrtrMethod::ToolsCall) {
+            return Ok(None);
         }
         let params = call.params.as_ref();
-        let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else { return Ok(()) };
+        let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else { return Ok(None) };
         let arguments = params.and_then(|p| p.get("arguments"));
         let key = (call.principal.clone(), call.caps.fingerprint());
-        if let Some(checked) = self.tool_headers.check(&key, name, &parts.headers, arguments) {
+        let headers = self.param_headers.then_some(&parts.headers);
+        if let Some(checked) = self.tool_headers.lookup(&key, name, headers, arguments) {
             return checked;
         }
         let (caps, version) = (call.caps, self.upstream_version);
@@ -409,8 +422,8 @@ impl FrontState {
             relay::list_tools(&self.pool, &self.metrics, key.clone(), init, &self.tool_headers)
         };
         self.tool_headers.fetch_once(&key, name, list).await?;
-        // A tool the upstream does not list has no annotations to check: its answer is the upstream's.
-        self.tool_headers.check(&key, name, &parts.headers, arguments).unwrap_or(Ok(()))
+        // A tool the upstream does not list has nothing to check: its answer is the upstream's.
+        self.tool_headers.lookup(&key, name, headers, arguments).unwrap_or(Ok(None))
     }
 
     /// Takes the call's rate-limit tokens. A retry of an MRTR chain (it carries a
@@ -463,7 +476,7 @@ impl FrontState {
         let (caps, version) = (call.caps, self.upstream_version);
         let key = (call.principal.clone(), call.caps.fingerprint());
         let params = upstream_params(call.params.as_ref());
-        let raw = relay::relay(
+        let relayed = relay::relay(
             &self.pool,
             &self.metrics,
             key,
@@ -473,7 +486,10 @@ impl FrontState {
             &self.tool_headers,
         )
         .await?;
+        let relay::Relayed { raw, checks } = relayed;
+        checks.record(&self.metrics.tools);
         let raw = call.grants.filter_list(method.name(), raw);
+        let raw = checks.encode_names(raw, &self.metrics.tools);
         // A list filtered for this principal must not be shared by a cache.
         let private =
             call.grants.is_restricted().then(|| respond::cache_fields(self.cfg.cache_ttl_ms, "private"));
@@ -570,7 +586,21 @@ fn mrtr_request(call: &mut Call, method: MrtrMethod) -> Result<MrtrRequest, Fron
         upstream_params: into_upstream_params(call.params.take()),
         state,
         responses,
+        output: call.output.take(),
     })
+}
+
+/// Maps a `tools/call` of a name the gateway encoded for `Mcp-Name` back to the upstream's
+/// name (see [`crate::schema::name`]), before anything reads it: limits, rules, the catalogue
+/// and the migration report all know the tool by the upstream's name.
+fn upstream_tool_name(params: &mut Option<Value>) {
+    let Some(Value::String(name)) = params.as_mut().and_then(|p| p.get_mut("name")) else { return };
+    if !name.starts_with(crate::schema::name::PREFIX) {
+        return;
+    }
+    if let Some(upstream) = crate::schema::name::decode(name) {
+        *name = upstream;
+    }
 }
 
 /// Removes `params.<field>` and returns it when it is an object.

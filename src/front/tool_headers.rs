@@ -22,6 +22,7 @@ mod annotation;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::HeaderMap;
@@ -37,16 +38,26 @@ pub use annotation::{header_params, AnnotationError, HeaderParam};
 use super::validate;
 use crate::defaults;
 use crate::error::FrontError;
+use crate::schema::{Checker, OutputSchema, Page as CheckedPage, Refusal};
 use crate::upstream::{PoolKey, ToolsChanged, UpstreamError};
 
 /// What the catalogue knows about one tool.
 #[derive(Debug)]
-enum Entry {
+struct Entry {
+    headers: Headers,
+    /// Its compiled `outputSchema`: a call's `structuredContent` is checked against it.
+    output: Option<Arc<OutputSchema>>,
+}
+
+/// A tool's `x-mcp-header` annotations, or why it is not offered.
+#[derive(Debug)]
+enum Headers {
     /// No `x-mcp-header` annotation: nothing to check.
     Plain,
     Mirrored(Box<[HeaderParam]>),
-    /// Left out of `tools/list`; a call to it is refused.
-    Invalid,
+    /// Left out of `tools/list` (invalid annotations, or refused by the schema checks); a call
+    /// to it is refused.
+    Invalid(Refusal),
 }
 
 /// The bounds of a catalogue.
@@ -78,6 +89,8 @@ pub struct ToolHeaders {
     changed: ToolsChanged,
     /// The count of `changed` the entries are from.
     seen: AtomicU64,
+    /// The 2026-07-28 checks of the pages it learns from (cached per distinct page).
+    schema: Checker,
 }
 
 /// Every key's tools, and how many entries they are in all.
@@ -105,7 +118,9 @@ struct Page<'a> {
 
 #[derive(Deserialize)]
 struct ToolView<'a> {
-    name: String,
+    /// Absent on a tool the schema checks refuse: it is skipped, not the whole page.
+    #[serde(default)]
+    name: Option<String>,
     #[serde(rename = "inputSchema", borrow, default)]
     input_schema: Option<&'a RawValue>,
 }
@@ -117,7 +132,7 @@ impl ToolHeaders {
     pub fn new(limits: Limits, changed: ToolsChanged) -> Self {
         let seen = AtomicU64::new(changed.count());
         let (tools, listing) = (RwLock::default(), Mutex::default());
-        Self { tools, listing, limits, changed, seen }
+        Self { tools, listing, limits, changed, seen, schema: Checker::default() }
     }
 
     /// Forgets every tool once the upstream said its tools changed.
@@ -129,6 +144,11 @@ impl ToolHeaders {
         }
     }
 
+    /// The schema checks of the pages this catalogue learns from.
+    pub fn schema(&self) -> &Checker {
+        &self.schema
+    }
+
     /// Checks a `tools/call` of `name`'s headers against its `arguments`; `None` when the
     /// catalogue has not seen the tool listed to `key`.
     pub fn check(
@@ -138,15 +158,33 @@ impl ToolHeaders {
         map: &HeaderMap,
         arguments: Option<&Value>,
     ) -> Option<Result<(), FrontError>> {
+        self.lookup(key, name, Some(map), arguments).map(|checked| checked.map(|_| ()))
+    }
+
+    /// What a `tools/call` of `name` needs from the catalogue: a refusal when the tool is not
+    /// offered, its headers checked against its `arguments` (unless `map` is `None`: a front
+    /// whose headers are made from the body), and its compiled `outputSchema`. `None` when the
+    /// catalogue has not seen the tool listed to `key`.
+    pub fn lookup(
+        &self,
+        key: &PoolKey,
+        name: &str,
+        map: Option<&HeaderMap>,
+        arguments: Option<&Value>,
+    ) -> Option<Result<Option<Arc<OutputSchema>>, FrontError>> {
         self.follow_changes();
         let tools = self.tools.read();
-        Some(match tools.by_key.get(key)?.get(name)? {
-            Entry::Plain => Ok(()),
-            Entry::Mirrored(params) => validate::check_params(map, params, arguments),
-            Entry::Invalid => Err(FrontError::InvalidParams(format!(
-                "tool {} is not available: its x-mcp-header annotations are invalid",
-                validate::quoted(name)
+        let entry = tools.by_key.get(key)?.get(name)?;
+        Some(match (&entry.headers, map) {
+            (Headers::Invalid(reason), _) => Err(FrontError::InvalidParams(format!(
+                "tool {} is not available: {}",
+                validate::quoted(name),
+                reason.describe()
             ))),
+            (Headers::Mirrored(params), Some(map)) => {
+                validate::check_params(map, params, arguments).map(|()| entry.output.clone())
+            }
+            (Headers::Plain | Headers::Mirrored(_), _) => Ok(entry.output.clone()),
         })
     }
 
@@ -154,26 +192,43 @@ impl ToolHeaders {
     /// the names of the tools whose annotations are invalid (to leave out), logging each one
     /// once per key.
     pub fn learn(&self, key: &PoolKey, page: &RawValue) -> HashSet<String> {
+        let checked = self.schema.tools(page);
+        self.learn_checked(key, page, &checked)
+    }
+
+    /// [`Self::learn`], with the page's schema check already made: tools it refused are
+    /// recorded as not offered, and the others with their compiled `outputSchema`.
+    pub fn learn_checked(&self, key: &PoolKey, page: &RawValue, checked: &CheckedPage) -> HashSet<String> {
         self.follow_changes();
         let Ok(page) = serde_json::from_str::<Page<'_>>(page.get()) else { return HashSet::new() };
+        let facts: HashMap<&str, _> =
+            checked.tools.iter().filter_map(|t| Some((t.name.as_deref()?, t))).collect();
         let mut hidden = HashSet::new();
         let mut tools = self.tools.write();
         for tool in page.tools {
-            let entry = match tool.input_schema.filter(|s| s.get().contains(annotation::KEYWORD)) {
-                None => Entry::Plain,
+            let Some(name) = tool.name else { continue };
+            let fact = facts.get(name.as_str());
+            let headers = match tool.input_schema.filter(|s| s.get().contains(annotation::KEYWORD)) {
+                None => Headers::Plain,
                 Some(schema) => match read_annotations(schema) {
-                    Ok(params) if params.is_empty() => Entry::Plain,
-                    Ok(params) => Entry::Mirrored(params.into()),
+                    Ok(params) if params.is_empty() => Headers::Plain,
+                    Ok(params) => Headers::Mirrored(params.into()),
                     Err(reason) => {
-                        if !matches!(tools.get(key, &tool.name), Some(Entry::Invalid)) {
-                            tracing::warn!(tool = %tool.name, %reason, "left a tool out of tools/list: invalid x-mcp-header annotation");
+                        let known = tools.get(key, &name).map(|e| &e.headers);
+                        if !matches!(known, Some(Headers::Invalid(Refusal::HeaderAnnotationInvalid))) {
+                            tracing::warn!(tool = %name, %reason, "left a tool out of tools/list: invalid x-mcp-header annotation");
                         }
-                        hidden.insert(tool.name.clone());
-                        Entry::Invalid
+                        hidden.insert(name.clone());
+                        Headers::Invalid(Refusal::HeaderAnnotationInvalid)
                     }
                 },
             };
-            tools.insert(key, tool.name, entry, self.limits.max_tools);
+            let headers = match fact.and_then(|f| f.refused) {
+                Some(refusal) if !matches!(headers, Headers::Invalid(_)) => Headers::Invalid(refusal),
+                _ => headers,
+            };
+            let output = fact.and_then(|f| f.output.clone());
+            tools.insert(key, name, Entry { headers, output }, self.limits.max_tools);
         }
         hidden
     }

@@ -8,6 +8,7 @@ use super::histogram::Histogram;
 use super::ToolSeries;
 use super::{RunEnd, RunRecord, Served};
 use crate::defaults::{LATENCY_BUCKETS, QUESTION_BUCKETS, ROUND_BUCKETS};
+use crate::schema::Sensitive;
 
 /// The figures of one tool (or of the `(other)` entry).
 #[derive(Debug)]
@@ -24,6 +25,10 @@ pub(super) struct Entry {
     pub(super) divergences: u64,
     /// Seconds from a run's start to its reply.
     pub(super) latency: Histogram,
+    /// What the 2026-07-28 schema checks repaired and refused of this tool.
+    pub(super) schema: super::findings::SchemaCounts,
+    /// Its sensitive questions, by [`Sensitive::index`].
+    pub(super) sensitive: [u64; Sensitive::ALL.len()],
     series: Children,
 }
 
@@ -65,6 +70,8 @@ impl Entry {
             questions: Histogram::new(QUESTION_BUCKETS),
             divergences: 0,
             latency: Histogram::new(LATENCY_BUCKETS),
+            schema: super::findings::SchemaCounts::default(),
+            sensitive: [0; Sensitive::ALL.len()],
             series: children,
         }
     }

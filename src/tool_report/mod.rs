@@ -21,6 +21,7 @@
 //! are the ones since the process started, and the Prometheus `tool` label takes the same values.
 
 mod entry;
+mod findings;
 mod histogram;
 mod summary;
 mod verdict;
@@ -31,8 +32,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use prometheus::{HistogramVec, IntCounterVec};
 
+pub use findings::SchemaSeries;
 pub use histogram::IntBuckets;
-pub use summary::{Calls, Counts, Latency, Report, ServedCounts, ToolSummary};
+pub use summary::{Calls, Counts, Latency, Report, Schema, ServedCounts, ToolSummary};
 pub use verdict::Verdict;
 
 use crate::defaults;
@@ -53,6 +55,8 @@ pub struct ToolSeries {
     pub divergences: IntCounterVec,
     /// Run duration, from the run's start to its reply.
     pub run_duration: HistogramVec,
+    /// The 2026-07-28 schema checks' repairs, refusals and sensitive questions.
+    pub schema: SchemaSeries,
 }
 
 /// The name of the entry that sums every tool without one of its own (no tool is named with
@@ -116,6 +120,9 @@ pub struct ToolReport {
 struct Table {
     tools: HashMap<Box<str>, Entry>,
     other: Option<Entry>,
+    /// The schema checks' counts of prompt and resource lists, by [`crate::schema::ListKind::index`].
+    lists: [findings::SchemaCounts; crate::schema::ListKind::ALL.len()],
+    logged: findings::Logged,
 }
 
 // === impl Served ===
@@ -199,10 +206,11 @@ impl ToolReport {
         let mut tools: Vec<ToolSummary> =
             table.tools.iter().map(|(name, e)| ToolSummary::of(name, e, false)).collect();
         let other = table.other.as_ref().map(|e| ToolSummary::of(OTHER, e, true));
+        let lists = summary::lists(&table.lists);
         drop(table);
         tools.sort_unstable_by(|a, b| a.tool.cmp(&b.tool));
         tools.extend(other);
-        Report { max_tools: defaults::TOOL_REPORT_MAX_TOOLS, tools }
+        Report { max_tools: defaults::TOOL_REPORT_MAX_TOOLS, tools, lists }
     }
 
     /// The report as JSON text.

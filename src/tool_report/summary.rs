@@ -2,12 +2,16 @@
 //! figures derived from them (means, maxima, rates, percentiles) and the verdict. The book's
 //! migration report (docs/src/migrating.md) documents every field.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::entry::Entry;
+use super::findings::SchemaCounts;
 use super::histogram::{Histogram, IntBuckets};
 use super::verdict::{Figures, Verdict};
 use super::Served;
+use crate::schema::{ListKind, Refusal, Repair, Sensitive};
 
 /// The whole report.
 #[derive(Debug, Clone, Serialize)]
@@ -16,6 +20,17 @@ pub struct Report {
     pub max_tools: usize,
     /// One entry per tool, sorted by name, then the `(other)` entry when it has counted anything.
     pub tools: Vec<ToolSummary>,
+    /// The schema checks' repairs and refusals of items of prompt and resource lists, per list
+    /// (`prompts`, `resources`, `resource_templates`).
+    pub lists: BTreeMap<&'static str, Schema>,
+}
+
+/// What the 2026-07-28 schema checks repaired and refused: counts by reason, reasons never
+/// seen left out.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Schema {
+    pub repairs: BTreeMap<&'static str, u64>,
+    pub refusals: BTreeMap<&'static str, u64>,
 }
 
 /// One tool's entry.
@@ -38,6 +53,10 @@ pub struct ToolSummary {
     /// Divergences per replayed run (`replay` + `fallback`); null before any.
     pub divergence_rate: Option<f64>,
     pub latency_ms: Latency,
+    /// Its repairs and refusals by the 2026-07-28 schema checks.
+    pub schema: Schema,
+    /// Its questions that asked for a secret, by reason (whatever was done with them).
+    pub sensitive: BTreeMap<&'static str, u64>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -109,8 +128,26 @@ impl ToolSummary {
             divergences: e.divergences,
             divergence_rate: (replayed > 0).then(|| round3(e.divergences as f64 / replayed as f64)),
             latency_ms: latency(&e.latency),
+            schema: schema(&e.schema),
+            sensitive: nonzero(Sensitive::ALL.iter().map(|r| (r.as_str(), e.sensitive[r.index()]))),
         }
     }
+}
+
+/// The `lists` object of the report.
+pub(super) fn lists(counts: &[SchemaCounts; ListKind::ALL.len()]) -> BTreeMap<&'static str, Schema> {
+    ListKind::ALL.iter().map(|k| (k.as_str(), schema(&counts[k.index()]))).collect()
+}
+
+fn schema(counts: &SchemaCounts) -> Schema {
+    Schema {
+        repairs: nonzero(Repair::ALL.iter().map(|r| (r.as_str(), counts.repairs[r.index()]))),
+        refusals: nonzero(Refusal::ALL.iter().map(|r| (r.as_str(), counts.refusals[r.index()]))),
+    }
+}
+
+fn nonzero(counts: impl Iterator<Item = (&'static str, u64)>) -> BTreeMap<&'static str, u64> {
+    counts.filter(|(_, n)| *n > 0).collect()
 }
 
 fn counts(h: &Histogram) -> Counts {

@@ -124,3 +124,58 @@ fn divergences_are_counted_and_decide_the_verdict() {
     assert_eq!((flaky.verdict, flaky.calls.failed), (Verdict::Diverges, 1));
     assert_eq!(series(&m, r#"mrtr_gateway_tool_divergences_total{tool="flaky"}"#), 2.0);
 }
+
+#[test]
+fn schema_findings_and_sensitive_questions_are_counted_per_tool_and_logged_once() {
+    use crate::schema::{Finding, ListKind, Refusal, Repair, Sensitive, SensitiveAction};
+    let m = Metrics::new().unwrap();
+    let added = Finding::Repair(Repair::InputTypeAdded);
+    m.tools.schema(Some("untyped"), added, "no type");
+    m.tools.schema(Some("untyped"), added, "no type");
+    m.tools.schema(Some("broken"), Finding::Refusal(Refusal::InputSchemaInvalid), "type 12");
+    m.tools.schema(None, Finding::Refusal(Refusal::NameInvalid), "no name");
+    m.tools.list(ListKind::Prompts, Finding::Repair(Repair::InvalidFieldDropped), "");
+    m.tools.sensitive("login", Sensitive::PasswordFormat, SensitiveAction::Warned, "pw");
+    m.tools.sensitive("login", Sensitive::PasswordFormat, SensitiveAction::Refused, "pw");
+    let report = m.tools.snapshot();
+    let untyped = entry(&report, "untyped");
+    assert_eq!(untyped.schema.repairs.get("input_type_added"), Some(&2));
+    assert!(untyped.schema.refusals.is_empty() && untyped.sensitive.is_empty());
+    assert_eq!(entry(&report, "broken").schema.refusals.get("input_schema_invalid"), Some(&1));
+    assert_eq!(entry(&report, OTHER).schema.refusals.get("name_invalid"), Some(&1));
+    assert_eq!(entry(&report, "login").sensitive.get("password_format"), Some(&2));
+    assert_eq!(report.lists["prompts"].repairs.get("invalid_field_dropped"), Some(&1));
+    assert!(report.lists["resources"].repairs.is_empty());
+    assert_eq!(
+        series(&m, r#"mrtr_gateway_schema_repairs_total{reason="input_type_added",tool="untyped"}"#),
+        2.0
+    );
+    assert_eq!(
+        series(&m, r#"mrtr_gateway_schema_refusals_total{reason="name_invalid",tool="(other)"}"#),
+        1.0
+    );
+    assert_eq!(
+        series(&m, r#"mrtr_gateway_schema_repairs_total{reason="invalid_field_dropped",tool="(prompts)"}"#),
+        1.0
+    );
+    let warned =
+        r#"mrtr_gateway_sensitive_questions_total{action="warned",reason="password_format",tool="login"}"#;
+    assert_eq!(series(&m, warned), 1.0);
+    // Logged once per (tool, reason): the second sighting finds the pair remembered.
+    assert!(!m.tools.table.lock().logged.first_unseen("untyped", "input_type_added"));
+    let json: serde_json::Value = serde_json::from_slice(&m.tools.to_json().unwrap()).unwrap();
+    let login = json["tools"].as_array().unwrap().iter().find(|t| t["tool"] == "login").unwrap();
+    assert_eq!(login["schema"], serde_json::json!({"repairs": {}, "refusals": {}}));
+    assert_eq!(login["sensitive"], serde_json::json!({"password_format": 2}));
+    assert_eq!(json["lists"]["prompts"]["repairs"]["invalid_field_dropped"], 1, "{json}");
+}
+
+#[test]
+fn the_memory_of_logged_pairs_is_bounded() {
+    let m = Metrics::new().unwrap();
+    let mut table = m.tools.table.lock();
+    for i in 0..defaults::TOOL_REPORT_MAX_LOGGED {
+        assert!(table.logged.first(&format!("t{i}"), "r"));
+    }
+    assert!(!table.logged.first("one more", "r"), "past the bound nothing new is logged");
+}

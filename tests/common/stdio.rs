@@ -44,9 +44,20 @@ impl StdioGateway {
     /// Starts a gateway whose upstream is the fixture run with `flags`, plus extra `[upstream]`
     /// and `[mrtr]` lines, and waits until it is ready.
     pub(crate) async fn start(flags: &[&str], upstream: &[&str], mrtr: &[&str]) -> TestResult<Self> {
+        Self::start_with(flags, upstream, mrtr, "").await
+    }
+
+    /// [`StdioGateway::start`], with `sections` (whole TOML sections, e.g. `[elicitation]`)
+    /// added to the configuration.
+    pub(crate) async fn start_with(
+        flags: &[&str],
+        upstream: &[&str],
+        mrtr: &[&str],
+        sections: &str,
+    ) -> TestResult<Self> {
         let toml = format!(
             "[front]\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"127.0.0.1:0\"\n[log]\nlevel = \"warn\"\n\
-             [state]\nkeys = [{:?}]\n[mrtr]\ngather_window_ms = 200\n{}\n[upstream]\n{}\n{}\n",
+             [state]\nkeys = [{:?}]\n[mrtr]\ngather_window_ms = 200\n{}\n[upstream]\n{}\n{}\n{sections}\n",
             test_key("k1", 0x11),
             mrtr.join("\n"),
             fixture_command(flags),

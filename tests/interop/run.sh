@@ -437,6 +437,7 @@ with_gateways() {
   conformance_stdio
   sse_upstream_checks
   stdio_front_checks
+  schema_checks
   listen_checks
 }
 
@@ -515,6 +516,15 @@ stdio_front_checks() {
   run_checks "py:fixture-stdio-front" "$PROGRAM_SECONDS" "$PY_MODERN" "$HERE/py_stdio_front_check.py" \
     --gateway "$GATEWAY" --upstream-command "'$PY_LEGACY' '$HERE/legacy_fixture_server.py' --stdio" \
     --state-key-file "$KEY_FILE" --server fixture --target fixture-stdio-front --timeout "$CHECK_SECONDS"
+}
+
+# Legacy output a 2026-07-28 client rejects, repaired by the gateway: the Python
+# client lists and calls the scripted stdio server's --schema tools (a missing
+# inputSchema type, an encoded name, a checked structured result) over the stdio front.
+schema_checks() {
+  run_checks "py:schema" "$PROGRAM_SECONDS" "$PY_MODERN" "$HERE/py_schema_check.py" \
+    --gateway "$GATEWAY" --upstream-command "python3 '$HERE/../fixtures/stdio_server.py' --schema" \
+    --state-key-file "$KEY_FILE" --timeout "$CHECK_SECONDS"
 }
 
 # On failure, the end of each server and gateway log, where the cause usually is.

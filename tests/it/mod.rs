@@ -41,6 +41,8 @@ mod references;
 mod reflection;
 mod replicas;
 mod restart;
+mod schema;
+mod sensitive_forms;
 mod shares;
 mod single_use;
 mod sse_legacy;

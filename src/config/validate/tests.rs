@@ -335,3 +335,18 @@ fn principal_shares_default_with_auth_and_are_checked_against_their_totals() {
     let upstream = crate::upstream::UpstreamSettings::new(Uri::from_static("http://127.0.0.1:1/mcp"));
     assert_eq!(upstream.pool_max_per_principal, upstream.pool_max_sessions, "no share of its own by default");
 }
+
+#[test]
+fn sensitive_forms_policy_is_typed_with_one_default() {
+    use crate::schema::SensitivePolicy;
+    assert_eq!(Config::from_toml("").unwrap().elicitation.sensitive, SensitivePolicy::Warn);
+    let c = Config::from_toml("[elicitation]\nsensitive = \"refuse\"").unwrap();
+    assert_eq!(c.elicitation.sensitive, SensitivePolicy::Refuse);
+    assert!(err("[elicitation]\nsensitive = \"block\"").starts_with("elicitation.sensitive:"));
+    let env = std::collections::HashMap::from([(
+        "MRTR_GATEWAY__ELICITATION__SENSITIVE".to_owned(),
+        "refuse".to_owned(),
+    )]);
+    let c = Config::load_from(None, &[], environment().source(Some(env))).unwrap();
+    assert_eq!(c.elicitation.sensitive, SensitivePolicy::Refuse);
+}
