@@ -9,20 +9,18 @@
 # apt-get (saying so first), and otherwise the check fails at once saying what to install; a
 # promtool of another version fails it too. No step is skipped.
 #
-# Its tools are pinned in requirements.txt and installed into a venv kept in the user's cache
-# folder under the digest of that file (DEPLOY_CHECK_VENV overrides it), so that a fresh clone
-# reuses it and a change of pins installs a new one.
+# Its tools are pinned in requirements.txt and installed into a venv (venv.sh, which
+# deploy/run/run.sh shares).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/deploy/check"
-DIGEST="$(sha256sum "$HERE/requirements.txt" | cut -c1-16)"
-VENV="${DEPLOY_CHECK_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/mrtr-gateway/deploy-check-$DIGEST}"
 OUT="$ROOT/target/deploy-check"
 KUBE_VERSION=1.34.0
 PROMTOOL_VERSION=2.42.0
-PIP_TIMEOUT=600
 
 log() { printf 'deploy: %s\n' "$*" >&2; }
+# shellcheck source=venv.sh
+. "$HERE/venv.sh"
 
 promtool_version() {
   promtool --version 2>&1 | sed -n 's/^promtool, version \([0-9.]*\).*/\1/p' | head -n 1
@@ -54,20 +52,6 @@ require_promtool() {
     log "deploy/check/run.sh to the new version and check the rules with it."
     exit 1
   fi
-}
-
-install_tools() {
-  local stamp="$VENV/.complete"
-  if [[ -x "$VENV/bin/python" && -f "$stamp" ]]; then
-    return
-  fi
-  log "installing the pinned check tools into $VENV (once per set of pins)"
-  rm -rf "$VENV"
-  mkdir -p "$(dirname "$VENV")"
-  python3 -m venv "$VENV"
-  timeout "$PIP_TIMEOUT" "$VENV/bin/pip" install --quiet --disable-pip-version-check \
-    --no-deps --only-binary=:all: -r "$HERE/requirements.txt"
-  touch "$stamp"
 }
 
 require_promtool
