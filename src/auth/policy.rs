@@ -321,6 +321,12 @@ impl ListKind {
     }
 }
 
+impl crate::legacy::ListFilter for Grants {
+    fn retain_listed(&self, method: &str, result: &mut Value) -> usize {
+        Grants::retain_listed(self, method, result)
+    }
+}
+
 /// Checks every message of a legacy client's body (one message or a batch) that names a
 /// method, whatever the method; see [`always_allowed`] for what passes without a rule. A
 /// message without a method (the client's answer to a server request) passes. A body that is

@@ -15,6 +15,7 @@ mod documented_ops;
 mod elicitation;
 mod failures;
 mod faults;
+mod filtering;
 mod front;
 mod https;
 mod inputs;
