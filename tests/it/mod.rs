@@ -6,6 +6,7 @@ mod bounded;
 mod capabilities;
 mod catalog;
 mod chatty_upstream;
+mod check;
 mod client_faults;
 mod deadlines;
 mod documented_auth;
