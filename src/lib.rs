@@ -6,7 +6,7 @@
 //! `config`, `logging`, `clock`, `readiness`, `body`, `server`, `healthcheck` → `outbound`, `telemetry`,
 //! `capabilities`, `limits`, `tool_report` → `upstream` → `auth`, `legacy`, `subscriptions` →
 //! `metrics` → `state_store`, `error` → `bridge` → `front`, `stdio_front` → `cluster` → `app`,
-//! `admin`. Imports only point down. The README's `## Layout` section says what each owns and is
+//! `admin` → `check`. Imports only point down. The README's `## Layout` section says what each owns and is
 //! the list `tests/it/layering.rs` checks the code against.
 
 pub mod admin;
@@ -15,6 +15,7 @@ pub mod auth;
 pub mod body;
 pub mod bridge;
 pub mod capabilities;
+pub mod check;
 pub mod clock;
 pub mod cluster;
 pub mod config;

@@ -1,7 +1,8 @@
 //! The `mrtr-gateway` binary: parse flags, load and validate the configuration, start logging,
 //! run the gateway (the HTTP front, or the stdio front with `stdio`) until SIGTERM or SIGINT, or
 //! for the stdio front until stdin ends; with `healthcheck`, probe a running gateway's
-//! `/healthz` instead. Everything else lives in the library.
+//! `/healthz` instead; with `check`, report on a legacy server's readiness for migration.
+//! Everything else lives in the library.
 
 use std::time::Duration;
 
@@ -20,6 +21,9 @@ const RUNTIME_EXIT: Duration = Duration::from_millis(100);
 
 fn main() {
     let cli = Cli::parse_args();
+    if let Some(Mode::Check(args)) = &cli.mode {
+        std::process::exit(mrtr_gateway::check::main(&cli, args));
+    }
     let cfg = match Config::load(&cli) {
         Ok(cfg) => cfg,
         Err(e) => {

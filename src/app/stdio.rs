@@ -80,13 +80,14 @@ pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Resul
 }
 
 /// What does not apply on stdio: the client launched this process, so there is no bearer token
-/// to check (the principal is `anonymous`), and no listener is opened. With one client there is
+/// to check (the principal is `anonymous`; rules configured without authentication still
+/// filter), and no listener is opened. With one client there is
 /// no one to share with: its shares of the upstream sessions and parked calls are the whole of
 /// them (the defaults with auth configured would be a quarter).
 fn for_stdio(mut cfg: Config) -> Config {
     if matches!(cfg.auth, AuthConfig::Jwt(_)) {
         tracing::warn!("auth is configured but does not apply on stdio: every request is anonymous");
-        cfg.auth = AuthConfig::None;
+        cfg.auth = AuthConfig::OPEN;
     }
     cfg.upstream.pool_max_per_principal = cfg.upstream.pool_max_sessions;
     cfg.mrtr.park.max_parked_per_principal = cfg.mrtr.park.max_parked;
@@ -106,8 +107,15 @@ mod tests {
         let cfg = Config::from_toml(toml).expect("config");
         assert!(cfg.upstream.pool_max_per_principal < cfg.upstream.pool_max_sessions, "a quarter with auth");
         let cfg = for_stdio(cfg);
-        assert!(matches!(cfg.auth, AuthConfig::None));
+        assert!(matches!(&cfg.auth, AuthConfig::None { rules } if rules.is_empty()));
         assert_eq!(cfg.upstream.pool_max_per_principal, cfg.upstream.pool_max_sessions);
         assert_eq!(cfg.mrtr.park.max_parked_per_principal, cfg.mrtr.park.max_parked);
+    }
+
+    #[test]
+    fn rules_without_authentication_still_filter_on_stdio() {
+        let cfg =
+            Config::from_toml("[[auth.rules]]\ntools = [\"*\"]\ndeny_tools = [\"rm\"]").expect("config");
+        assert_eq!(for_stdio(cfg).auth.rules().len(), 1);
     }
 }

@@ -21,12 +21,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
+use serde_json::Map;
 
 use self::keys::Key;
 use self::metadata::Metadata;
 use self::remote::{Background, Remote};
 use self::token::Verifier;
-use crate::config::{AuthConfig, JwtConfig};
+use crate::config::{AuthConfig, JwtConfig, RuleConfig};
 use crate::defaults;
 
 pub use self::fetch::FetchError;
@@ -84,7 +85,8 @@ pub struct Auth {
 }
 
 enum Mode {
-    None,
+    /// Every client is `anonymous`, with these grants (computed once: they never vary).
+    None(Grants),
     Jwt(Box<Jwt>),
 }
 
@@ -131,7 +133,7 @@ impl Auth {
     /// is anonymous, and unit tests); remote keys need [`Auth::start`].
     pub fn new(cfg: &AuthConfig, metrics: AuthMetrics) -> Self {
         match cfg {
-            AuthConfig::None => Self::anonymous(metrics),
+            AuthConfig::None { rules } => Self::anonymous(rules, metrics),
             AuthConfig::Jwt(jwt) => Self::jwt(jwt, None, "/", metrics),
         }
     }
@@ -145,7 +147,10 @@ impl Auth {
         metrics: AuthMetrics,
         outbound: &crate::outbound::OutboundMetrics,
     ) -> Result<Self, AuthSetupError> {
-        let AuthConfig::Jwt(jwt) = cfg else { return Ok(Self::anonymous(metrics)) };
+        let jwt = match cfg {
+            AuthConfig::None { rules } => return Ok(Self::anonymous(rules, metrics)),
+            AuthConfig::Jwt(jwt) => jwt,
+        };
         let remote = match &jwt.remote {
             Some(r) => {
                 let bound = outbound.bound("jwks", crate::defaults::JWKS_MAX_CONNECTIONS, r.timeout);
@@ -165,8 +170,11 @@ impl Auth {
         Ok(Self::jwt(jwt, remote, front_path, metrics))
     }
 
-    fn anonymous(metrics: AuthMetrics) -> Self {
-        Self { mode: Mode::None, anonymous: Arc::from(ANONYMOUS), metrics }
+    /// Every client is `anonymous`; rules (which name no scope or claim here) apply to all.
+    fn anonymous(rules: &[RuleConfig], metrics: AuthMetrics) -> Self {
+        let grants =
+            Policy::compile_anonymous(rules).map_or_else(Grants::unrestricted, |p| p.grants(&Map::new()));
+        Self { mode: Mode::None(grants), anonymous: Arc::from(ANONYMOUS), metrics }
     }
 
     fn jwt(cfg: &JwtConfig, remote: Option<Arc<Remote>>, front_path: &str, metrics: AuthMetrics) -> Self {
@@ -199,9 +207,12 @@ impl Auth {
     /// and its grants. The principal is recorded on the current span (the front request's),
     /// so every later line of the request, a refusal included, names it.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Identity, AuthError> {
-        let Mode::Jwt(jwt) = &self.mode else {
-            record_principal(&self.anonymous);
-            return Ok(Identity { principal: self.anonymous.clone(), grants: Grants::unrestricted() });
+        let jwt = match &self.mode {
+            Mode::None(grants) => {
+                record_principal(&self.anonymous);
+                return Ok(Identity { principal: self.anonymous.clone(), grants: grants.clone() });
+            }
+            Mode::Jwt(jwt) => jwt,
         };
         let result = jwt.authenticate(headers).await;
         match &result {
@@ -221,7 +232,7 @@ impl Auth {
     pub fn challenge(&self, e: &AuthError) -> HeaderValue {
         let url = match &self.mode {
             Mode::Jwt(jwt) => jwt.metadata.as_ref().map(Metadata::url),
-            Mode::None => None,
+            Mode::None(_) => None,
         };
         metadata::unauthorized_challenge(matches!(e, AuthError::Missing), url)
     }

@@ -10,6 +10,11 @@
 //! allows is refused, whichever entrance (2026-07-28 or legacy) and whichever method: a method
 //! the 2026-07-28 front does not know (`logging/setLevel`, say) is checked like any other.
 //!
+//! A rule's `deny_*` lists win over every allow: a tool, prompt or resource that any applicable
+//! rule denies is refused and left out of lists, whatever the other rules allow. A principal
+//! gains rules by holding more scopes and never loses one, so no scope lifts a deny: a refusal
+//! by a deny names no scope in its challenge.
+//!
 //! Always allowed, because a client cannot speak at all without them and they reach nothing of
 //! the upstream's: `server/discover`, `initialize`, `ping`, notifications (`notifications/…`),
 //! and a legacy client's JSON-RPC responses (its answers to the server's requests, which carry
@@ -34,6 +39,8 @@ pub struct Policy {
     rules: Vec<Rule>,
     /// `resource_metadata="…"` for the challenge, when the metadata document is served.
     metadata_url: Option<String>,
+    /// Whether clients authenticate with bearer tokens, so that a refusal carries a challenge.
+    bearer: bool,
 }
 
 #[derive(Debug)]
@@ -41,6 +48,13 @@ struct Rule {
     scopes: Vec<String>,
     claims: Vec<(String, String)>,
     methods: Vec<Pattern>,
+    allow: Names,
+    deny: Names,
+}
+
+/// Patterns of tool names, prompt names and resource URIs.
+#[derive(Debug)]
+struct Names {
     tools: Vec<Pattern>,
     prompts: Vec<Pattern>,
     resources: Vec<Pattern>,
@@ -55,19 +69,21 @@ enum Target<'a> {
     Resource(&'a str),
 }
 
-/// The rules that apply to one principal; `policy: None` allows everything.
+/// The rules that apply to one principal; `policy: None` allows everything. Cloned per
+/// request, so the indices are shared rather than copied.
 #[derive(Debug, Clone, Default)]
 pub struct Grants {
     policy: Option<Arc<Policy>>,
-    rules: Vec<usize>,
+    rules: Arc<[usize]>,
 }
 
-/// A call outside the principal's rules: the client's message and the 403 challenge.
+/// A call outside the principal's rules: the client's message and the 403 challenge (none
+/// without authentication: no token would change the answer).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct Denied {
     pub message: String,
-    pub challenge: HeaderValue,
+    pub challenge: Option<HeaderValue>,
     /// The method refused (a fixed name), for the metric.
     pub method: &'static str,
 }
@@ -81,18 +97,30 @@ impl Policy {
             return None;
         }
         let patterns = |v: &[String]| v.iter().map(|p| Pattern::new(p)).collect::<Vec<_>>();
+        let names = |tools: &[String], prompts: &[String], resources: &[String]| Names {
+            tools: patterns(tools),
+            prompts: patterns(prompts),
+            resources: patterns(resources),
+        };
         let rules = rules
             .iter()
             .map(|r| Rule {
                 scopes: r.scopes.clone(),
                 claims: r.claims.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 methods: patterns(&r.methods),
-                tools: patterns(&r.tools),
-                prompts: patterns(&r.prompts),
-                resources: patterns(&r.resources),
+                allow: names(&r.tools, &r.prompts, &r.resources),
+                deny: names(&r.deny_tools, &r.deny_prompts, &r.deny_resources),
             })
             .collect();
-        Some(Arc::new(Self { rules, metadata_url }))
+        Some(Arc::new(Self { rules, metadata_url, bearer: true }))
+    }
+
+    /// Compiles the rules of a gateway without authentication: they hold every client alike,
+    /// and a refusal carries no bearer challenge.
+    pub fn compile_anonymous(rules: &[RuleConfig]) -> Option<Arc<Self>> {
+        let mut policy = Arc::into_inner(Self::compile(rules, None)?)?;
+        policy.bearer = false;
+        Some(Arc::new(policy))
     }
 
     /// The grants of a principal with these token claims.
@@ -102,14 +130,19 @@ impl Policy {
         Grants { policy: Some(self.clone()), rules }
     }
 
-    fn denied(&self, method: &str, target: Target<'_>) -> Denied {
+    /// The refusal of `method` on `target`; `by_deny` when a rule of the principal's denies it,
+    /// which no further scope would lift.
+    fn denied(&self, method: &str, target: Target<'_>, by_deny: bool) -> Denied {
         // The scopes of every rule that would allow this call: what the client could ask for.
-        let wanted: BTreeSet<&str> = self
-            .rules
-            .iter()
-            .filter(|r| r.allows(method, target))
-            .flat_map(|r| r.scopes.iter().map(String::as_str))
-            .collect();
+        let wanted: BTreeSet<&str> = match by_deny {
+            true => BTreeSet::new(),
+            false => self
+                .rules
+                .iter()
+                .filter(|r| r.allows(method, target))
+                .flat_map(|r| r.scopes.iter().map(String::as_str))
+                .collect(),
+        };
         let mut challenge = String::from(r#"Bearer error="insufficient_scope""#);
         if !wanted.is_empty() {
             challenge.push_str(&format!(r#", scope="{}""#, wanted.into_iter().collect::<Vec<_>>().join(" ")));
@@ -125,8 +158,10 @@ impl Policy {
         };
         Denied {
             message: format!("forbidden: {}{what} is outside this client's authorization", fixed(method)),
-            challenge: HeaderValue::from_str(&challenge)
-                .unwrap_or(HeaderValue::from_static(r#"Bearer error="insufficient_scope""#)),
+            challenge: self.bearer.then(|| {
+                HeaderValue::from_str(&challenge)
+                    .unwrap_or(HeaderValue::from_static(r#"Bearer error="insufficient_scope""#))
+            }),
             method: fixed(method),
         }
     }
@@ -141,14 +176,26 @@ impl Rule {
     }
 
     fn allows(&self, method: &str, target: Target<'_>) -> bool {
+        self.methods.iter().any(|p| p.matches(method)) && self.allow.names(target).unwrap_or(true)
+    }
+
+    fn denies(&self, target: Target<'_>) -> bool {
+        self.deny.names(target).unwrap_or(false)
+    }
+}
+
+// === impl Names ===
+
+impl Names {
+    /// Whether a pattern names `target`; `None` for a method that targets nothing.
+    fn names(&self, target: Target<'_>) -> Option<bool> {
         let any = |ps: &[Pattern], s: &str| ps.iter().any(|p| p.matches(s));
-        any(&self.methods, method)
-            && match target {
-                Target::None => true,
-                Target::Tool(n) => any(&self.tools, n),
-                Target::Prompt(n) => any(&self.prompts, n),
-                Target::Resource(u) => any(&self.resources, u),
-            }
+        match target {
+            Target::None => None,
+            Target::Tool(n) => Some(any(&self.tools, n)),
+            Target::Prompt(n) => Some(any(&self.prompts, n)),
+            Target::Resource(u) => Some(any(&self.resources, u)),
+        }
     }
 }
 
@@ -177,35 +224,106 @@ impl Grants {
         if self.allows(policy, method, target) {
             return Ok(());
         }
-        Err(policy.denied(method, target))
+        Err(policy.denied(method, target, self.denies(policy, target)))
     }
 
     /// A list result without the items the principal may not use (tools, prompts, resources
     /// and resource templates); other results, and every result when nothing is restricted,
     /// are returned untouched.
     pub fn filter_list(&self, method: &str, raw: Box<RawValue>) -> Box<RawValue> {
-        let Some(policy) = &self.policy else { return raw };
-        let (field, key, call) = match method {
-            methods::TOOLS_LIST => ("tools", "name", methods::TOOLS_CALL),
-            methods::PROMPTS_LIST => ("prompts", "name", methods::PROMPTS_GET),
-            methods::RESOURCES_LIST => ("resources", "uri", methods::RESOURCES_READ),
-            methods::RESOURCES_TEMPLATES_LIST => {
-                ("resourceTemplates", "uriTemplate", methods::RESOURCES_READ)
-            }
-            _ => return raw,
-        };
-        let Ok(mut result) = serde_json::from_str::<Value>(raw.get()) else { return raw };
-        if let Some(Value::Array(items)) = result.get_mut(field) {
-            items.retain(|item| {
-                let name = item.get(key).and_then(Value::as_str).unwrap_or_default();
-                self.allows(policy, call, list_target(call, name))
-            });
+        if self.policy.is_none() || ListKind::of(method).is_none() {
+            return raw;
         }
+        let Ok(mut result) = serde_json::from_str::<Value>(raw.get()) else { return raw };
+        self.retain_listed(method, &mut result);
         RawValue::from_string(result.to_string()).unwrap_or(raw)
     }
 
+    /// Removes from the list result `result` of `method` the items the principal may not use;
+    /// returns how many it removed (0 for any other method, or when nothing is restricted).
+    pub fn retain_listed(&self, method: &str, result: &mut Value) -> usize {
+        let (Some(policy), Some(kind)) = (&self.policy, ListKind::of(method)) else { return 0 };
+        let Some(Value::Array(items)) = result.get_mut(kind.field()) else { return 0 };
+        let before = items.len();
+        items.retain(|item| {
+            let name = item.get(kind.key()).and_then(Value::as_str).unwrap_or_default();
+            self.allows(policy, kind.call(), kind.target(name))
+        });
+        before - items.len()
+    }
+
+    /// Allowed: some applicable rule allows it and none denies it.
     fn allows(&self, policy: &Policy, method: &str, target: Target<'_>) -> bool {
-        self.rules.iter().any(|&i| policy.rules[i].allows(method, target))
+        self.rules.iter().any(|&i| policy.rules[i].allows(method, target)) && !self.denies(policy, target)
+    }
+
+    fn denies(&self, policy: &Policy, target: Target<'_>) -> bool {
+        self.rules.iter().any(|&i| policy.rules[i].denies(target))
+    }
+}
+
+/// The four list methods whose results name what the rules govern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
+    Templates,
+}
+
+// === impl ListKind ===
+
+impl ListKind {
+    fn of(method: &str) -> Option<Self> {
+        match method {
+            methods::TOOLS_LIST => Some(Self::Tools),
+            methods::PROMPTS_LIST => Some(Self::Prompts),
+            methods::RESOURCES_LIST => Some(Self::Resources),
+            methods::RESOURCES_TEMPLATES_LIST => Some(Self::Templates),
+            _ => None,
+        }
+    }
+
+    /// The result's array.
+    fn field(self) -> &'static str {
+        match self {
+            Self::Tools => "tools",
+            Self::Prompts => "prompts",
+            Self::Resources => "resources",
+            Self::Templates => "resourceTemplates",
+        }
+    }
+
+    /// The item's name the rules match.
+    fn key(self) -> &'static str {
+        match self {
+            Self::Tools | Self::Prompts => "name",
+            Self::Resources => "uri",
+            Self::Templates => "uriTemplate",
+        }
+    }
+
+    /// The method that uses an item: an item is listed when that call of it is allowed.
+    fn call(self) -> &'static str {
+        match self {
+            Self::Tools => methods::TOOLS_CALL,
+            Self::Prompts => methods::PROMPTS_GET,
+            Self::Resources | Self::Templates => methods::RESOURCES_READ,
+        }
+    }
+
+    fn target(self, name: &str) -> Target<'_> {
+        match self {
+            Self::Tools => Target::Tool(name),
+            Self::Prompts => Target::Prompt(name),
+            Self::Resources | Self::Templates => Target::Resource(name),
+        }
+    }
+}
+
+impl crate::legacy::ListFilter for Grants {
+    fn retain_listed(&self, method: &str, result: &mut Value) -> usize {
+        Grants::retain_listed(self, method, result)
     }
 }
 
@@ -217,7 +335,7 @@ pub fn check_legacy_body(grants: &Grants, body: &LegacyBody) -> Result<(), Denie
     let Some(policy) = &grants.policy else { return Ok(()) };
     match body {
         LegacyBody::Empty => Ok(()),
-        LegacyBody::NotJson => Err(policy.denied("request", Target::None)),
+        LegacyBody::NotJson => Err(policy.denied("request", Target::None, false)),
         LegacyBody::Messages(messages) => {
             for m in messages {
                 let Some(method) = m.get("method").and_then(Value::as_str) else { continue };
@@ -236,14 +354,6 @@ fn always_allowed(method: &str) -> bool {
 }
 
 const NOTIFICATIONS: &str = "notifications/";
-
-fn list_target<'a>(call: &str, name: &'a str) -> Target<'a> {
-    match call {
-        methods::TOOLS_CALL => Target::Tool(name),
-        methods::PROMPTS_GET => Target::Prompt(name),
-        _ => Target::Resource(name),
-    }
-}
 
 /// What a request targets. A target that is missing or not a string is checked as the empty
 /// name (which only a `*` pattern allows); such a request fails its own validation anyway.

@@ -57,8 +57,25 @@ async fn check(a: &Auth, token: &str) -> Result<Arc<str>, AuthError> {
 
 #[tokio::test]
 async fn anonymous_without_auth() {
-    let a = Auth::new(&AuthConfig::None, AuthMetrics::detached().unwrap());
+    let a = Auth::new(&AuthConfig::OPEN, AuthMetrics::detached().unwrap());
     assert_eq!(&*a.authenticate(&HeaderMap::new()).await.unwrap().principal, ANONYMOUS);
+}
+
+#[tokio::test]
+async fn rules_without_auth_hold_every_anonymous_client() {
+    let rule = RuleConfig {
+        methods: vec!["*".into()],
+        tools: vec!["*".into()],
+        deny_tools: vec!["rm".into()],
+        ..RuleConfig::default()
+    };
+    let a = Auth::new(&AuthConfig::None { rules: vec![rule] }, AuthMetrics::detached().unwrap());
+    let identity = a.authenticate(&HeaderMap::new()).await.unwrap();
+    assert_eq!(&*identity.principal, ANONYMOUS);
+    assert!(identity.grants.is_restricted());
+    assert!(identity.grants.check("tools/call", Some(&json!({"name": "echo"}))).is_ok());
+    let denied = identity.grants.check("tools/call", Some(&json!({"name": "rm"}))).unwrap_err();
+    assert!(denied.challenge.is_none(), "no bearer challenge without authentication");
 }
 
 #[tokio::test]
@@ -174,7 +191,7 @@ async fn grants_follow_the_token_scopes() {
     let bare = a.authenticate(&headers(&hs(&claims("b"), Algorithm::HS256, SECRET))).await.unwrap().grants;
     let denied = bare.check("tools/call", Some(&json!({"name": "echo"}))).unwrap_err();
     assert_eq!(
-        denied.challenge.to_str().unwrap(),
+        denied.challenge.as_ref().unwrap().to_str().unwrap(),
         r#"Bearer error="insufficient_scope", scope="tools:echo""#
     );
 }

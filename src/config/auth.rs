@@ -16,8 +16,11 @@ use crate::defaults as d;
 /// Client authentication.
 #[derive(Debug, Clone)]
 pub enum AuthConfig {
-    /// Every client is the principal `anonymous`.
-    None,
+    /// Every client is the principal `anonymous`; `rules` (none naming scopes or claims, which
+    /// no anonymous client holds) filter what every client may use.
+    None {
+        rules: Vec<RuleConfig>,
+    },
     Jwt(Box<JwtConfig>),
 }
 
@@ -84,6 +87,25 @@ pub struct RuleConfig {
     pub tools: Vec<String>,
     pub prompts: Vec<String>,
     pub resources: Vec<String>,
+    /// Refused to every principal the rule applies to, whatever any rule allows.
+    pub deny_tools: Vec<String>,
+    pub deny_prompts: Vec<String>,
+    pub deny_resources: Vec<String>,
+}
+
+// === impl AuthConfig ===
+
+impl AuthConfig {
+    /// No authentication and no rules: every client may call anything.
+    pub const OPEN: Self = Self::None { rules: Vec::new() };
+
+    /// The authorization rules, whichever the mode.
+    pub fn rules(&self) -> &[RuleConfig] {
+        match self {
+            Self::None { rules } => rules,
+            Self::Jwt(jwt) => &jwt.rules,
+        }
+    }
 }
 
 impl std::fmt::Debug for StaticKey {
@@ -95,9 +117,23 @@ impl std::fmt::Debug for StaticKey {
 /// Validates `[auth]`.
 pub(super) fn validate(raw: RawAuth) -> Result<AuthConfig, ConfigError> {
     match raw.mode.as_deref().unwrap_or("none") {
-        "none" => Ok(AuthConfig::None),
+        "none" => Ok(AuthConfig::None { rules: anonymous_rules(raw.rules)? }),
         "jwt" => jwt(raw).map(|j| AuthConfig::Jwt(Box::new(j))),
         other => Err(ConfigError::invalid("auth.mode", format!("{other:?} is neither \"none\" nor \"jwt\""))),
+    }
+}
+
+/// The rules of a gateway without authentication: every client is `anonymous`, which holds no
+/// scope and no claim, so a rule naming one could never apply and is refused.
+fn anonymous_rules(raw: Option<Vec<RawRule>>) -> Result<Vec<RuleConfig>, ConfigError> {
+    let rules: Vec<RuleConfig> =
+        raw.unwrap_or_default().into_iter().enumerate().map(rule).collect::<Result<_, _>>()?;
+    match rules.iter().position(|r| !r.scopes.is_empty() || !r.claims.is_empty()) {
+        Some(i) => Err(ConfigError::invalid(
+            format!("auth.rules[{i}]"),
+            "scopes and claims need auth.mode = \"jwt\" (without it every client is anonymous)",
+        )),
+        None => Ok(rules),
     }
 }
 
@@ -215,9 +251,13 @@ fn rule((i, raw): (usize, RawRule)) -> Result<RuleConfig, ConfigError> {
         tools: raw.tools.unwrap_or_default(),
         prompts: raw.prompts.unwrap_or_default(),
         resources: raw.resources.unwrap_or_default(),
+        deny_tools: raw.deny_tools.unwrap_or_default(),
+        deny_prompts: raw.deny_prompts.unwrap_or_default(),
+        deny_resources: raw.deny_resources.unwrap_or_default(),
     };
     let all = rule.methods.iter().chain(&rule.tools).chain(&rule.prompts).chain(&rule.resources);
-    if let Some(bad) = all.chain(&rule.scopes).find(|p| p.is_empty()) {
+    let denied = rule.deny_tools.iter().chain(&rule.deny_prompts).chain(&rule.deny_resources);
+    if let Some(bad) = all.chain(denied).chain(&rule.scopes).find(|p| p.is_empty()) {
         return Err(ConfigError::invalid(format!("auth.rules[{i}]"), format!("{bad:?}: an empty name")));
     }
     Ok(rule)

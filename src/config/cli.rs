@@ -18,6 +18,8 @@ const AFTER_HELP: &str =
     the key upstream.pool_max_sessions is MRTR_GATEWAY__UPSTREAM__POOL_MAX_SESSIONS. A flag wins over \
     the environment, which wins over the configuration file.";
 
+use super::check::CheckArgs;
+
 /// mrtr-gateway: serve 2026-07-28 MCP clients from a legacy MCP server, statelessly.
 #[derive(Debug, Default, Parser)]
 #[command(name = "mrtr-gateway", version, about, after_help = AFTER_HELP)]
@@ -31,7 +33,7 @@ pub struct Cli {
     pub upstream: Option<String>,
     /// Event stream of a legacy HTTP+SSE server (2024-11-05) instead (`upstream.sse_url`),
     /// e.g. `http://127.0.0.1:3001/sse`.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, global = true, value_name = "URL")]
     pub upstream_sse: Option<String>,
     /// A legacy stdio server to spawn instead (`upstream.command`), e.g. `"npx -y my-server"`;
     /// split on whitespace, with '…' and "…" quoting.
@@ -64,8 +66,8 @@ pub struct Cli {
     pub mode: Option<Mode>,
 }
 
-/// The transport the gateway serves 2026-07-28 on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+/// The transport the gateway serves 2026-07-28 on, or another command than serving.
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum Mode {
     /// Speak 2026-07-28 over this process's stdin and stdout (newline-delimited JSON-RPC), for
     /// clients that launch servers; logs go to stderr. Every option applies.
@@ -74,6 +76,10 @@ pub enum Mode {
     /// reached on loopback) and exit 0 when it answers 200, 1 otherwise: a health check for
     /// images without a shell.
     Healthcheck,
+    /// Check a legacy server before deploying it: talk to it directly as a legacy client and
+    /// through an embedded gateway as a 2026-07-28 client, and report what differs. Exits 1
+    /// when something a 2026-07-28 client would see breaks.
+    Check(CheckArgs),
 }
 
 /// A flag that sets one configuration key.

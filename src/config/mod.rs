@@ -5,6 +5,7 @@
 //! appear in `Debug` output or errors.
 
 mod auth;
+pub mod check;
 pub mod cli;
 mod command;
 mod credentials;
@@ -24,6 +25,7 @@ use crate::mrtr::LegacyVersion;
 
 pub(crate) use auth::fetch_url;
 pub use auth::{AuthConfig, JwtConfig, KeySource, RemoteKeys, ResourceConfig, RuleConfig, StaticKey};
+pub use check::CheckArgs;
 pub use cli::{Cli, Mode};
 pub use park::{ClusterConfig, MrtrMode, ParkConfig};
 pub use secret::Secret;

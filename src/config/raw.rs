@@ -304,12 +304,14 @@ pub struct RawAuth {
     pub scopes_supported: Option<Vec<String>>,
     /// RFC 9728 `bearer_methods_supported`. Default `["header"]`.
     pub bearer_methods_supported: Option<Vec<String>>,
-    /// `[[auth.rules]]`: who may call what. None: every authenticated client may call anything.
+    /// `[[auth.rules]]`: who may call what. None: every client may call anything. Without
+    /// authentication (`mode = "none"`) rules name no scopes or claims and filter for everyone.
     pub rules: Option<Vec<RawRule>>,
 }
 
 /// One `[[auth.rules]]` entry: principals with all of `scopes` and all of `claims` may use the
-/// listed methods, tools, prompts and resources (names and URIs with `*` wildcards).
+/// listed methods, tools, prompts and resources (names and URIs with `*` wildcards), and never
+/// the ones its `deny_*` lists name.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RawRule {
@@ -320,6 +322,12 @@ pub struct RawRule {
     pub tools: Option<Vec<String>>,
     pub prompts: Option<Vec<String>>,
     pub resources: Option<Vec<String>>,
+    /// Tools refused to the principals this rule applies to, whatever any rule allows.
+    pub deny_tools: Option<Vec<String>>,
+    /// Prompts refused likewise.
+    pub deny_prompts: Option<Vec<String>>,
+    /// Resource URIs (and templates) refused likewise.
+    pub deny_resources: Option<Vec<String>>,
 }
 
 /// `[log]`.

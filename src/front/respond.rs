@@ -32,7 +32,9 @@ pub(super) fn error(id: Option<&RequestId>, e: &FrontError) -> Response<FrontBod
             r.headers_mut().insert(WWW_AUTHENTICATE, challenge);
         }
         FrontError::Forbidden(denied) => {
-            r.headers_mut().insert(WWW_AUTHENTICATE, denied.challenge.clone());
+            if let Some(challenge) = &denied.challenge {
+                r.headers_mut().insert(WWW_AUTHENTICATE, challenge.clone());
+            }
         }
         FrontError::HttpMethodNotAllowed(_) => {
             r.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));

@@ -293,8 +293,8 @@ impl FrontState {
     }
 
     /// Relays a legacy request once the authorization rules allow every method in it and each
-    /// request in it has taken its rate-limit tokens, as a 2026-07-28 request does (list results
-    /// of legacy sessions are relayed unfiltered; a call is still refused).
+    /// request in it has taken its rate-limit tokens, as a 2026-07-28 request does; the list
+    /// results in its response leave out what the rules hide, as a 2026-07-28 client's do.
     async fn legacy_call(
         &self,
         legacy: &LegacyFront,
@@ -303,6 +303,7 @@ impl FrontState {
         bytes: Bytes,
     ) -> (&'static str, Outcome) {
         let method = crate::legacy::label(&parts.method, &bytes);
+        let mut lists = None;
         // Parsed only when something looks at it: an open gateway relays the bytes untouched.
         if identity.grants.is_restricted() || !self.limits.is_off() {
             let body = LegacyBody::parse(&bytes);
@@ -313,8 +314,11 @@ impl FrontState {
             if let Err(e) = self.limit_legacy(&identity.principal, &body) {
                 return (method, Outcome::error(None, &e));
             }
+            if identity.grants.is_restricted() {
+                lists = LegacyFront::lists(Arc::new(identity.grants.clone()), parts, &body);
+            }
         }
-        (method, Outcome::relayed(legacy.handle(parts, &identity.principal, bytes).await))
+        (method, Outcome::relayed(legacy.handle(parts, &identity.principal, bytes, lists).await))
     }
 
     /// Takes the rate-limit tokens of a legacy body: one per request in it (and one of its

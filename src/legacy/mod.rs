@@ -15,13 +15,17 @@
 //! stream, `DELETE` and resumption (`Last-Event-ID`) pass through. A Streamable HTTP upstream
 //! is relayed byte for byte ([`http`], [`pump`]); a stdio or HTTP+SSE upstream gets a session
 //! of its own through the upstream seam ([`seam`]). Sessions are bounded in number and end
-//! after an idle limit ([`table`]).
+//! after an idle limit ([`table`]). The one exception to byte for byte: the list results of a
+//! client the authorization rules restrict leave out what it may not use ([`lists`],
+//! [`rewrite`]).
 
 mod body;
 mod error;
 mod http;
+mod lists;
 mod metrics;
 mod pump;
+mod rewrite;
 mod seam;
 mod table;
 
@@ -36,9 +40,11 @@ use tokio::time::Instant;
 
 pub use body::{label, LegacyBody, LegacyRequest};
 pub use error::LegacyError;
+pub use lists::{ListFilter, Lists};
 pub use metrics::LegacyMetrics;
 
 use self::http::{refusal, HttpRelay};
+use self::rewrite::Rewrite;
 use self::seam::SeamConnector;
 use self::table::{Entry, Link, Table};
 use crate::body::FrontBody;
@@ -65,6 +71,9 @@ enum Upstream {
     Http(Arc<HttpRelay>),
     Seam(SeamConnector),
 }
+
+/// The `legacy_refused_requests_total` reason of a list result too large to filter.
+const LIST_TOO_LARGE: &str = "list_too_large";
 
 /// True when the request belongs to a legacy session: it carries an `Mcp-Session-Id`, which
 /// the gateway gives legacy clients only (a 2026-07-28 client never holds one).
@@ -134,15 +143,36 @@ impl LegacyFront {
         SessionSealer::shared(self.keys.current())
     }
 
-    /// Relays one legacy request and counts it.
-    pub async fn handle(&self, parts: &Parts, principal: &str, body: Bytes) -> Response<FrontBody> {
+    /// The list filtering of a request of a client whose lists `filter` restricts (see
+    /// [`lists`]): a POST's list requests, or a stream resumed with `Last-Event-ID`; `None`
+    /// when nothing in the response can be a list result to filter.
+    pub fn lists(filter: Arc<dyn ListFilter>, parts: &Parts, body: &LegacyBody) -> Option<Lists> {
+        match parts.method {
+            Method::POST => Lists::for_post(filter, body),
+            Method::GET if parts.headers.contains_key(headers::LAST_EVENT_ID) => {
+                Some(Lists::for_resumed(filter))
+            }
+            _ => None,
+        }
+    }
+
+    /// Relays one legacy request and counts it; `lists`, from [`LegacyFront::lists`], filters
+    /// the list results in its response.
+    pub async fn handle(
+        &self,
+        parts: &Parts,
+        principal: &str,
+        body: Bytes,
+        lists: Option<Lists>,
+    ) -> Response<FrontBody> {
         let kind = match &parts.method {
             m if *m == Method::GET => "get",
             m if *m == Method::DELETE => "delete",
             _ if !parts.headers.contains_key(headers::SESSION_ID) => "initialize",
             _ => "post",
         };
-        match self.route(parts, principal, body).await {
+        let lists = lists.map(|l| l.counting(self.metrics.refused.with_label_values(&[LIST_TOO_LARGE])));
+        match self.route(parts, principal, body, lists).await {
             Ok(response) => {
                 self.metrics.relayed.with_label_values(&[kind]).inc();
                 response
@@ -182,6 +212,7 @@ impl LegacyFront {
         parts: &Parts,
         principal: &str,
         body: Bytes,
+        lists: Option<Lists>,
     ) -> Result<Response<FrontBody>, LegacyError> {
         if ![Method::POST, Method::GET, Method::DELETE].contains(&parts.method) {
             return Err(LegacyError::MethodNotAllowed(parts.method.to_string()));
@@ -199,7 +230,7 @@ impl LegacyFront {
             return Err(LegacyError::NotHere);
         }
         match &entry.link {
-            Link::Http => self.http_request(&entry, parts, front_id, body).await,
+            Link::Http => self.http_request(&entry, parts, (front_id, body), lists).await,
             Link::Seam(session) if !session.is_healthy() => {
                 // The process exited or the stream broke: the client must start a new session.
                 self.table.remove(&entry.claims.handle);
@@ -212,7 +243,7 @@ impl LegacyFront {
                     session.close().await;
                     Ok(empty(StatusCode::OK))
                 }
-                _ => session.handle(&entry, parts, body).await,
+                _ => session.handle(&entry, parts, body, lists).await,
             },
         }
     }
@@ -263,7 +294,7 @@ impl LegacyFront {
         let entry = reservation.fill(Entry::new(claims, Link::Http, true));
         entry.set_version(requested);
         tracing::info!(session = %entry.claims.handle, "legacy session opened");
-        Ok(relayed(resp, &entry, &token, Some(Instant::now() + relay.call_timeout)))
+        Ok(relayed(resp, &entry, &token, Some(Instant::now() + relay.call_timeout), None))
     }
 
     /// A request of a session relayed to a Streamable HTTP upstream.
@@ -271,8 +302,8 @@ impl LegacyFront {
         &self,
         entry: &Arc<Entry>,
         parts: &Parts,
-        front_id: &HeaderValue,
-        body: Bytes,
+        (front_id, body): (&HeaderValue, Bytes),
+        lists: Option<Lists>,
     ) -> Result<Response<FrontBody>, LegacyError> {
         let Upstream::Http(relay) = &self.upstream else { return Err(LegacyError::NotHere) };
         let active = entry.begin();
@@ -293,7 +324,7 @@ impl LegacyFront {
             return Ok(empty(resp.status()));
         }
         let deadline = (parts.method == Method::POST).then(|| Instant::now() + relay.call_timeout);
-        Ok(relayed(resp, entry, front_id, deadline))
+        Ok(relayed(resp, entry, front_id, deadline, lists))
     }
 }
 
@@ -314,16 +345,20 @@ impl Upstream {
     }
 }
 
-/// The upstream's response as the client gets it: its status, its body streamed, its
-/// `Content-Type` and `Cache-Control`, and the sealed session id in place of the upstream's.
+/// The upstream's response as the client gets it: its status, its body streamed (its list
+/// results filtered by `lists`), its `Content-Type` and `Cache-Control`, and the sealed session
+/// id in place of the upstream's.
 fn relayed(
     resp: Response<Incoming>,
     entry: &Arc<Entry>,
     front_id: &HeaderValue,
     deadline: Option<Instant>,
+    lists: Option<Lists>,
 ) -> Response<FrontBody> {
     let (head, body) = resp.into_parts();
-    let mut out = Response::new(pump::stream(body, entry.begin(), entry.ended(), deadline));
+    let content_type = head.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let rewrite = lists.and_then(|l| Rewrite::new(l, content_type));
+    let mut out = Response::new(pump::stream(body, entry.begin(), entry.ended(), deadline, rewrite));
     *out.status_mut() = head.status;
     for name in [CONTENT_TYPE, CACHE_CONTROL] {
         if let Some(v) = head.headers.get(&name) {

@@ -6,6 +6,7 @@
 //! body's end, the client going away, the session ending (deleted or expired) and, for a
 //! POST's stream, the call's deadline. Dropping the upstream body closes its stream upstream.
 //! While it runs it holds the session [`Active`], so a session with an open stream never idles out.
+//! A restricted client's list responses go through a [`Rewrite`] on the way.
 
 use bytes::Bytes;
 use http_body::Body;
@@ -14,24 +15,26 @@ use hyper::body::Incoming;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
+use super::rewrite::Rewrite;
 use super::table::Active;
 use crate::body::FrontBody;
 
 /// Chunks buffered towards the client before the upstream read waits.
 const CHUNKS: usize = 16;
 
-/// The front body fed from `body`.
+/// The front body fed from `body`, through `rewrite` when there is one.
 pub(super) fn stream(
     body: Incoming,
     active: Active,
     ended: watch::Receiver<bool>,
     deadline: Option<Instant>,
+    rewrite: Option<Rewrite>,
 ) -> FrontBody {
     if body.is_end_stream() {
         return FrontBody::empty();
     }
     let (tx, rx) = mpsc::channel(CHUNKS);
-    tokio::spawn(pump(body, tx, active, ended, deadline));
+    tokio::spawn(pump(body, tx, active, (ended, deadline), rewrite));
     FrontBody::Stream(rx)
 }
 
@@ -39,8 +42,8 @@ async fn pump(
     mut body: Incoming,
     tx: mpsc::Sender<Bytes>,
     _active: Active,
-    mut ended: watch::Receiver<bool>,
-    deadline: Option<Instant>,
+    (mut ended, deadline): (watch::Receiver<bool>, Option<Instant>),
+    mut rewrite: Option<Rewrite>,
 ) {
     let expiry = async {
         match deadline {
@@ -64,7 +67,19 @@ async fn pump(
         match frame {
             Some(Ok(frame)) => {
                 let Ok(data) = frame.into_data() else { continue };
-                if tx.send(data).await.is_err() {
+                let Some(rewriting) = &mut rewrite else {
+                    if tx.send(data).await.is_err() {
+                        return;
+                    }
+                    continue;
+                };
+                let out = rewriting.push(data);
+                for chunk in out.chunks {
+                    if tx.send(chunk).await.is_err() {
+                        return;
+                    }
+                }
+                if out.end {
                     return;
                 }
             }
@@ -72,7 +87,12 @@ async fn pump(
                 tracing::debug!(error = %e, "legacy upstream stream failed");
                 return;
             }
-            None => return,
+            None => {
+                if let Some(rest) = rewrite.and_then(Rewrite::finish) {
+                    let _ = tx.send(rest).await;
+                }
+                return;
+            }
         }
     }
 }

@@ -37,6 +37,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 
 use super::error::{LegacyError, TRANSPORT_ERROR};
+use super::lists::{ListOf, Lists};
 use super::table::{Active, Entry};
 use crate::body::{sse_event, FrontBody};
 use crate::mrtr::LegacyVersion;
@@ -119,6 +120,7 @@ impl SeamSession {
         entry: &Arc<Entry>,
         parts: &Parts,
         body: Bytes,
+        lists: Option<Lists>,
     ) -> Result<Response<FrontBody>, LegacyError> {
         if parts.method == Method::GET {
             return Ok(self.get_stream(entry));
@@ -128,10 +130,10 @@ impl SeamSession {
         }
         let _active = entry.begin();
         if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-            return self.batch(entry, &body).await;
+            return self.batch(entry, &body, lists.as_ref()).await;
         }
         match Envelope::parse(&body).map_err(|e| LegacyError::Invalid(e.to_string()))? {
-            Envelope::Request(req) => Ok(self.call(entry, req)),
+            Envelope::Request(req) => Ok(self.call(entry, req, lists.as_ref())),
             other => self.deliver(other).await.map(|()| accepted()),
         }
     }
@@ -154,7 +156,12 @@ impl SeamSession {
 
     /// A batch: its notifications and answers upstream in order, its requests as calls whose
     /// events share one stream (or 202 when it holds no request).
-    async fn batch(&self, entry: &Arc<Entry>, body: &[u8]) -> Result<Response<FrontBody>, LegacyError> {
+    async fn batch(
+        &self,
+        entry: &Arc<Entry>,
+        body: &[u8],
+        lists: Option<&Lists>,
+    ) -> Result<Response<FrontBody>, LegacyError> {
         let items: Vec<&RawValue> =
             serde_json::from_slice(body).map_err(|e| LegacyError::Invalid(e.to_string()))?;
         if items.is_empty() {
@@ -172,7 +179,8 @@ impl SeamSession {
         }
         let (tx, rx) = mpsc::channel(FRAMES);
         for req in requests {
-            self.start(entry, req, tx.clone());
+            let list = lists.and_then(|l| l.of_request(&req.id));
+            self.start(entry, req, tx.clone(), list);
         }
         Ok(sse_response(rx))
     }
@@ -199,14 +207,16 @@ impl SeamSession {
     }
 
     /// Starts the call and streams its events to the client.
-    fn call(&self, entry: &Arc<Entry>, req: Request) -> Response<FrontBody> {
+    fn call(&self, entry: &Arc<Entry>, req: Request, lists: Option<&Lists>) -> Response<FrontBody> {
         let (tx, rx) = mpsc::channel(FRAMES);
-        self.start(entry, req, tx);
+        let list = lists.and_then(|l| l.of_request(&req.id));
+        self.start(entry, req, tx, list);
         sse_response(rx)
     }
 
-    /// Starts the call; its events go to `tx` until its response.
-    fn start(&self, entry: &Arc<Entry>, req: Request, tx: mpsc::Sender<Bytes>) {
+    /// Starts the call; its events go to `tx` until its response, which `list` filters when
+    /// the call is a list request of a restricted client.
+    fn start(&self, entry: &Arc<Entry>, req: Request, tx: mpsc::Sender<Bytes>, list: Option<ListOf>) {
         let call = self.session.call(&req.method, req.params);
         self.calls.lock().insert(req.id.clone(), call.id().clone());
         let run = CallRun {
@@ -214,6 +224,7 @@ impl SeamSession {
             calls: self.calls.clone(),
             client_id: req.id,
             tx,
+            list,
             _active: entry.begin(),
         };
         tokio::spawn(run.run(call, entry.ended()));
@@ -243,6 +254,8 @@ struct CallRun {
     calls: Arc<Mutex<HashMap<RequestId, RequestId>>>,
     client_id: RequestId,
     tx: mpsc::Sender<Bytes>,
+    /// The filter of a restricted client's list result.
+    list: Option<ListOf>,
     _active: Active,
 }
 
@@ -285,6 +298,10 @@ impl CallRun {
                 (Some(notification_bytes(&method, params.as_ref())), false)
             }
             Ok(Some(UpstreamEvent::Response(Outcome::Result(raw)))) => {
+                let raw = match &self.list {
+                    Some(list) => list.apply(raw),
+                    None => raw,
+                };
                 (Some(result_bytes(&self.client_id, &raw)), true)
             }
             Ok(Some(UpstreamEvent::Response(Outcome::Error(e)))) => {

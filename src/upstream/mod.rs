@@ -49,3 +49,4 @@ pub(crate) use session::Connector;
 pub use session::Session;
 pub use settings::{StdioSettings, ToolsChanged, UpstreamSettings};
 pub use sse_legacy::EndpointError;
+pub use stdio::StderrTail;

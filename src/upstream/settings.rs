@@ -11,6 +11,7 @@ use std::time::Duration;
 use http::{HeaderMap, Uri};
 use serde_json::Value;
 
+use super::stdio::StderrTail;
 use crate::config::tls::TlsSettings;
 use crate::defaults;
 use crate::mrtr::LegacyVersion;
@@ -106,6 +107,9 @@ pub struct StdioSettings {
     pub cwd: Option<PathBuf>,
     /// Longest stdout line accepted; a longer one stops the process.
     pub max_line_bytes: usize,
+    /// Where the last stderr lines of the processes started with these settings are kept,
+    /// besides the log (`None`: the log only).
+    pub stderr_tail: Option<Arc<StderrTail>>,
 }
 
 impl StdioSettings {
@@ -118,6 +122,7 @@ impl StdioSettings {
             env_passthrough: defaults::ENV_PASSTHROUGH.iter().map(|&n| n.to_owned()).collect(),
             cwd: None,
             max_line_bytes: defaults::MAX_LINE_BYTES,
+            stderr_tail: None,
         }
     }
 }

@@ -2,7 +2,11 @@
 //! HTTP well enough to be a healthy upstream (an `initialize` that opens a numbered session,
 //! `notifications/initialized`, DELETE, no standalone GET stream, and resumption of a parked POST
 //! stream with GET + `Last-Event-ID`); each tool name is one way of misbehaving (see
-//! [`tools`]). A test can also expire every session (404 from then on) and kill the server
+//! [`tools`]). Its lists come in the shapes a list can take: `tools/list` as a JSON body (no
+//! tools), `prompts/list` as an SSE stream (a notification, then the response) and
+//! `resources/list` as a priming event whose stream ends there, the response coming on the
+//! stream resumed with GET + `Last-Event-ID`; each of the last two lists a `public` and a
+//! `secret` item. A test can also expire every session (404 from then on) and kill the server
 //! outright, its listener and every open connection dropped, then bring it back on its port.
 //!
 //! It counts what proves cleanup: sessions opened and deleted, the session that served each call,
@@ -502,6 +506,26 @@ async fn request(
 ) -> Response<Body> {
     match r.method.as_str() {
         "tools/list" => json_response(&json!({"jsonrpc": "2.0", "id": r.id, "result": {"tools": []}})),
+        "prompts/list" => {
+            let prompts = json!({"prompts": [{"name": "public"}, {"name": "secret"}]});
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": "listing"}});
+            let answer = json!({"jsonrpc": "2.0", "id": r.id, "result": prompts});
+            let stream =
+                format!("event: message\ndata: {note}\n\nid: p-1\nevent: message\ndata: {answer}\n\n");
+            with_type(Full::new(Bytes::from(stream)).boxed(), "text/event-stream")
+        }
+        "resources/list" => {
+            let resources = json!({"resources": [{"uri": "faulty://public", "name": "public"},
+                {"uri": "faulty://secret", "name": "secret"}]});
+            let answer = json!({"jsonrpc": "2.0", "id": r.id, "result": resources});
+            let prefix = format!("{session}-list");
+            let (tx, rx) = mpsc::channel(1);
+            let _ = tx.try_send(Bytes::from(format!("id: {prefix}-1\ndata: {answer}\n\n")));
+            shared.parked.lock().insert(format!("{prefix}-0"), rx);
+            let priming = format!("id: {prefix}-0\nretry: {PRIMING_RETRY_MS}\ndata:\n\n");
+            with_type(Full::new(Bytes::from(priming)).boxed(), "text/event-stream")
+        }
         "tools/call" => call(shared, control, session, r).await,
         _ => json_response(&json!({"jsonrpc": "2.0", "id": r.id,
             "error": {"code": -32601, "message": "method not found"}})),

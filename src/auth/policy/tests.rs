@@ -18,6 +18,7 @@ fn rule(
         tools: v(tools),
         prompts: v(prompts),
         resources: v(resources),
+        ..RuleConfig::default()
     }
 }
 
@@ -74,7 +75,7 @@ fn claims_match_strings_and_lists() {
 fn the_challenge_names_the_scopes_that_would_allow_the_call() {
     let denied = grants(json!({})).check("tools/call", Some(&json!({"name": "echo"}))).unwrap_err();
     assert_eq!(
-        denied.challenge.to_str().unwrap(),
+        denied.challenge.as_ref().unwrap().to_str().unwrap(),
         r#"Bearer error="insufficient_scope", scope="read", resource_metadata="https://gw.test/.well-known/oauth-protected-resource/mcp""#
     );
     assert_eq!(
@@ -160,4 +161,58 @@ fn the_handshake_pings_notifications_and_answers_are_always_allowed() {
     assert!(check_legacy_body(&nobody, &LegacyBody::parse(answer.as_bytes())).is_ok());
     assert!(nobody.check("tools/list", None).is_err());
     assert!(nobody.check("initialized", None).is_err(), "only the notifications/ prefix passes");
+}
+
+/// Deny lists win over every allow of every applicable rule, in checks and in lists, and a
+/// refusal by one names no scope: holding more scopes never lifts it.
+#[test]
+fn a_deny_wins_over_every_allow() {
+    let v = |s: &[&str]| s.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    let rules = [
+        RuleConfig {
+            deny_tools: v(&["admin_*"]),
+            deny_prompts: v(&["internal"]),
+            deny_resources: v(&["secret://*"]),
+            ..rule(&[], &["*"], &["*"], &["*"], &["*"])
+        },
+        rule(&["admin"], &["*"], &["admin_*"], &[], &[]),
+    ];
+    let policy = Policy::compile(&rules, None).unwrap();
+    for claims in [json!({}), json!({"scope": "admin"})] {
+        let g = policy.grants(claims.as_object().unwrap());
+        assert!(g.check("tools/call", Some(&json!({"name": "echo"}))).is_ok());
+        let denied = g.check("tools/call", Some(&json!({"name": "admin_reset"}))).unwrap_err();
+        assert_eq!(
+            denied.challenge.as_ref().unwrap().to_str().unwrap(),
+            r#"Bearer error="insufficient_scope""#,
+            "{claims}"
+        );
+        assert!(g.check("prompts/get", Some(&json!({"name": "internal"}))).is_err());
+        let completion = json!({"ref": {"type": "ref/prompt", "name": "internal"}});
+        assert!(g.check("completion/complete", Some(&completion)).is_err());
+        assert!(g.check("resources/read", Some(&json!({"uri": "secret://k"}))).is_err());
+        assert!(g.check("resources/subscribe", Some(&json!({"uri": "secret://k"}))).is_err());
+        assert!(g.check("resources/read", Some(&json!({"uri": "demo://k"}))).is_ok());
+        assert!(g.check("tools/list", None).is_ok(), "a deny of names leaves methods alone");
+        let mut listed = json!({"tools": [{"name": "echo"}, {"name": "admin_reset"}, {"name": "admin"}]});
+        assert_eq!(g.retain_listed("tools/list", &mut listed), 1);
+        assert_eq!(listed, json!({"tools": [{"name": "echo"}, {"name": "admin"}]}));
+        let mut templates =
+            json!({"resourceTemplates": [{"uriTemplate": "secret://{k}"}, {"uriTemplate": "x://{k}"}]});
+        assert_eq!(g.retain_listed("resources/templates/list", &mut templates), 1);
+    }
+}
+
+/// A deny in a rule that does not apply to the principal denies nothing.
+#[test]
+fn a_deny_of_a_rule_that_does_not_apply_is_ignored() {
+    let rules = [
+        rule(&[], &["*"], &["*"], &[], &[]),
+        RuleConfig { deny_tools: vec!["echo".into()], ..rule(&["guest"], &["*"], &[], &[], &[]) },
+    ];
+    let policy = Policy::compile(&rules, None).unwrap();
+    let member = policy.grants(json!({"scope": "member"}).as_object().unwrap());
+    assert!(member.check("tools/call", Some(&json!({"name": "echo"}))).is_ok());
+    let guest = policy.grants(json!({"scope": "guest"}).as_object().unwrap());
+    assert!(guest.check("tools/call", Some(&json!({"name": "echo"}))).is_err());
 }

@@ -85,3 +85,34 @@ fn the_shipped_example_configuration_validates() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/gateway.example.toml")).unwrap();
     Config::from_toml(&text).unwrap();
 }
+
+#[test]
+fn deny_lists_validate_like_the_allow_lists() {
+    let j = jwt("jwt_hs256_secret = \"s\"\n[[auth.rules]]\ntools = [\"*\"]\ndeny_tools = [\"admin_*\"]\n\
+                 deny_prompts = [\"p\"]\ndeny_resources = [\"secret://*\"]")
+    .unwrap();
+    let rule = &j.rules[0];
+    assert_eq!(
+        (rule.deny_tools.as_slice(), rule.deny_prompts.as_slice()),
+        (&["admin_*".to_owned()][..], &["p".to_owned()][..])
+    );
+    assert_eq!(rule.deny_resources, vec!["secret://*".to_owned()]);
+    let e = jwt("jwt_hs256_secret = \"s\"\nrules = [{ deny_tools = [\"\"] }]").unwrap_err();
+    assert!(e.starts_with("auth.rules[0]:"), "{e}");
+}
+
+/// Without authentication the rules filter for every client; a rule naming scopes or claims
+/// could never apply to `anonymous`, so it is refused rather than ignored.
+#[test]
+fn rules_without_authentication_name_no_scope_or_claim() {
+    let c = Config::from_toml("[[auth.rules]]\ntools = [\"*\"]\ndeny_tools = [\"rm\"]").unwrap();
+    let AuthConfig::None { rules } = &c.auth else { panic!("not anonymous") };
+    assert_eq!(rules[0].deny_tools, vec!["rm".to_owned()]);
+    assert_eq!(c.auth.rules().len(), 1);
+    for bad in ["scopes = [\"a\"]", "claims = { role = \"admin\" }"] {
+        let e =
+            Config::from_toml(&format!("[[auth.rules]]\ntools = [\"*\"]\n{bad}")).unwrap_err().to_string();
+        assert!(e.starts_with("auth.rules[0]:") && e.contains("auth.mode = \"jwt\""), "{e}");
+    }
+    assert!(Config::from_toml("").unwrap().auth.rules().is_empty());
+}

@@ -10,11 +10,13 @@
 //! [`supervisor`] reads its stdout, notices an exit, a closed stdout or an oversized line, fails
 //! the calls in flight with what happened, and stops and reaps the process (close stdin, then
 //! SIGTERM, then SIGKILL to its process group, each bounded); [`session`] is the session the
-//! seam drives.
+//! seam drives; [`tail`] keeps the last stderr lines for whoever must explain a failed start.
 
 pub(crate) mod lines;
 mod process;
 mod session;
 mod supervisor;
+mod tail;
 
 pub(crate) use session::{SpareProcess, Spawner, StdioSession};
+pub use tail::StderrTail;

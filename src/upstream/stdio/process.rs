@@ -17,6 +17,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
 
 use super::lines::{Line, LineReader};
+use super::tail::StderrTail;
 use crate::upstream::state::SessionState;
 use crate::upstream::{StdioSettings, UpstreamError};
 
@@ -115,8 +116,9 @@ async fn write_input(
     }
 }
 
-/// Logs every stderr line of the child until it closes stderr.
-pub(super) fn spawn_stderr_log(stderr: ChildStderr, pid: u32) {
+/// Logs every stderr line of the child until it closes stderr, keeping the last ones in `tail`
+/// when there is one.
+pub(super) fn spawn_stderr_log(stderr: ChildStderr, pid: u32, tail: Option<Arc<StderrTail>>) {
     tokio::spawn(async move {
         let mut lines = LineReader::new(stderr, MAX_STDERR_LINE);
         loop {
@@ -124,12 +126,18 @@ pub(super) fn spawn_stderr_log(stderr: ChildStderr, pid: u32) {
                 Ok(Some(Line::Text(text))) => {
                     let text = String::from_utf8_lossy(&text);
                     tracing::info!(pid, line = %text.trim_end(), "upstream stderr");
+                    if let Some(tail) = &tail {
+                        tail.push(text.trim_end());
+                    }
                 }
                 Ok(Some(Line::TooLong)) => {
                     tracing::info!(pid, max = MAX_STDERR_LINE, "upstream stderr line too long; not logged");
                 }
-                Ok(None) | Err(_) => return,
+                Ok(None) | Err(_) => break,
             }
+        }
+        if let Some(tail) = &tail {
+            tail.close();
         }
     });
 }

@@ -105,7 +105,7 @@ impl Spawner {
         let state = Arc::new(SessionState::new(&self.settings));
         let timeout = self.settings.request_timeout;
         let input = process::spawn_writer(spawned.stdin, state.clone(), pid, timeout);
-        process::spawn_stderr_log(spawned.stderr, pid);
+        process::spawn_stderr_log(spawned.stderr, pid, cmd.stderr_tail.clone());
         let watched = Watched {
             child: spawned.child,
             pid,
