@@ -40,6 +40,7 @@ pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         log: log(raw.log)?,
         legacy,
         subscriptions,
+        tasks: tasks::tasks(raw.tasks)?,
         cluster: park::cluster(raw.cluster)?,
         tracing: tracing::tracing(raw.tracing)?,
     })
@@ -478,6 +479,7 @@ fn positive(field: &str, n: usize) -> Result<usize, ConfigError> {
 mod limits;
 mod park;
 mod subscriptions;
+mod tasks;
 #[cfg(test)]
 mod tests;
 mod tracing;

@@ -16,6 +16,7 @@ use crate::error::{map_upstream_error, FrontError};
 use crate::metrics::Metrics;
 use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::methods::RelayMethod;
+use crate::tasks::Catalogue;
 use crate::upstream::{Pool, PoolKey};
 
 /// Runs a relayed method upstream and returns its raw result. `init_caps` is only called when
@@ -27,7 +28,7 @@ pub(super) async fn relay(
     init_caps: impl FnOnce() -> Value,
     method: RelayMethod,
     params: Value,
-    tools: &ToolHeaders,
+    (tools, tasks): (&ToolHeaders, Option<&Catalogue>),
 ) -> Result<Box<RawValue>, FrontError> {
     let lease = pool.lease_with(key.clone(), init_caps).await?;
     let started = std::time::Instant::now();
@@ -44,7 +45,7 @@ pub(super) async fn relay(
         }
     };
     match outcome {
-        Outcome::Result(raw) if method == RelayMethod::ToolsList => Ok(modern_tools(raw, &key, tools)),
+        Outcome::Result(raw) if method == RelayMethod::ToolsList => Ok(modern_tools(raw, &key, tools, tasks)),
         Outcome::Result(raw) => Ok(raw),
         Outcome::Error(e) => Err(FrontError::Upstream(map_upstream_error(e))),
     }
@@ -57,12 +58,12 @@ pub(super) async fn list_tools(
     metrics: &Metrics,
     key: PoolKey,
     init_caps: impl Fn() -> Value,
-    tools: &ToolHeaders,
+    catalogues: (&ToolHeaders, Option<&Catalogue>),
 ) -> Result<(), FrontError> {
     let mut params = json!({});
     for _ in 0..defaults::TOOL_LIST_FETCH_PAGES {
         let page =
-            relay(pool, metrics, key.clone(), &init_caps, RelayMethod::ToolsList, params, tools).await?;
+            relay(pool, metrics, key.clone(), &init_caps, RelayMethod::ToolsList, params, catalogues).await?;
         match next_cursor(&page) {
             Some(cursor) => params = json!({ "cursor": cursor }),
             None => return Ok(()),
@@ -83,15 +84,39 @@ fn next_cursor(page: &RawValue) -> Option<String> {
 /// A relayed `tools/list` page as a 2026-07-28 client may see it. Each step may leave tools out
 /// or strip fields; a page none of them changes is relayed untouched:
 /// - tools whose `x-mcp-header` annotations are invalid are left out (learnt by `tools`);
-/// - tools that can only be called as legacy tasks are left out, and `execution` (the legacy
-///   tasks hint the 2026-07-28 `Tool` no longer has) is removed from the others.
-fn modern_tools(raw: Box<RawValue>, key: &PoolKey, tools: &ToolHeaders) -> Box<RawValue> {
+/// - with the task bridge on (`tasks`), every other tool is listed as it is, `execution`
+///   included: the gateway serves what it says, and `tasks` learns it;
+/// - with it off, tools that can only be called as legacy tasks are left out, and `execution`
+///   (the legacy tasks hint) is removed from the others.
+fn modern_tools(
+    raw: Box<RawValue>,
+    key: &PoolKey,
+    tools: &ToolHeaders,
+    tasks: Option<&Catalogue>,
+) -> Box<RawValue> {
     let invalid = tools.learn(key, &raw);
     let legacy_tasks = raw.get().contains("\"execution\"");
-    if invalid.is_empty() && !legacy_tasks {
+    if !legacy_tasks {
+        if let Some(tasks) = tasks {
+            tasks.mark_listed();
+        }
+    }
+    if invalid.is_empty() && (!legacy_tasks || tasks.is_some()) {
+        if let (true, Some(tasks)) = (legacy_tasks, tasks) {
+            if let Ok(page) = serde_json::from_str::<Value>(raw.get()) {
+                tasks.learn(&page);
+            }
+        }
         return raw;
     }
     let Ok(mut result) = serde_json::from_str::<Value>(raw.get()) else { return raw };
+    if let Some(tasks) = tasks {
+        tasks.learn(&result);
+        if let Some(Value::Array(list)) = result.get_mut("tools") {
+            list.retain(|t| !invalid_annotations(t, &invalid));
+        }
+        return RawValue::from_string(result.to_string()).unwrap_or(raw);
+    }
     if let Some(Value::Array(list)) = result.get_mut("tools") {
         let tasks: Vec<&str> = list.iter().filter(|t| task_only(t)).filter_map(tool_name).collect();
         if !tasks.is_empty() {
@@ -138,15 +163,33 @@ mod tests {
             .to_string(),
         )
         .unwrap();
-        let v: Value = serde_json::from_str(modern_tools(raw, &key(), &catalogue()).get()).unwrap();
+        let v: Value = serde_json::from_str(modern_tools(raw, &key(), &catalogue(), None).get()).unwrap();
         assert_eq!(v, json!({"tools": [{"name": "a", "inputSchema": {}}, {"name": "c", "inputSchema": {}}]}));
+    }
+
+    #[test]
+    fn with_the_task_bridge_every_tool_is_listed_and_learnt() {
+        let text = json!({"tools": [
+            {"name": "a", "inputSchema": {}, "execution": {"taskSupport": "optional"}},
+            {"name": "b", "inputSchema": {}, "execution": {"taskSupport": "required"}},
+            {"name": "c", "inputSchema": {}}]})
+        .to_string();
+        let tasks = Catalogue::default();
+        assert_eq!(tasks.support("c"), None, "nothing listed yet");
+        let raw = RawValue::from_string(text.clone()).unwrap();
+        assert_eq!(modern_tools(raw, &key(), &catalogue(), Some(&tasks)).get(), text, "untouched");
+        use crate::tasks::TaskSupport as S;
+        assert_eq!(
+            (tasks.support("a"), tasks.support("b"), tasks.support("c")),
+            (Some(S::Optional), Some(S::Required), Some(S::Forbidden))
+        );
     }
 
     #[test]
     fn plain_lists_are_untouched() {
         let text = r#"{"tools": [{"name": "a"}]}"#;
         assert_eq!(
-            modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue()).get(),
+            modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue(), None).get(),
             text
         );
     }
@@ -162,9 +205,10 @@ mod tests {
             {"name": "plain", "inputSchema": {}}], "nextCursor": "2"})
             .to_string();
         let tools = catalogue();
-        let v: Value =
-            serde_json::from_str(modern_tools(RawValue::from_string(text).unwrap(), &key(), &tools).get())
-                .unwrap();
+        let v: Value = serde_json::from_str(
+            modern_tools(RawValue::from_string(text).unwrap(), &key(), &tools, None).get(),
+        )
+        .unwrap();
         assert_eq!(
             v,
             json!({"tools": [{"name": "ok", "inputSchema": region}, {"name": "plain", "inputSchema": {}}],
@@ -177,7 +221,7 @@ mod tests {
     fn a_valid_annotated_list_is_untouched() {
         let text = r#"{"tools": [{"name": "a", "inputSchema": {"type": "object", "properties": {"r": {"type": "boolean", "x-mcp-header": "R"}}}}]}"#;
         assert_eq!(
-            modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue()).get(),
+            modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue(), None).get(),
             text
         );
     }
