@@ -31,6 +31,7 @@ use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
 use crate::state_store::{StateStore, StoreError};
 use crate::stdio_front::StdioFrontError;
 use crate::subscriptions::Subscriptions;
+use crate::tasks::Tasks;
 use crate::upstream::{Pool, StdioSettings, UpstreamError, UpstreamSettings};
 
 mod bind;
@@ -345,6 +346,13 @@ pub(crate) fn front_state_with(
     keys: Arc<LiveRing>,
 ) -> Result<FrontState, AppError> {
     let version = cfg.upstream.protocol_version;
+    let tasks = cfg.tasks.enabled.then(|| {
+        let tasks = Tasks::new(cfg.tasks, pool.clone(), keys.clone(), version, metrics.tasks.clone());
+        Arc::new(match &cfg.cluster.advertise_url {
+            Some(url) => tasks.with_owner(&url.to_string()),
+            None => tasks,
+        })
+    });
     let (codec, mrtr) = (codec_settings(&cfg.state), cfg.mrtr.clone());
     let mut bridge = Bridge::new(pool.clone(), keys.clone(), codec, metrics.clone(), mrtr, version)
         .with_clock(clock)
@@ -363,7 +371,7 @@ pub(crate) fn front_state_with(
         bridge = bridge.with_single_use(Arc::new(store));
     }
     let front = FrontState::new(cfg.front.clone(), auth, metrics.clone(), pool.clone(), bridge, version);
-    Ok(front.with_limits(Limits::new(&cfg.limits)))
+    Ok(front.with_limits(Limits::new(&cfg.limits)).with_tasks(tasks))
 }
 
 /// The key ring every request reads, derived once, and the watcher of its key file if any.

@@ -304,6 +304,27 @@ pub const LISTEN_HEALTH_CHECK: Duration = Duration::from_secs(5);
 /// that one which ends quiet sessions keeps it (not configurable).
 pub const LISTEN_KEEPALIVE: Duration = Duration::from_secs(60);
 
+// [tasks] legacy task tools served as 2026-07-28 tasks (docs/src/tasks.md)
+/// Bridge legacy task tools to the tasks extension.
+pub const TASKS_ENABLED: bool = true;
+/// Running tasks one replica holds at once, each with its pinned upstream session (and the
+/// finished ones it keeps for `tasks/get`).
+pub const TASKS_MAX_TASKS: usize = 64;
+/// Running tasks of one principal on one replica.
+pub const TASKS_MAX_PER_PRINCIPAL: usize = 16;
+/// Largest result (or error) of a finished task the gateway keeps, in bytes.
+pub const TASKS_MAX_RESULT_BYTES: usize = 1024 * 1024;
+/// How long a task is kept from its creation: the `ttl` asked upstream and the id's expiry.
+pub const TASKS_TTL: Duration = Duration::from_secs(600);
+/// `pollIntervalMs` suggested to clients.
+pub const TASKS_POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// Longest `taskId` accepted from a client or sealed for one (not configurable).
+pub const TASK_ID_MAX_BYTES: usize = 1024;
+/// Questions one task may have pending at once (not configurable).
+pub const TASK_MAX_PENDING_QUESTIONS: usize = 16;
+/// Bound on one upstream `tools/call`, `tasks/get` or `tasks/cancel` of a task (not configurable).
+pub const TASK_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(30);
+
 // [tracing]
 /// `service.name` of the exported spans.
 pub const TRACING_SERVICE_NAME: &str = "mrtr-gateway";

@@ -31,6 +31,7 @@ use crate::protocol::log_level::LogLevelError;
 use crate::protocol::FRONT_SUPPORTED_VERSIONS;
 use crate::state_store::StoreError;
 use crate::subscriptions::ListenError;
+use crate::tasks::TaskError;
 use crate::upstream::UpstreamError;
 
 /// Any error kept only as the source of an internal one.
@@ -133,6 +134,10 @@ pub enum FrontError {
     /// reason, never the upstream's words. A `tools/call` gets an error result instead.
     #[error("{0}")]
     Refused(String),
+    /// A task request refused by the task bridge (an unknown or expired `taskId`, a bound
+    /// reached); the message names the cause, the source says why.
+    #[error("{}", task_message(.0))]
+    Task(#[source] TaskError),
 }
 
 // === impl FrontError ===
@@ -163,6 +168,7 @@ impl FrontError {
                 codes::INVALID_PARAMS
             }
             Self::HeaderMismatch(_) => codes::HEADER_MISMATCH,
+            Self::Task(e) => task_code(e),
             Self::UnsupportedVersion { .. } => codes::UNSUPPORTED_PROTOCOL_VERSION,
             Self::MissingCapability { .. } => codes::MISSING_CLIENT_CAPABILITY,
             Self::Upstream(e) | Self::Relayed { error: e, .. } => e.code,
@@ -201,6 +207,10 @@ impl FrontError {
             }
             Self::Listen(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Task(TaskError::Full { .. }) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Task(TaskError::PrincipalFull { .. }) => StatusCode::TOO_MANY_REQUESTS,
+            Self::Task(TaskError::Malformed(_)) => StatusCode::BAD_GATEWAY,
+            Self::Task(TaskError::Seal(_)) => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_REQUEST,
         }
     }
@@ -239,6 +249,7 @@ impl FrontError {
             Self::Internal(_) => L::Internal,
             Self::Listen(_) => L::ListenRefused,
             Self::Refused(_) => L::Refused,
+            Self::Task(e) => task_label(e),
         }
     }
 
@@ -291,6 +302,46 @@ impl FrontError {
             // never part of it.
             _ => object(self.code(), self.to_string(), None),
         }
+    }
+}
+
+/// The code of a refused task request.
+fn task_code(e: &TaskError) -> i64 {
+    match e {
+        TaskError::ExtensionRequired => codes::MISSING_CLIENT_CAPABILITY,
+        TaskError::UnknownTask(_) | TaskError::OtherOwner => codes::INVALID_PARAMS,
+        TaskError::PrincipalFull { .. } => RATE_LIMITED_CODE,
+        TaskError::Upstream(e) => e.code,
+        TaskError::Full { .. } | TaskError::Unavailable(_) | TaskError::Malformed(_) | TaskError::Seal(_) => {
+            codes::INTERNAL_ERROR
+        }
+    }
+}
+
+fn task_label(e: &TaskError) -> OutcomeLabel {
+    use OutcomeLabel as L;
+    match e {
+        TaskError::ExtensionRequired => L::MissingCapability,
+        TaskError::UnknownTask(_) | TaskError::OtherOwner => L::InvalidParams,
+        TaskError::Full { .. } => L::Overloaded,
+        TaskError::PrincipalFull { .. } => L::RateLimited,
+        TaskError::Upstream(_) | TaskError::Malformed(_) => L::UpstreamError,
+        TaskError::Unavailable(_) => L::UpstreamUnavailable,
+        TaskError::Seal(_) => L::Internal,
+    }
+}
+
+/// The client's message for a refused task request: fixed words and the configured bounds.
+fn task_message(e: &TaskError) -> String {
+    match e {
+        TaskError::UnknownTask(_) => "unknown or expired taskId".to_owned(),
+        TaskError::OtherOwner => {
+            "unknown taskId on this replica: the task is held by another gateway replica".to_owned()
+        }
+        TaskError::Malformed(_) => "the upstream server answered a task request with no task".to_owned(),
+        TaskError::Seal(_) => "internal error".to_owned(),
+        TaskError::Unavailable(_) => "upstream server unavailable while creating the task".to_owned(),
+        other => other.to_string(),
     }
 }
 
@@ -420,6 +471,19 @@ fn is_tls_failure(io: &std::io::Error) -> bool {
 }
 
 // === conversions: the one place foreign errors become front errors ===
+
+impl From<TaskError> for FrontError {
+    fn from(e: TaskError) -> Self {
+        match e {
+            TaskError::ExtensionRequired => {
+                Self::MissingCapability { required: crate::tasks::wire::required_capabilities() }
+            }
+            TaskError::Upstream(error) => Self::Upstream(map_upstream_error(error)),
+            TaskError::Unavailable(e) => e.into(),
+            other => Self::Task(other),
+        }
+    }
+}
 
 impl From<UpstreamError> for FrontError {
     fn from(e: UpstreamError) -> Self {

@@ -37,6 +37,7 @@ pub mod server;
 pub mod state_store;
 pub mod stdio_front;
 pub mod subscriptions;
+pub mod tasks;
 pub mod telemetry;
 pub mod tool_report;
 pub mod upstream;

@@ -100,6 +100,8 @@ pub struct Metrics {
     pub tools: crate::tool_report::ToolReport,
     /// The `subscriptions/listen` bridge's: open streams, their upstream sessions, deliveries.
     pub subscriptions: crate::subscriptions::ListenMetrics,
+    /// The task bridge's: tasks by outcome, tasks held.
+    pub tasks: crate::tasks::TaskMetrics,
     /// The connections of the outbound clients other than the upstream's (JWKS, OTLP, forward).
     pub outbound: OutboundMetrics,
     /// Upstream calls parked on this replica, waiting for their retry.
@@ -278,6 +280,7 @@ impl Metrics {
             legacy: crate::legacy::LegacyMetrics::detached()?,
             auth: crate::auth::AuthMetrics::detached()?,
             subscriptions: crate::subscriptions::ListenMetrics::detached()?,
+            tasks: crate::tasks::TaskMetrics::detached()?,
             outbound: OutboundMetrics::detached()?,
             // Both replaced once every series is registered, below.
             registry: Registry::new(),
@@ -291,6 +294,7 @@ impl Metrics {
             m.legacy.collectors(),
             m.auth.collectors(),
             m.subscriptions.collectors(),
+            m.tasks.collectors(),
             m.outbound.collectors(),
         ];
         for collector in features.into_iter().flatten() {

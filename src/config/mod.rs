@@ -69,6 +69,7 @@ pub struct Config {
     pub legacy: LegacyConfig,
     pub limits: LimitsConfig,
     pub subscriptions: SubscriptionsConfig,
+    pub tasks: TasksConfig,
     pub cluster: ClusterConfig,
     /// OpenTelemetry export; `None` when tracing is off.
     pub tracing: Option<OtlpConfig>,
@@ -286,6 +287,36 @@ impl Default for SubscriptionsConfig {
             max_uris: d::SUBSCRIPTIONS_MAX_URIS,
             share_with_calls: d::SUBSCRIPTIONS_SHARE_WITH_CALLS,
             max_sessions: d::SUBSCRIPTIONS_MAX_SESSIONS,
+        }
+    }
+}
+
+/// Legacy task tools served as 2026-07-28 tasks: whether, and their bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TasksConfig {
+    pub enabled: bool,
+    /// Running tasks one replica holds at once (and finished ones kept for `tasks/get`).
+    pub max_tasks: usize,
+    /// Running tasks of one principal at once; at most `max_tasks`.
+    pub max_per_principal: usize,
+    /// Largest kept result or error of a finished task.
+    pub max_result_bytes: usize,
+    /// A task's life from its creation.
+    pub ttl: Duration,
+    /// The poll interval suggested to clients.
+    pub poll_interval: Duration,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        use crate::defaults as d;
+        Self {
+            enabled: d::TASKS_ENABLED,
+            max_tasks: d::TASKS_MAX_TASKS,
+            max_per_principal: d::TASKS_MAX_PER_PRINCIPAL,
+            max_result_bytes: d::TASKS_MAX_RESULT_BYTES,
+            ttl: d::TASKS_TTL,
+            poll_interval: d::TASKS_POLL_INTERVAL,
         }
     }
 }

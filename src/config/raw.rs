@@ -22,6 +22,7 @@ pub struct RawConfig {
     pub legacy: RawLegacy,
     pub limits: RawLimits,
     pub subscriptions: RawSubscriptions,
+    pub tasks: RawTasks,
     pub cluster: RawCluster,
     pub tracing: RawTracing,
     pub elicitation: RawElicitation,
@@ -402,6 +403,31 @@ pub struct RawSubscriptions {
     /// has it, so a server that notifies a session only of its own changes tells the listen
     /// streams of them. Default true; false keeps every call on the pool's sessions.
     pub share_with_calls: Option<bool>,
+}
+
+/// `[tasks]`: legacy task tools (`execution.taskSupport`) served to 2026-07-28 clients as tasks
+/// of the `io.modelcontextprotocol/tasks` extension.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawTasks {
+    /// Bridge legacy task tools. Default true; false hides the tools that can only run as legacy
+    /// tasks, strips `execution` from the others and answers the `tasks/*` methods `-32601`.
+    pub enabled: Option<bool>,
+    /// Most running tasks one replica holds (each pins an upstream session); past it a call that
+    /// would start one gets 503. Finished tasks are kept for `tasks/get` until they expire, at
+    /// most this many too (past it the one closest to expiry is dropped). Default 64.
+    pub max_tasks: Option<usize>,
+    /// Most running tasks of one principal on one replica; past it 429. Default 16; at most
+    /// `max_tasks`.
+    pub max_per_principal: Option<usize>,
+    /// Largest result or error of a finished task kept for `tasks/get`, in bytes; a larger one
+    /// ends the task `failed`. Default 1 MiB.
+    pub max_result_bytes: Option<usize>,
+    /// How long a task lives from its creation, in seconds: the `ttl` asked upstream, the
+    /// `ttlMs` told the client and the task id's expiry. Default 600.
+    pub ttl_secs: Option<u64>,
+    /// The `pollIntervalMs` suggested to clients, in milliseconds. Default 500.
+    pub poll_interval_ms: Option<u64>,
 }
 
 /// `[cluster]`: how replicas reach each other's parked calls.

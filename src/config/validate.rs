@@ -41,6 +41,7 @@ pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         log: log(raw.log)?,
         legacy,
         subscriptions,
+        tasks: tasks::tasks(raw.tasks)?,
         cluster: park::cluster(raw.cluster)?,
         tracing: tracing::tracing(raw.tracing)?,
         elicitation: elicitation(raw.elicitation)?,
@@ -500,6 +501,7 @@ fn positive(field: &str, n: usize) -> Result<usize, ConfigError> {
 mod limits;
 mod park;
 mod subscriptions;
+mod tasks;
 #[cfg(test)]
 mod tests;
 mod tracing;

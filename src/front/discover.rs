@@ -27,6 +27,16 @@ pub(super) fn discover_result(init: &InitializeResult, ttl_ms: u64, scope: &str,
     Value::Object(result)
 }
 
+/// Declares the tasks extension (`capabilities.extensions`), which the gateway serves for the
+/// legacy server's task tools.
+pub(super) fn advertise_tasks(result: &mut Value) {
+    let Some(caps) = result.get_mut("capabilities").and_then(Value::as_object_mut) else { return };
+    let extensions = caps.entry("extensions").or_insert_with(|| json!({}));
+    if let Some(extensions) = extensions.as_object_mut() {
+        extensions.insert(crate::tasks::EXTENSION.to_owned(), json!({}));
+    }
+}
+
 /// Keeps the capabilities a 2026-07-28 client can use through the gateway. The list-change and
 /// resource-subscription flags the upstream declared stay when `subscriptions/listen` is
 /// bridged (`listens`), and are dropped otherwise; `logging` is dropped because log
@@ -64,6 +74,14 @@ fn without(value: &Value, fields: &[&str]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tasks_extension_is_advertised_beside_the_servers_own() {
+        let mut result = json!({"capabilities": {"tools": {}, "extensions": {"x/y": {}}}});
+        advertise_tasks(&mut result);
+        assert_eq!(result["capabilities"]["extensions"], json!({"x/y": {}, crate::tasks::EXTENSION: {}}));
+        assert!(result["capabilities"].get("tasks").is_none(), "no legacy slot");
+    }
 
     #[test]
     fn capabilities_are_filtered() {

@@ -11,6 +11,7 @@ mod respond;
 mod service;
 mod stack;
 mod stream;
+mod tasks;
 pub mod tool_headers;
 pub mod validate;
 

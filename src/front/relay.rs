@@ -18,6 +18,7 @@ use crate::metrics::Metrics;
 use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::methods::RelayMethod;
 use crate::schema::{Finding, ListKind, Page, Refusal};
+use crate::tasks::Catalogue;
 use crate::tool_report::ToolReport;
 use crate::upstream::{Pool, PoolKey};
 
@@ -51,7 +52,7 @@ pub(super) async fn relay(
     init_caps: impl FnOnce() -> Value,
     method: RelayMethod,
     params: Value,
-    tools: &ToolHeaders,
+    (tools, tasks): (&ToolHeaders, Option<&Catalogue>),
 ) -> Result<Relayed, FrontError> {
     let lease = pool.lease_with(key.clone(), init_caps).await?;
     let started = std::time::Instant::now();
@@ -68,7 +69,7 @@ pub(super) async fn relay(
         }
     };
     match outcome {
-        Outcome::Result(raw) => Ok(modern(raw, method, &key, tools)),
+        Outcome::Result(raw) => Ok(modern(raw, method, &key, (tools, tasks))),
         Outcome::Error(e) => Err(FrontError::Upstream(map_upstream_error(e))),
     }
 }
@@ -80,12 +81,12 @@ pub(super) async fn list_tools(
     metrics: &Metrics,
     key: PoolKey,
     init_caps: impl Fn() -> Value,
-    tools: &ToolHeaders,
+    catalogues: (&ToolHeaders, Option<&Catalogue>),
 ) -> Result<(), FrontError> {
     let mut params = json!({});
     for _ in 0..defaults::TOOL_LIST_FETCH_PAGES {
         let page =
-            relay(pool, metrics, key.clone(), &init_caps, RelayMethod::ToolsList, params, tools).await?;
+            relay(pool, metrics, key.clone(), &init_caps, RelayMethod::ToolsList, params, catalogues).await?;
         match next_cursor(&page.raw) {
             Some(cursor) => params = json!({ "cursor": cursor }),
             None => return Ok(()),
@@ -104,9 +105,14 @@ fn next_cursor(page: &RawValue) -> Option<String> {
 }
 
 /// A relayed result as a 2026-07-28 client may see it: lists checked, others untouched.
-fn modern(raw: Box<RawValue>, method: RelayMethod, key: &PoolKey, tools: &ToolHeaders) -> Relayed {
+fn modern(
+    raw: Box<RawValue>,
+    method: RelayMethod,
+    key: &PoolKey,
+    (tools, tasks): (&ToolHeaders, Option<&Catalogue>),
+) -> Relayed {
     let kind = match method {
-        RelayMethod::ToolsList => return modern_tools(raw, key, tools),
+        RelayMethod::ToolsList => return modern_tools(raw, key, tools, tasks),
         RelayMethod::PromptsList => ListKind::Prompts,
         RelayMethod::ResourcesList => ListKind::Resources,
         RelayMethod::ResourcesTemplatesList => ListKind::ResourceTemplates,
@@ -120,20 +126,40 @@ fn modern(raw: Box<RawValue>, method: RelayMethod, key: &PoolKey, tools: &ToolHe
 
 /// A relayed `tools/list` page as a 2026-07-28 client may see it. Each step may leave tools out
 /// or change them; a page none of them changes is relayed untouched:
-/// - the schema checks repair what they can (a missing `type`, the removed `execution`) and
-///   leave out what they cannot (an invalid schema, a tool only callable as a legacy task);
+/// - the schema checks repair what they can (a missing `type`) and leave out what they cannot
+///   (an invalid schema);
+/// - with the task bridge on (`tasks`), every tool is listed with its `execution`: the gateway
+///   serves what it says, and `tasks` learns it; with it off, `execution` (the legacy tasks
+///   hint) is removed and tools that can only be called as legacy tasks are left out;
 /// - tools whose `x-mcp-header` annotations are invalid are left out (learnt by `tools`).
 ///
 /// Names that cannot travel in `Mcp-Name` are encoded later, after the authorization rules
 /// filtered the page by the upstream's names ([`Relayed::encode_names`]).
-fn modern_tools(raw: Box<RawValue>, key: &PoolKey, tools: &ToolHeaders) -> Relayed {
-    let page = tools.schema().tools(&raw);
+fn modern_tools(
+    raw: Box<RawValue>,
+    key: &PoolKey,
+    tools: &ToolHeaders,
+    tasks: Option<&Catalogue>,
+) -> Relayed {
+    if let Some(tasks) = tasks {
+        learn_tasks(tasks, &raw);
+    }
+    let page = tools.schema().tools(&raw, tasks.is_some());
     let header_invalid = tools.learn_checked(key, &raw, &page);
     let mut text = page.text.clone().unwrap_or(raw);
     if !header_invalid.is_empty() {
         text = without(text, &header_invalid);
     }
     Relayed { raw: text, checks: Checks { checked: Some((Checked::Tools, page)), header_invalid } }
+}
+
+/// Teaches the task catalogue which tools run as legacy tasks, from the upstream's own page.
+fn learn_tasks(tasks: &Catalogue, raw: &RawValue) {
+    if !raw.get().contains("\"execution\"") {
+        tasks.mark_listed();
+    } else if let Ok(page) = serde_json::from_str::<Value>(raw.get()) {
+        tasks.learn(&page);
+    }
 }
 
 /// `page` without the tools named in `names`.
@@ -205,7 +231,7 @@ mod tests {
     }
 
     fn relayed(v: Value, tools: &ToolHeaders) -> Value {
-        serde_json::from_str(modern_tools(raw(v), &key(), tools).raw.get()).unwrap()
+        serde_json::from_str(modern_tools(raw(v), &key(), tools, None).raw.get()).unwrap()
     }
 
     #[test]
@@ -225,9 +251,29 @@ mod tests {
     }
 
     #[test]
+    fn with_the_task_bridge_every_tool_is_listed_and_learnt() {
+        let object = json!({"type": "object"});
+        let text = json!({"tools": [
+            {"name": "a", "inputSchema": object, "execution": {"taskSupport": "optional"}},
+            {"name": "b", "inputSchema": object, "execution": {"taskSupport": "required"}},
+            {"name": "c", "inputSchema": object}]})
+        .to_string();
+        let tasks = Catalogue::default();
+        assert_eq!(tasks.support("c"), None, "nothing listed yet");
+        let page =
+            modern_tools(RawValue::from_string(text.clone()).unwrap(), &key(), &catalogue(), Some(&tasks));
+        assert_eq!(page.raw.get(), text, "untouched");
+        use crate::tasks::TaskSupport as S;
+        assert_eq!(
+            (tasks.support("a"), tasks.support("b"), tasks.support("c")),
+            (Some(S::Optional), Some(S::Required), Some(S::Forbidden))
+        );
+    }
+
+    #[test]
     fn plain_lists_are_untouched() {
         let text = r#"{"tools": [{"name": "a", "inputSchema": {"type": "object"}}]}"#;
-        let page = modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue());
+        let page = modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue(), None);
         assert_eq!(page.raw.get(), text);
     }
 
@@ -254,7 +300,7 @@ mod tests {
     #[test]
     fn a_valid_annotated_list_is_untouched() {
         let text = r#"{"tools": [{"name": "a", "inputSchema": {"type": "object", "properties": {"r": {"type": "boolean", "x-mcp-header": "R"}}}}]}"#;
-        let page = modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue());
+        let page = modern_tools(RawValue::from_string(text.into()).unwrap(), &key(), &catalogue(), None);
         assert_eq!(page.raw.get(), text);
     }
 
@@ -269,6 +315,7 @@ mod tests {
                 {"name": "typed", "inputSchema": {"type": "object"}, "outputSchema": {"properties": {}}}]})),
             &key(),
             &tools,
+            None,
         );
         let v: Value = serde_json::from_str(page.raw.get()).unwrap();
         assert_eq!(v["tools"].as_array().map(Vec::len), Some(2));
@@ -292,6 +339,7 @@ mod tests {
             raw(json!({"tools": [{"name": "search files", "inputSchema": {"type": "object"}}]})),
             &key(),
             &tools,
+            None,
         );
         let encoded = page.checks.encode_names(page.raw, &m.tools);
         let v: Value = serde_json::from_str(encoded.get()).unwrap();

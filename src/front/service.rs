@@ -37,6 +37,7 @@ use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
 use crate::schema::OutputSchema;
 use crate::subscriptions::Subscriptions;
+use crate::tasks::Tasks;
 use crate::telemetry::{request_id, FrontRequest, FrontTrace, Tracing};
 use crate::upstream::Pool;
 
@@ -63,6 +64,8 @@ pub struct FrontState {
     pub(super) subscriptions: Option<Arc<Subscriptions>>,
     /// OpenTelemetry spans of each request; `None` when tracing is off.
     tracing: Option<Arc<Tracing>>,
+    /// The task bridge; `None` when it is off (the `tasks/*` methods are then unknown).
+    pub(super) tasks: Option<Arc<Tasks>>,
 }
 
 /// Where a request enters (see [`FrontState::entrance`]).
@@ -120,6 +123,7 @@ impl FrontState {
             limits,
             subscriptions: None,
             tracing: None,
+            tasks: None,
         }
     }
 
@@ -147,6 +151,23 @@ impl FrontState {
     pub fn with_subscriptions(mut self, subscriptions: Option<Arc<Subscriptions>>) -> Self {
         self.subscriptions = subscriptions;
         self
+    }
+
+    /// Serves legacy task tools as tasks with `tasks` (and says so in `server/discover`).
+    /// `None` (the bridge off) hides the tools that can only run as legacy tasks.
+    pub fn with_tasks(mut self, tasks: Option<Arc<Tasks>>) -> Self {
+        self.tasks = tasks;
+        self
+    }
+
+    /// The `x-mcp-header` catalogue, which the tool lists teach.
+    pub(super) fn tool_headers(&self) -> &ToolHeaders {
+        &self.tool_headers
+    }
+
+    /// What the task bridge learns from the tool lists, when it is on.
+    pub(super) fn task_catalogue(&self) -> Option<&crate::tasks::Catalogue> {
+        self.tasks.as_deref().map(Tasks::catalogue)
     }
 
     /// Relays legacy clients with `legacy` instead of refusing them.
@@ -423,7 +444,13 @@ impl FrontState {
         let (caps, version) = (call.caps, self.upstream_version);
         let list = || {
             let init = move || caps.legacy_initialize(version);
-            relay::list_tools(&self.pool, &self.metrics, key.clone(), init, &self.tool_headers)
+            relay::list_tools(
+                &self.pool,
+                &self.metrics,
+                key.clone(),
+                init,
+                (&self.tool_headers, self.task_catalogue()),
+            )
         };
         self.tool_headers.fetch_once(&key, name, list).await?;
         // A tool the upstream does not list has nothing to check: its answer is the upstream's.
@@ -456,8 +483,10 @@ impl FrontState {
         let result = match call.kind {
             FrontMethod::Discover => self.discover(&call).await,
             FrontMethod::Relay(m) => self.relay(&call, m).await,
+            FrontMethod::Mrtr(MrtrMethod::ToolsCall) => return super::tasks::tools_call(self, call).await,
             FrontMethod::Mrtr(m) => return self.mrtr(call, m).await,
             FrontMethod::Listen => return Box::pin(super::listen::listen(self, call)).await,
+            FrontMethod::Task(m) => return super::tasks::task_request(self, &call, m).await,
         };
         match result {
             Ok(bytes) => Outcome::plain(OutcomeLabel::Complete, respond::json(StatusCode::OK, bytes)),
@@ -470,8 +499,11 @@ impl FrontState {
         let key = (call.principal.clone(), call.caps.fingerprint());
         let init = self.pool.discover(key, &caps).await?;
         let listens = self.subscriptions.is_some();
-        let result =
+        let mut result =
             discover::discover_result(&init, self.cfg.cache_ttl_ms, self.cfg.cache_scope.as_str(), listens);
+        if self.tasks.is_some() {
+            discover::advertise_tasks(&mut result);
+        }
         let raw = serde_json::value::to_raw_value(&result).map_err(FrontError::internal)?;
         Ok(crate::protocol::jsonrpc::result_bytes(&call.id, &raw))
     }
@@ -487,7 +519,7 @@ impl FrontState {
             || caps.legacy_initialize(version),
             method,
             params,
-            &self.tool_headers,
+            (&self.tool_headers, self.task_catalogue()),
         )
         .await?;
         let relay::Relayed { raw, checks } = relayed;
@@ -505,7 +537,7 @@ impl FrontState {
         Ok(respond::complete_bytes(&call.id, &raw, extra))
     }
 
-    async fn mrtr(self: &Arc<Self>, mut call: Call, method: MrtrMethod) -> Outcome {
+    pub(super) async fn mrtr(self: &Arc<Self>, mut call: Call, method: MrtrMethod) -> Outcome {
         let id = call.id.clone();
         let req = match mrtr_request(&mut call, method) {
             Ok(r) => r,
@@ -632,7 +664,7 @@ pub(super) fn reply_outcome(id: &RequestId, reply: Result<Reply, FrontError>, ca
     }
 }
 
-fn unknown_method(method: &str) -> FrontError {
+pub(super) fn unknown_method(method: &str) -> FrontError {
     match method {
         methods::INITIALIZE => FrontError::MethodNotFound(format!(
             "initialize: this endpoint speaks MCP {} only (no initialize handshake)",

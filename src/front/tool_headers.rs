@@ -192,7 +192,7 @@ impl ToolHeaders {
     /// the names of the tools whose annotations are invalid (to leave out), logging each one
     /// once per key.
     pub fn learn(&self, key: &PoolKey, page: &RawValue) -> HashSet<String> {
-        let checked = self.schema.tools(page);
+        let checked = self.schema.tools(page, false);
         self.learn_checked(key, page, &checked)
     }
 

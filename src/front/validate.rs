@@ -118,8 +118,13 @@ pub fn check_headers(
         }
         Some(_) => {}
     }
-    if let FrontMethod::Mrtr(m) = kind {
-        let field = m.target_field();
+    let name_field = match kind {
+        FrontMethod::Mrtr(m) => Some(m.target_field()),
+        // The tasks extension routes its methods by task: `Mcp-Name` mirrors `params.taskId`.
+        FrontMethod::Task(_) => Some("taskId"),
+        _ => None,
+    };
+    if let Some(field) = name_field {
         let body_name = params.and_then(|p| p.get(field)).and_then(Value::as_str);
         match (header(map, headers::NAME)?, body_name) {
             (None, _) => return Err(mismatch("missing Mcp-Name header")),

@@ -25,6 +25,7 @@ pub mod park;
 pub mod replay;
 pub mod replica_auth;
 pub mod session_id;
+pub mod task_id;
 pub mod translate;
 
 pub use canonical::{arguments_digest, question_digest, Digest};
@@ -35,4 +36,5 @@ pub use keyring::{parse_key_lines, KeyError, KeyId, KeyRing, KeySecret, LiveRing
 pub use park::{CallId, ParkHandle};
 pub use replay::{Decision, Replay, ReplayError, RoundOutcome, UrlVerdict};
 pub use session_id::{Reach, SessionClaims, SessionIdError, SessionSealer};
+pub use task_id::{TaskClaims, TaskIdError, TaskSealer};
 pub use translate::{url_elicitations, InputKind, LegacyVersion, TranslateError};

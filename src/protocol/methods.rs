@@ -11,6 +11,10 @@ pub const RESOURCES_LIST: &str = "resources/list";
 pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
 pub const COMPLETION_COMPLETE: &str = "completion/complete";
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+/// The tasks extension's methods (`io.modelcontextprotocol/tasks`).
+pub const TASKS_GET: &str = "tasks/get";
+pub const TASKS_UPDATE: &str = "tasks/update";
+pub const TASKS_CANCEL: &str = "tasks/cancel";
 
 /// Server → client requests of the legacy era (embedded as `inputRequests` in 2026-07-28).
 pub const ELICITATION_CREATE: &str = "elicitation/create";
@@ -47,6 +51,17 @@ pub enum FrontMethod {
     Relay(RelayMethod),
     /// `subscriptions/listen`: a long-lived stream of notifications.
     Listen,
+    /// A method of the tasks extension, about one task.
+    Task(TaskMethod),
+}
+
+/// The tasks extension's methods (the legacy `tasks/result` and `tasks/list` are not among
+/// them: the extension removed both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskMethod {
+    Get,
+    Update,
+    Cancel,
 }
 
 /// The three methods that may return `input_required` (SEP-2322).
@@ -81,6 +96,9 @@ impl FrontMethod {
             RESOURCES_TEMPLATES_LIST => Self::Relay(RelayMethod::ResourcesTemplatesList),
             COMPLETION_COMPLETE => Self::Relay(RelayMethod::CompletionComplete),
             SUBSCRIPTIONS_LISTEN => Self::Listen,
+            TASKS_GET => Self::Task(TaskMethod::Get),
+            TASKS_UPDATE => Self::Task(TaskMethod::Update),
+            TASKS_CANCEL => Self::Task(TaskMethod::Cancel),
             _ => return None,
         })
     }
@@ -92,6 +110,18 @@ impl FrontMethod {
             Self::Mrtr(m) => m.name(),
             Self::Relay(r) => r.name(),
             Self::Listen => SUBSCRIPTIONS_LISTEN,
+            Self::Task(t) => t.name(),
+        }
+    }
+}
+
+impl TaskMethod {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Get => TASKS_GET,
+            Self::Update => TASKS_UPDATE,
+            Self::Cancel => TASKS_CANCEL,
         }
     }
 }

@@ -64,9 +64,12 @@ pub struct Checker {
 // === impl Checker ===
 
 impl Checker {
-    /// The check of a `tools/list` page.
-    pub fn tools(&self, raw: &RawValue) -> Arc<Page> {
-        self.cached(b"tools", raw, || self.check_tools(raw))
+    /// The check of a `tools/list` page. With `tasks` (the gateway serves legacy task tools as
+    /// tasks of the 2026-07-28 tasks extension) a tool's `execution` is kept, and a tool that can
+    /// only run as a task is listed; without it both are the legacy hint a client cannot act on.
+    pub fn tools(&self, raw: &RawValue, tasks: bool) -> Arc<Page> {
+        let tag: &[u8] = if tasks { b"tools+tasks" } else { b"tools" };
+        self.cached(tag, raw, || self.check_tools(raw, tasks))
     }
 
     /// The check of a prompts, resources or resource templates list page.
@@ -90,14 +93,14 @@ impl Checker {
         page
     }
 
-    fn check_tools(&self, raw: &RawValue) -> Page {
+    fn check_tools(&self, raw: &RawValue, tasks: bool) -> Page {
         let Ok(mut result) = serde_json::from_str::<Value>(raw.get()) else { return Page::default() };
         let Some(Value::Array(list)) = result.get_mut("tools") else { return Page::default() };
         let mut page = Page::default();
         let mut changed = false;
         let mut kept = Vec::with_capacity(list.len());
         for mut tool in list.drain(..) {
-            let checked = tools::check(&mut tool, &self.compiled);
+            let checked = tools::check(&mut tool, &self.compiled, tasks);
             changed |= !checked.repairs.is_empty() || checked.refused.is_some();
             page.encode_names |= checked.encode_name;
             if checked.refused.is_none() {

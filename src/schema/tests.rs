@@ -18,8 +18,8 @@ fn a_tools_page_is_repaired_refused_and_cached() {
         {"name": "broken", "inputSchema": {"type": "object", "properties": {"x": {"type": 12}}}},
         {"name": "search files", "inputSchema": {"type": "object"}},
     ], "nextCursor": "2"}));
-    let page = checker.tools(&text);
-    assert!(Arc::ptr_eq(&page, &checker.tools(&text)), "the same page is checked once");
+    let page = checker.tools(&text, false);
+    assert!(Arc::ptr_eq(&page, &checker.tools(&text, false)), "the same page is checked once");
     let v = parsed(&page);
     let names: Vec<&str> =
         v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -35,7 +35,8 @@ fn a_tools_page_is_repaired_refused_and_cached() {
 #[test]
 fn a_valid_page_is_left_as_it_is() {
     let checker = Checker::default();
-    let page = checker.tools(&raw(json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}]})));
+    let page =
+        checker.tools(&raw(json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}]})), false);
     assert!(page.text.is_none() && !page.encode_names);
     let prompts = checker.list(ListKind::Prompts, &raw(json!({"prompts": [{"name": "p"}]})));
     assert!(prompts.text.is_none() && prompts.items.is_empty());

@@ -29,8 +29,9 @@ pub struct CheckedTool {
     pub encode_name: bool,
 }
 
-/// Checks and repairs `tool` in place.
-pub(crate) fn check(tool: &mut Value, compiled: &Compiled) -> CheckedTool {
+/// Checks and repairs `tool` in place; with `tasks`, its `execution` is kept (see
+/// [`super::Checker::tools`]).
+pub(crate) fn check(tool: &mut Value, compiled: &Compiled, tasks: bool) -> CheckedTool {
     let mut checked = CheckedTool::default();
     let Some(object) = tool.as_object_mut() else {
         return refused(checked, Refused::new(Refusal::NameInvalid, "the tool is not a JSON object"));
@@ -39,6 +40,7 @@ pub(crate) fn check(tool: &mut Value, compiled: &Compiled) -> CheckedTool {
         Some(n) if !n.is_empty() => checked.name = Some(n.to_owned()),
         _ => return refused(checked, Refused::new(Refusal::NameInvalid, "no non-empty string name")),
     }
+    let execution = if tasks { object.remove("execution") } else { None };
     if let Err(why) = repair(object, &mut checked.repairs) {
         return refused(checked, why);
     }
@@ -48,6 +50,9 @@ pub(crate) fn check(tool: &mut Value, compiled: &Compiled) -> CheckedTool {
     }
     if let Err(why) = conform(Def::Tool, object, &mut checked.repairs) {
         return refused(checked, why);
+    }
+    if let Some(execution) = execution {
+        object.insert("execution".to_owned(), execution);
     }
     checked.encode_name = checked.name.as_deref().is_some_and(|n| !name::travels(n));
     checked
@@ -117,8 +122,21 @@ mod tests {
     use super::*;
 
     fn run(mut tool: Value) -> (Value, CheckedTool) {
-        let checked = check(&mut tool, &Compiled::default());
+        let checked = check(&mut tool, &Compiled::default(), false);
         (tool, checked)
+    }
+
+    #[test]
+    fn with_tasks_execution_is_kept_and_task_tools_listed() {
+        let mut tool = json!({"name": "research", "inputSchema": {},
+            "execution": {"taskSupport": "required"}});
+        let checked = check(&mut tool, &Compiled::default(), true);
+        assert_eq!((checked.refused, checked.repairs.as_slice()), (None, &[Repair::InputTypeAdded][..]));
+        assert_eq!(tool["execution"], json!({"taskSupport": "required"}));
+        let (tool, checked) = run(json!({"name": "research", "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "required"}}));
+        assert_eq!(checked.refused, Some(Refusal::TaskRequired));
+        assert!(tool.get("execution").is_none());
     }
 
     #[test]

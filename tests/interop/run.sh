@@ -388,6 +388,37 @@ conformance_stdio() {
     ${CONFORMANCE_SCENARIOS:+--scenarios "$CONFORMANCE_SCENARIOS"}
 }
 
+# The tasks extension: the conformance suite's tasks-* scenarios (tasks_conformance.mjs,
+# baseline tasks-conformance-baseline.yml) through a gateway in front of the legacy tasks
+# fixture (tasks_fixture_server.mjs, TypeScript SDK 1.x) over Streamable HTTP, and through a
+# gateway spawning it over stdio. Each scenario line counts as one test.
+tasks_conformance_checks() {
+  local p_fx p_gw p_gwa p_sgw p_sgwa label url out line verdict
+  read -r p_fx <<<"$(free_ports 1)"
+  start tasks-fixture "$RUN_DIR/tasks-fixture.log" node "$HERE/tasks_fixture_server.mjs" --http "$p_fx"
+  if ! wait_http tasks-fixture "$LAST_PID" "http://127.0.0.1:$p_fx/mcp" . "$READY_SECONDS" ||
+    ! start_gateway gateway-tasks "$p_fx" p_gw p_gwa ||
+    ! start_stdio_gateway gateway-stdio-tasks p_sgw p_sgwa "" "node '$HERE/tasks_fixture_server.mjs' --stdio"; then
+    record FAIL "FAIL harness tasks-gateways - not ready (logs in $RUN_DIR)"
+    return 0
+  fi
+  for label in "tasks-http:$p_gw" "tasks-stdio:$p_sgw"; do
+    url="http://127.0.0.1:${label##*:}/mcp"
+    label="${label%%:*}"
+    out="$(timeout "$CONFORMANCE_SECONDS" node "$HERE/tasks_conformance.mjs" --url "$url" \
+      --out "$RUN_DIR/conformance-$label" --scenario-timeout "$SCENARIO_SECONDS" 2>&1)" || true
+    printf '%s\n' "$out" | tee "$RUN_DIR/conformance-$label.txt"
+    while read -r line; do
+      read -r _ verdict _ <<<"$line"
+      case "$verdict" in
+        PASS | XFAIL | SKIP) record PASS "$line [$label]" ;;
+        *) record FAIL "$line [$label]" ;;
+      esac
+    done < <(grep '^CONFORMANCE ' <<<"$out" | grep -v '^CONFORMANCE SUMMARY')
+    grep -q '^CONFORMANCE SUMMARY' <<<"$out" || record FAIL "FAIL harness conformance-$label - no summary"
+  done
+}
+
 # === report ===
 
 print_matrix() {
@@ -408,6 +439,9 @@ print_matrix() {
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-gateway.txt" 2>/dev/null || say "(not run)"
   say "gateway spawning the fixture over stdio, 2026-07-28 wire:"
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-stdio.txt" 2>/dev/null || say "(not run)"
+  say "gateway in front of the tasks fixture, tasks extension scenarios (HTTP, then stdio):"
+  grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-tasks-http.txt" "$RUN_DIR/conformance-tasks-stdio.txt" 2>/dev/null ||
+    say "(not run)"
   grep -E '^(FAIL (harness|conformance-cli|self-test)|CONFORMANCE (FAIL|STALE|UNKNOWN|MISSING))' "$RESULTS" || true
 }
 
@@ -435,6 +469,7 @@ with_gateways() {
   stdio_checks
   legacy_client_stdio_checks
   conformance_stdio
+  tasks_conformance_checks
   sse_upstream_checks
   stdio_front_checks
   schema_checks

@@ -53,6 +53,7 @@ mod stdio;
 mod stdio_front;
 mod stdio_pool;
 mod subscriptions;
+mod tasks;
 mod tool_report;
 mod url_elicitation;
 

@@ -1,0 +1,351 @@
+//! One bridged task on its owner replica: the upstream session it is pinned to, what the
+//! client can see of it, and the driver that holds the legacy `tasks/result` stream open.
+//!
+//! A legacy server delivers the questions it asks inside a task only while a `tasks/result`
+//! request is open, and each only once; a 2026-07-28 client must see them on every
+//! `tasks/get` until it answers. So the driver keeps that request open for the task's life,
+//! remembers each question under a key minted once per task, and `tasks/update` answers the
+//! waiting upstream request directly. The same request ends with the task's result or error,
+//! which is the only way a legacy server tells a tool error from a protocol error.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::{json, Map, Value};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::metrics::TaskMetrics;
+use super::wire::{self, Snapshot};
+use crate::defaults;
+use crate::mrtr::translate::{self, InputKind, LegacyVersion};
+use crate::protocol::codes;
+use crate::protocol::jsonrpc::{ErrorObject, Outcome};
+use crate::protocol::RequestId;
+use crate::upstream::{Session, UpstreamError, UpstreamEvent};
+
+/// Where a task is.
+#[derive(Debug, Clone, PartialEq)]
+enum Phase {
+    Working,
+    Completed(Value),
+    Failed(Value),
+    Cancelled,
+}
+
+/// A question the upstream asked inside the task and is waiting on.
+#[derive(Debug)]
+struct Question {
+    upstream: RequestId,
+    kind: InputKind,
+    request: Value,
+}
+
+#[derive(Debug)]
+struct State {
+    phase: Phase,
+    status_message: Option<String>,
+    pending: BTreeMap<String, Question>,
+    /// Keys are unique over the task's life: a counter, never reused.
+    asked: u32,
+    updated_ms: u64,
+}
+
+/// One task, shared by the table and its driver.
+#[derive(Debug)]
+pub(super) struct LiveTask {
+    pub(super) principal: Arc<str>,
+    pub(super) upstream_task: String,
+    pub(super) session: Session,
+    pub(super) expires: Instant,
+    version: LegacyVersion,
+    created: String,
+    ttl_ms: u64,
+    poll_ms: u64,
+    max_result_bytes: usize,
+    state: Mutex<State>,
+    /// Woken by `tasks/cancel`.
+    cancel: Notify,
+}
+
+/// What the driver saw end the task, for the metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ending {
+    Completed,
+    Failed,
+    Cancelled,
+    Expired,
+    Lost,
+}
+
+/// How a task was made: its pinned session and its bounds.
+pub(super) struct Spec {
+    pub principal: Arc<str>,
+    pub upstream_task: String,
+    pub session: Session,
+    pub version: LegacyVersion,
+    pub created_ms: u64,
+    pub status_message: Option<String>,
+    pub ttl: Duration,
+    pub poll: Duration,
+    pub max_result_bytes: usize,
+}
+
+// === impl Ending ===
+
+impl Ending {
+    pub(super) fn label(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Expired => "expired",
+            Self::Lost => "lost",
+        }
+    }
+}
+
+// === impl LiveTask ===
+
+impl LiveTask {
+    pub(super) fn new(spec: Spec) -> Self {
+        Self {
+            principal: spec.principal,
+            upstream_task: spec.upstream_task,
+            session: spec.session,
+            expires: Instant::now() + spec.ttl,
+            version: spec.version,
+            created: wire::iso8601(spec.created_ms),
+            ttl_ms: spec.ttl.as_millis() as u64,
+            poll_ms: spec.poll.as_millis() as u64,
+            max_result_bytes: spec.max_result_bytes,
+            state: Mutex::new(State {
+                phase: Phase::Working,
+                status_message: spec.status_message,
+                pending: BTreeMap::new(),
+                asked: 0,
+                updated_ms: spec.created_ms,
+            }),
+            cancel: Notify::new(),
+        }
+    }
+
+    /// What the client sees now.
+    pub(super) fn snapshot(&self) -> Snapshot {
+        let state = self.state.lock();
+        let (status, result, error) = match &state.phase {
+            Phase::Working if !state.pending.is_empty() => ("input_required", None, None),
+            Phase::Working => ("working", None, None),
+            Phase::Completed(r) => ("completed", Some(r.clone()), None),
+            Phase::Failed(e) => ("failed", None, Some(e.clone())),
+            Phase::Cancelled => ("cancelled", None, None),
+        };
+        let input_requests = (status == "input_required").then(|| {
+            state.pending.iter().map(|(k, q)| (k.clone(), q.request.clone())).collect::<Map<_, _>>()
+        });
+        Snapshot {
+            status,
+            status_message: state.status_message.clone(),
+            created_at: self.created.clone(),
+            updated_at: wire::iso8601(state.updated_ms),
+            ttl_ms: self.ttl_ms,
+            poll_interval_ms: self.poll_ms,
+            result,
+            error,
+            input_requests,
+        }
+    }
+
+    /// True while the task runs (a question pending included).
+    pub(super) fn is_running(&self) -> bool {
+        self.state.lock().phase == Phase::Working
+    }
+
+    /// Takes the status message the upstream's own `tasks/get` reported, and notes a task the
+    /// upstream says it cancelled itself.
+    pub(super) fn note_upstream(&self, status: Option<&str>, message: Option<&str>, now_ms: u64) {
+        let mut state = self.state.lock();
+        if state.phase != Phase::Working {
+            return;
+        }
+        if let Some(m) = message {
+            state.status_message = Some(m.chars().take(defaults::MAX_QUOTED_CHARS * 4).collect());
+        }
+        if status == Some("cancelled") {
+            state.phase = Phase::Cancelled;
+            state.updated_ms = now_ms;
+        }
+    }
+
+    /// Takes the answers to pending questions; unknown keys are ignored. Returns the legacy
+    /// results to send upstream, each with the id of the request it answers.
+    pub(super) fn take_answers(
+        &self,
+        answers: Map<String, Value>,
+        now_ms: u64,
+    ) -> Vec<(RequestId, Result<Value, ErrorObject>)> {
+        let mut state = self.state.lock();
+        let mut out = Vec::new();
+        for (key, answer) in answers {
+            let Some(question) = state.pending.remove(&key) else { continue };
+            let result =
+                translate::to_legacy_result(question.kind, answer, self.version).map_err(|e| ErrorObject {
+                    code: codes::INVALID_PARAMS,
+                    message: format!("invalid answer: {e}"),
+                    data: None,
+                });
+            out.push((question.upstream, result));
+        }
+        if !out.is_empty() {
+            state.updated_ms = now_ms;
+        }
+        out
+    }
+
+    /// Marks the task cancelled (when it still runs) and wakes its driver; true when it ran.
+    pub(super) fn cancel(&self, now_ms: u64) -> bool {
+        let mut state = self.state.lock();
+        if state.phase != Phase::Working {
+            return false;
+        }
+        state.phase = Phase::Cancelled;
+        state.pending.clear();
+        state.updated_ms = now_ms;
+        drop(state);
+        self.cancel.notify_one();
+        true
+    }
+
+    fn ask(&self, upstream: RequestId, kind: InputKind, request: Value, now_ms: u64) -> bool {
+        let mut state = self.state.lock();
+        if state.phase != Phase::Working || state.pending.len() >= defaults::TASK_MAX_PENDING_QUESTIONS {
+            return false;
+        }
+        state.asked += 1;
+        let key = format!("{}-{}", kind.key_prefix(), state.asked);
+        state.pending.insert(key, Question { upstream, kind, request });
+        state.updated_ms = now_ms;
+        true
+    }
+
+    fn finish(&self, phase: Phase, now_ms: u64) -> bool {
+        let mut state = self.state.lock();
+        if state.phase != Phase::Working {
+            return false;
+        }
+        state.phase = phase;
+        state.pending.clear();
+        state.updated_ms = now_ms;
+        true
+    }
+
+    /// The task's terminal phase from the `tasks/result` answer: a result (a tool error
+    /// included) is `completed`, a JSON-RPC error `failed`; either over the size bound fails.
+    fn settle(&self, outcome: Outcome) -> Phase {
+        match outcome {
+            Outcome::Result(raw) if raw.get().len() <= self.max_result_bytes => {
+                match serde_json::from_str::<Value>(raw.get()) {
+                    Ok(v) => Phase::Completed(wire::clean_result(v)),
+                    Err(_) => Phase::Failed(gateway_error("the upstream server's task result was not JSON")),
+                }
+            }
+            Outcome::Result(_) => Phase::Failed(gateway_error(&format!(
+                "the task's result exceeds the gateway's limit of {} bytes",
+                self.max_result_bytes
+            ))),
+            Outcome::Error(e) => {
+                let error = serde_json::to_value(&e).unwrap_or(Value::Null);
+                if error.to_string().len() <= self.max_result_bytes {
+                    Phase::Failed(error)
+                } else {
+                    Phase::Failed(json!({"code": e.code, "message": "the upstream task failed"}))
+                }
+            }
+        }
+    }
+}
+
+/// An error object the gateway makes itself (never upstream text).
+fn gateway_error(message: &str) -> Value {
+    json!({ "code": codes::INTERNAL_ERROR, "message": message })
+}
+
+/// Drives `task` until it ends: holds `tasks/result` open, surfaces questions, settles the
+/// result, honours a cancel and the expiry; then cancels upstream if needed and closes the
+/// pinned session. `now_ms` reads the wall clock for the timestamps.
+pub(super) async fn drive(task: Arc<LiveTask>, metrics: TaskMetrics, now_ms: impl Fn() -> u64) {
+    let ending = run(&task, &now_ms).await;
+    if matches!(ending, Ending::Cancelled | Ending::Expired) {
+        let params = json!({ "taskId": task.upstream_task });
+        let cancel = task.session.request("tasks/cancel", Some(params));
+        match tokio::time::timeout(defaults::TASK_UPSTREAM_TIMEOUT, cancel).await {
+            Ok(Ok(Outcome::Result(_))) => {}
+            // A task that ended meanwhile is -32602 upstream: nothing left to cancel.
+            other => tracing::debug!(answer = ?other.map(|r| r.map(|_| ())), "upstream tasks/cancel"),
+        }
+    }
+    metrics.count(ending.label());
+    tracing::info!(task = %task.upstream_task, ending = ending.label(), "task ended");
+    if let Err(e) = task.session.close().await {
+        tracing::debug!(error = %e, "closing a task's upstream session");
+    }
+}
+
+async fn run(task: &LiveTask, now_ms: &impl Fn() -> u64) -> Ending {
+    let params = json!({ "taskId": task.upstream_task });
+    'reopen: loop {
+        let mut call = task.session.call("tasks/result", Some(params.clone()));
+        loop {
+            let event = tokio::select! {
+                biased;
+                () = task.cancel.notified() => return Ending::Cancelled,
+                () = tokio::time::sleep_until(task.expires) => {
+                    task.finish(Phase::Failed(gateway_error("the task expired")), now_ms());
+                    return Ending::Expired;
+                }
+                event = call.next_event() => event,
+            };
+            match event {
+                Ok(Some(UpstreamEvent::Request { id, method, params })) => {
+                    surface(task, id, &method, params.as_ref(), now_ms()).await;
+                }
+                Ok(Some(UpstreamEvent::Notification { .. })) => {}
+                Ok(Some(UpstreamEvent::Response(outcome))) => {
+                    let phase = task.settle(outcome);
+                    let ending =
+                        if matches!(phase, Phase::Completed(_)) { Ending::Completed } else { Ending::Failed };
+                    return if task.finish(phase, now_ms()) { ending } else { Ending::Cancelled };
+                }
+                // The request outlived the upstream request timeout: ask again, the task runs on.
+                Err(UpstreamError::Timeout(_)) if Instant::now() < task.expires => continue 'reopen,
+                Ok(None) | Err(_) => {
+                    let lost = gateway_error("the upstream server was lost during the task");
+                    return if task.finish(Phase::Failed(lost), now_ms()) {
+                        Ending::Lost
+                    } else {
+                        Ending::Cancelled
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Remembers a question for `tasks/get`, or refuses it upstream when it cannot be asked.
+async fn surface(task: &LiveTask, id: RequestId, method: &str, params: Option<&Value>, now_ms: u64) {
+    let refusal = match translate::input_request(method, params) {
+        Ok((kind, request)) => {
+            if task.ask(id.clone(), kind, request, now_ms) {
+                return;
+            }
+            "the task has too many open questions"
+        }
+        Err(_) => "the gateway cannot relay this request inside a task",
+    };
+    let error = ErrorObject { code: codes::METHOD_NOT_FOUND, message: refusal.to_owned(), data: None };
+    if let Err(e) = task.session.respond(&id, Err(error)).await {
+        tracing::debug!(error = %e, "refusing a task's server request");
+    }
+}

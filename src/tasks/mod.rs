@@ -1,0 +1,307 @@
+//! Legacy task tools served as tasks of the 2026-07-28 tasks extension
+//! (`io.modelcontextprotocol/tasks`), on the replica that starts them.
+//!
+//! A legacy (2025-11-25) server runs a tool whose `execution.taskSupport` is `required` or
+//! `optional` as a legacy task when its `tools/call` carries `task: {ttl}`. When a client that
+//! declared the extension calls such a tool, [`Tasks::start`] takes an upstream session out of
+//! the pool (a legacy task belongs to the session that created it, so the session stays pinned
+//! to the task for its life), calls the tool there as a legacy task, and answers the client a
+//! flat `CreateTaskResult` whose `taskId` is sealed like a `requestState`
+//! ([`crate::mrtr::TaskSealer`]: owner replica, handle, upstream task, principal, expiry). The
+//! live state (the pinned session, the open `tasks/result` request, pending questions, the
+//! result) stays in a bounded table on this replica ([`table`]); [`live`] drives each task.
+//! `tasks/get`, `tasks/update` and `tasks/cancel` open the id, find the task and answer from it.
+//!
+//! The user-facing account is `docs/src/tasks.md`; the translation of the two dialects is in
+//! [`wire`]. Errors are [`TaskError`], converted for the client in `src/error.rs`.
+
+mod error;
+mod live;
+mod metrics;
+mod table;
+pub mod wire;
+
+pub use error::TaskError;
+pub use metrics::TaskMetrics;
+pub use wire::{extension_declared, TaskSupport, EXTENSION};
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use serde_json::{json, Map, Value};
+use tokio::time::Instant;
+
+use self::live::{LiveTask, Spec};
+use self::table::Table;
+use self::wire::Created;
+use crate::config::TasksConfig;
+use crate::defaults;
+use crate::mrtr::{LegacyVersion, LiveRing, TaskClaims, TaskSealer};
+use crate::protocol::jsonrpc::Outcome;
+use crate::upstream::{Pool, PoolKey, Session, UpstreamError};
+
+/// Most tool names whose task support is remembered; past it the catalogue starts over.
+const CATALOGUE_MAX_TOOLS: usize = 4096;
+
+/// The task bridge of one replica.
+pub struct Tasks {
+    cfg: TasksConfig,
+    pool: Arc<Pool>,
+    keys: Arc<LiveRing>,
+    /// This replica's advertised URL, the owner sealed in its task ids (empty without one).
+    owner: String,
+    version: LegacyVersion,
+    table: Table,
+    catalogue: Catalogue,
+    metrics: TaskMetrics,
+}
+
+/// Each tool's `execution.taskSupport`, learnt from the upstream's tool lists: the tools that
+/// declare one are remembered; any other tool of a listed upstream is `forbidden`.
+#[derive(Debug, Default)]
+pub struct Catalogue {
+    tools: Mutex<HashMap<String, TaskSupport>>,
+    listed: std::sync::atomic::AtomicBool,
+}
+
+/// What a `tools/call` that may start a task answered.
+#[derive(Debug)]
+pub enum Started {
+    /// The flat `CreateTaskResult`.
+    Task(Value),
+    /// The tool's result: the upstream ran it at once.
+    Complete(Value),
+}
+
+// === impl Catalogue ===
+
+impl Catalogue {
+    /// Notes that a `tools/list` page was seen whose tools declare no task support.
+    pub fn mark_listed(&self) {
+        self.listed.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Learns the task support of every tool of a `tools/list` page.
+    pub fn learn(&self, page: &Value) {
+        self.mark_listed();
+        let Some(list) = page.get("tools").and_then(Value::as_array) else { return };
+        let mut tools = self.tools.lock();
+        for tool in list {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else { continue };
+            if tools.len() >= CATALOGUE_MAX_TOOLS && !tools.contains_key(name) {
+                tools.clear();
+            }
+            tools.insert(name.to_owned(), TaskSupport::of(tool));
+        }
+    }
+
+    /// The support `tool` declared in the last list that named it; `None` before any list
+    /// was seen.
+    pub fn support(&self, tool: &str) -> Option<TaskSupport> {
+        let known = self.tools.lock().get(tool).copied();
+        known.or_else(|| {
+            self.listed.load(std::sync::atomic::Ordering::Relaxed).then_some(TaskSupport::Forbidden)
+        })
+    }
+}
+
+// === impl Tasks ===
+
+impl Tasks {
+    pub fn new(
+        cfg: TasksConfig,
+        pool: Arc<Pool>,
+        keys: Arc<LiveRing>,
+        version: LegacyVersion,
+        metrics: TaskMetrics,
+    ) -> Self {
+        let table = Table::new(cfg.max_tasks, cfg.max_per_principal);
+        let catalogue = Catalogue::default();
+        Self { cfg, pool, keys, owner: String::new(), version, table, catalogue, metrics }
+    }
+
+    /// Seals `url` (`cluster.advertise_url`) as the owner of the tasks started here.
+    pub fn with_owner(mut self, url: &str) -> Self {
+        self.owner = url.trim_end_matches('/').to_owned();
+        self
+    }
+
+    /// The tools' task support, which the front teaches from its tool lists.
+    pub fn catalogue(&self) -> &Catalogue {
+        &self.catalogue
+    }
+
+    /// Calls a task tool upstream as a legacy task on a session pinned to it, and answers the
+    /// client's `CreateTaskResult` once the task is in the table (a `tasks/get` for it
+    /// resolves from then on). `params` are the `tools/call` params to send upstream;
+    /// `capabilities` those to declare if a session must be opened.
+    pub async fn start(
+        &self,
+        principal: &Arc<str>,
+        key: PoolKey,
+        capabilities: Value,
+        mut params: Value,
+    ) -> Result<Started, TaskError> {
+        self.table.check_room(principal, Instant::now()).inspect_err(|e| self.metrics.count(e.label()))?;
+        let session = self.pool.take_unpooled(&key, &capabilities).await.map_err(TaskError::Unavailable)?;
+        if let Some(p) = params.as_object_mut() {
+            p.insert("task".into(), json!({ "ttl": self.cfg.ttl.as_millis() as u64 }));
+        }
+        let created = match create(&session, params).await {
+            Ok(Created::Task(t)) => t,
+            Ok(Created::Result(result)) => {
+                close(&session).await;
+                return Ok(Started::Complete(result));
+            }
+            Err(e) => {
+                close(&session).await;
+                return Err(e);
+            }
+        };
+        let now_ms = unix_ms();
+        let expires_at = (now_ms + self.cfg.ttl.as_millis() as u64).div_ceil(1000);
+        let claims = TaskClaims::new(&self.owner, &created.task_id, principal, expires_at);
+        let spec = Spec {
+            principal: principal.clone(),
+            upstream_task: created.task_id,
+            session: session.clone(),
+            version: self.version,
+            created_ms: now_ms,
+            status_message: created.status_message,
+            ttl: self.cfg.ttl,
+            poll: self.cfg.poll_interval,
+            max_result_bytes: self.cfg.max_result_bytes,
+        };
+        let task = Arc::new(LiveTask::new(spec));
+        let sealed = TaskSealer::shared(self.keys.current()).seal(&claims).map_err(TaskError::Seal);
+        let inserted = sealed.and_then(|id| {
+            let held = self.table.insert(claims.handle.clone(), task.clone(), Instant::now())?;
+            Ok((id, held))
+        });
+        let (id, held) = match inserted {
+            Ok(ok) => ok,
+            Err(e) => {
+                // Lost a race for the last slot: the upstream task is cancelled with it.
+                task.cancel(now_ms);
+                tokio::spawn(live::drive(task, self.metrics.clone(), unix_ms));
+                self.metrics.count(e.label());
+                return Err(e);
+            }
+        };
+        self.metrics.live.set(held as i64);
+        self.metrics.count("created");
+        let snapshot = task.snapshot();
+        tokio::spawn(live::drive(task, self.metrics.clone(), unix_ms));
+        Ok(Started::Task(wire::create_result(&id, &snapshot)))
+    }
+
+    /// `tasks/get`: the detailed task. A running task without open questions asks the
+    /// upstream's `tasks/get` for its status message (and a cancel of its own).
+    pub async fn get(&self, principal: &str, task_id: &str) -> Result<Value, TaskError> {
+        let Some(task) = self.find(principal, task_id)? else {
+            return Ok(lost(task_id));
+        };
+        if task.is_running() && task.snapshot().input_requests.is_none() {
+            let params = json!({ "taskId": task.upstream_task });
+            let asked = tokio::time::timeout(
+                defaults::TASK_UPSTREAM_TIMEOUT,
+                task.session.request("tasks/get", Some(params)),
+            );
+            if let Ok(Ok(Outcome::Result(raw))) = asked.await {
+                if let Ok(v) = serde_json::from_str::<Value>(raw.get()) {
+                    let (status, message) = wire::read_status(&v);
+                    task.note_upstream(status, message, unix_ms());
+                }
+            }
+        }
+        Ok(wire::detailed(task_id, &task.snapshot()))
+    }
+
+    /// `tasks/update`: delivers the answers to the pending questions they name (a partial set
+    /// is fine, unknown keys are ignored).
+    pub async fn update(
+        &self,
+        principal: &str,
+        task_id: &str,
+        answers: Map<String, Value>,
+    ) -> Result<(), TaskError> {
+        let Some(task) = self.find(principal, task_id)? else { return Ok(()) };
+        for (id, result) in task.take_answers(answers, unix_ms()) {
+            if let Err(e) = task.session.respond(&id, result).await {
+                tracing::info!(error = %e, "delivering a task's answer upstream");
+            }
+        }
+        Ok(())
+    }
+
+    /// `tasks/cancel`: cancels a running task (upstream too, by its driver); a finished or
+    /// lost one is acknowledged the same way.
+    pub async fn cancel(&self, principal: &str, task_id: &str) -> Result<(), TaskError> {
+        if let Some(task) = self.find(principal, task_id)? {
+            task.cancel(unix_ms());
+        }
+        Ok(())
+    }
+
+    /// Opens the id and finds its task; `Ok(None)` when the id is good but this replica, its
+    /// owner, no longer holds it (it restarted).
+    fn find(&self, principal: &str, task_id: &str) -> Result<Option<Arc<LiveTask>>, TaskError> {
+        let sealer = TaskSealer::shared(self.keys.current());
+        let claims = sealer.open(task_id, principal, unix_ms() / 1000).map_err(TaskError::UnknownTask)?;
+        if claims.owner != self.owner {
+            return Err(TaskError::OtherOwner);
+        }
+        let now = Instant::now();
+        self.metrics.live.set(self.table.sweep(now) as i64);
+        Ok(self.table.get(&claims.handle, now))
+    }
+}
+
+/// The upstream's answer to the task-augmented call.
+async fn create(session: &Session, params: Value) -> Result<Created, TaskError> {
+    let call = session.request("tools/call", Some(params));
+    let outcome = match tokio::time::timeout(defaults::TASK_UPSTREAM_TIMEOUT, call).await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(e)) => return Err(TaskError::Unavailable(e)),
+        Err(_) => {
+            return Err(TaskError::Unavailable(UpstreamError::Timeout(defaults::TASK_UPSTREAM_TIMEOUT)))
+        }
+    };
+    match outcome {
+        Outcome::Error(e) => Err(TaskError::Upstream(e)),
+        Outcome::Result(raw) => {
+            let value = serde_json::from_str(raw.get()).map_err(|_| TaskError::Malformed("not JSON"))?;
+            wire::read_created(value).map_err(TaskError::Malformed)
+        }
+    }
+}
+
+async fn close(session: &Session) {
+    if let Err(e) = session.close().await {
+        tracing::debug!(error = %e, "closing a task's upstream session");
+    }
+}
+
+/// The detailed task of a good id whose task this replica no longer holds (it restarted, or
+/// dropped the finished task under `tasks.max_tasks`).
+fn lost(task_id: &str) -> Value {
+    let now = wire::iso8601(unix_ms());
+    json!({
+        "resultType": "complete",
+        "taskId": task_id,
+        "status": "failed",
+        "createdAt": now,
+        "lastUpdatedAt": now,
+        "ttlMs": 0,
+        "error": {
+            "code": crate::protocol::codes::INTERNAL_ERROR,
+            "message": "the gateway no longer holds this task: the replica that ran it restarted, or dropped its result under its bounds",
+        },
+    })
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
