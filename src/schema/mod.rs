@@ -1,5 +1,5 @@
 //! What the gateway relays from a legacy server to 2026-07-28 clients, held against the
-//! 2026-07-28 schema (`spec.rs`, the specification's own JSON Schema): tool, prompt and resource
+//! 2026-07-28 schema (`spec.rs`, the definitions it checks, as JSON Schema): tool, prompt and resource
 //! lists, tool results' `structuredContent` against the tool's `outputSchema`, and the
 //! questions. What can be repaired without changing its meaning is repaired; what cannot is
 //! refused with a fixed reason ([`Repair`], [`Refusal`]), which the callers count per tool

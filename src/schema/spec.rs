@@ -1,15 +1,22 @@
-//! The 2026-07-28 schema itself: `mcp-2026-07-28.json` beside this file is the specification's
-//! `schema/2026-07-28/schema.json`, unchanged (Apache-2.0, like this project), and each
-//! definition the gateway checks against is compiled from it once, on first use, with the
-//! `jsonschema` crate. Nothing here is a hand-written copy of the schema's rules.
+//! The parts of MCP 2026-07-28 the gateway holds relayed messages to, as JSON Schema:
+//! `definitions.json` beside this file is the project's own statement of them, written from the
+//! specification's types, one definition per type it expresses (each names it in its
+//! `$comment`). It says only what the checks and repairs of this module rely on: required
+//! fields, their types, a tool's `inputSchema` with `"type": "object"`, the flat primitive
+//! fields of an elicitation form, the fields of a URL elicitation and of a sampling request.
+//! Like the specification, every object allows fields it does not name, so a legacy field the
+//! translation drops later never counts against a message.
+//!
+//! Each definition is compiled once, on first use, by the `jsonschema` crate, which does the
+//! checking; nothing here interprets the definitions by hand.
 
 use std::sync::OnceLock;
 
 use jsonschema::Validator;
 use serde_json::{json, Value};
 
-/// The specification's JSON Schema of the 2026-07-28 revision.
-const SCHEMA: &str = include_str!("mcp-2026-07-28.json");
+/// The definitions, as one JSON Schema 2020-12 document.
+const SCHEMA: &str = include_str!("definitions.json");
 
 /// The definitions the gateway checks relayed messages against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +66,7 @@ impl Def {
     }
 
     /// Every way `value` breaks this definition (empty when it holds); `None` if the
-    /// definition could not be compiled, which a test rules out for the vendored file.
+    /// definition could not be compiled, which a test rules out.
     pub(crate) fn violations(self, value: &Value) -> Option<Vec<Violation>> {
         let validator = validator(self)?;
         Some(
@@ -97,7 +104,7 @@ fn compile(def: Def) -> Option<Validator> {
     match jsonschema::validator_for(&root) {
         Ok(v) => Some(v),
         Err(e) => {
-            tracing::error!(definition = def.name(), error = %e, "the 2026-07-28 schema did not compile: not checked");
+            tracing::error!(definition = def.name(), error = %e, "a 2026-07-28 definition did not compile: not checked");
             None
         }
     }
@@ -112,10 +119,35 @@ fn document() -> Option<&'static Value> {
 mod tests {
     use super::*;
 
+    /// The top-level fields `value` breaks under `def` (`""`: the value itself).
+    fn broken(def: Def, value: &Value) -> Vec<String> {
+        let mut fields: Vec<String> = def
+            .violations(value)
+            .unwrap()
+            .into_iter()
+            .map(|v| v.path.split('/').nth(1).unwrap_or_default().to_owned())
+            .collect();
+        fields.dedup();
+        fields
+    }
+
     #[test]
-    fn every_definition_compiles_from_the_vendored_schema() {
+    fn every_definition_compiles() {
         for def in Def::ALL {
             assert!(validator(def).is_some(), "{def:?}");
+        }
+    }
+
+    #[test]
+    fn every_definition_is_used_and_names_what_it_expresses() {
+        let document = document().unwrap();
+        let text = document.to_string();
+        for (name, definition) in document["$defs"].as_object().unwrap() {
+            let comment = definition["$comment"].as_str().unwrap_or_default();
+            assert!(!comment.is_empty(), "{name} has no $comment");
+            let used =
+                text.contains(&format!("\"#/$defs/{name}\"")) || Def::ALL.iter().any(|d| d.name() == name);
+            assert!(used, "{name} is not used");
         }
     }
 
@@ -134,5 +166,93 @@ mod tests {
         // And an URL elicitation no longer needs an elicitationId.
         assert!(Def::ElicitUrl.holds(&json!({"mode": "url", "message": "m", "url": "https://a.example"})));
         assert!(!Def::ElicitForm.holds(&json!({"message": "m", "requestedSchema": {"properties": {}}})));
+    }
+
+    #[test]
+    fn list_items_are_blamed_on_the_field_that_breaks() {
+        let tool = json!({"name": "t", "inputSchema": {"type": "string"}, "title": 1,
+            "annotations": {"readOnlyHint": "yes"}, "icons": [{"mimeType": "image/png"}], "x-extra": 1});
+        assert_eq!(broken(Def::Tool, &tool), ["annotations", "icons", "inputSchema", "title"]);
+        assert_eq!(broken(Def::Tool, &json!({"inputSchema": {"type": "object"}})), [""]);
+        let resource = json!({"uri": "file:///a", "name": "a", "size": 1.5,
+            "annotations": {"audience": ["everyone"], "priority": 2}});
+        assert_eq!(broken(Def::Resource, &resource), ["annotations", "size"]);
+        assert_eq!(broken(Def::ResourceTemplate, &json!({"name": "t", "uriTemplate": 3})), ["uriTemplate"]);
+        let prompt =
+            json!({"name": "p", "arguments": [{"name": "a", "required": "yes"}, {"title": "no name"}]});
+        assert_eq!(broken(Def::Prompt, &prompt), ["arguments"]);
+        assert!(Def::Prompt.holds(&json!({"name": "p", "arguments": [{"name": "a", "required": true}]})));
+    }
+
+    #[test]
+    fn form_fields_are_flat_primitives_with_the_listed_formats() {
+        let form = |field: Value| json!({"message": "m", "requestedSchema": {"type": "object", "properties": {"f": field}}});
+        let allowed = [
+            json!({"type": "string", "format": "email", "minLength": 1}),
+            json!({"type": "integer", "minimum": 0, "default": 3}),
+            json!({"type": "boolean", "default": false}),
+            json!({"type": "string", "enum": ["a", "b"], "enumNames": ["A", "B"]}),
+            json!({"type": "string", "oneOf": [{"const": "a", "title": "A"}]}),
+            json!({"type": "array", "items": {"type": "string", "enum": ["a"]}, "default": ["a"]}),
+            json!({"type": "array", "items": {"anyOf": [{"const": "a", "title": "A"}]}}),
+        ];
+        for field in allowed {
+            assert!(Def::ElicitForm.holds(&form(field.clone())), "{field}");
+        }
+        let refused = [
+            json!({"type": "string", "format": "password"}),
+            json!({"type": "object", "properties": {}}),
+            json!({"type": "array", "items": {"type": "string"}}),
+            json!({"type": "array", "items": {"anyOf": [{"const": "a"}]}}),
+            json!({"type": "number", "default": "3"}),
+            json!({"enum": ["a"]}),
+        ];
+        for field in refused {
+            assert!(!Def::ElicitForm.holds(&form(field.clone())), "{field}");
+        }
+        assert!(!Def::ElicitForm.holds(&json!({"mode": "url", "message": "m",
+            "requestedSchema": {"type": "object", "properties": {}}})));
+    }
+
+    #[test]
+    fn url_questions_need_their_mode_message_and_url() {
+        let url = json!({"mode": "url", "message": "m", "url": "https://a.example"});
+        for field in ["mode", "message", "url"] {
+            let mut missing = url.clone();
+            missing.as_object_mut().unwrap().remove(field);
+            assert!(!Def::ElicitUrl.holds(&missing), "{field}");
+        }
+        assert!(!Def::ElicitUrl.holds(&json!({"mode": "url", "message": "m", "url": 5})));
+    }
+
+    #[test]
+    fn sampling_requests_hold_their_messages_to_the_content_blocks() {
+        let ask =
+            |content: Value| json!({"maxTokens": 10, "messages": [{"role": "user", "content": content}]});
+        let allowed = [
+            json!({"type": "text", "text": "hi"}),
+            json!([{"type": "image", "data": "AA==", "mimeType": "image/png"}, {"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]),
+            json!({"type": "tool_use", "id": "1", "name": "t", "input": {}}),
+            json!({"type": "tool_result", "toolUseId": "1", "content": [{"type": "text", "text": "x"},
+                {"type": "resource_link", "uri": "file:///a", "name": "a"},
+                {"type": "resource", "resource": {"uri": "file:///a", "blob": "AA=="}}]}),
+        ];
+        for content in allowed {
+            assert!(Def::CreateMessage.holds(&ask(content.clone())), "{content}");
+        }
+        let refused = [
+            json!("hi"),
+            json!({"type": "video", "data": "AA==", "mimeType": "video/mp4"}),
+            json!({"type": "image", "data": "AA=="}),
+            json!({"type": "tool_result", "toolUseId": "1", "content": [{"type": "resource_link", "uri": "file:///a"}]}),
+            json!({"type": "tool_result", "toolUseId": "1", "content": [{"type": "resource", "resource": {"uri": "file:///a"}}]}),
+        ];
+        for content in refused {
+            assert!(!Def::CreateMessage.holds(&ask(content.clone())), "{content}");
+        }
+        assert!(!Def::CreateMessage.holds(&json!({"maxTokens": 1, "messages": [{"role": "system", "content": {"type": "text", "text": "x"}}]})));
+        assert!(!Def::CreateMessage
+            .holds(&json!({"maxTokens": 1, "messages": [], "modelPreferences": {"costPriority": 3}})));
+        assert!(!Def::CreateMessage.holds(&json!({"maxTokens": 1, "messages": [], "tools": [{"name": "t"}]})));
     }
 }
