@@ -194,6 +194,8 @@ async fn a_server_that_cannot_start_is_named_with_the_tail_of_its_stderr() -> Te
 
 #[tokio::test]
 async fn a_broken_calls_file_is_a_usage_error_naming_it() -> TestResult {
+    // The binary's pipes count among this process's: the stdio tests' counts must not see them.
+    let _serial = serial().await;
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("calls.json");
     std::fs::write(&path, r#"{"calls": [{"tool": "echo", "argument": {}}]}"#)?;
