@@ -12,7 +12,9 @@ use super::exit;
 
 /// Rounds of one run shown in the readable report (the JSON report has them all).
 const SHOWN_ROUNDS: usize = 3;
-use super::report::{CallReport, Counts, Finding, Question, Report};
+/// Names shown of a change made to many items.
+const SHOWN_NAMES: usize = 6;
+use super::report::{CallReport, Counts, Difference, Finding, Question, Report};
 
 /// Writes `report` (as JSON to `json`, when asked: `Some(None)` is stdout) and returns the exit
 /// status it calls for.
@@ -83,9 +85,41 @@ fn side_by_side(out: &mut String, r: &Report) {
 
 fn differences(out: &mut String, r: &Report) {
     let _ = writeln!(out, "Differences: {} ({} break)", r.differences.len(), r.breaks);
+    // The same change to many items (a field the gateway drops from every tool) is one line.
+    let mut groups: Vec<(&Difference, Vec<&str>)> = Vec::new();
     for d in &r.differences {
+        let same = |g: &&mut (&Difference, Vec<&str>)| {
+            let k = g.0;
+            (k.kind, k.change, &k.detail, k.breaks) == (d.kind, d.change, &d.detail, d.breaks)
+        };
+        match groups.iter_mut().find(same) {
+            Some(group) => group.1.push(&d.name),
+            None => groups.push((d, vec![&d.name])),
+        }
+    }
+    for (d, names) in groups {
         let mark = if d.breaks { "BREAKS " } else { "" };
-        let _ = writeln!(out, "  {mark}{} {} {}: {}", d.kind, d.name, d.change, d.detail);
+        let _ = match names.as_slice() {
+            [one] => writeln!(out, "  {mark}{} {one} {}: {}", d.kind, d.change, d.detail),
+            many => writeln!(
+                out,
+                "  {mark}{} {}: {} ({} of them: {})",
+                d.kind,
+                d.change,
+                d.detail,
+                many.len(),
+                names_of(many)
+            ),
+        };
+    }
+}
+
+/// The first [`SHOWN_NAMES`] names, and how many more.
+fn names_of(names: &[&str]) -> String {
+    let shown = names.iter().take(SHOWN_NAMES).copied().collect::<Vec<_>>().join(", ");
+    match names.len().saturating_sub(SHOWN_NAMES) {
+        0 => shown,
+        more => format!("{shown}, … {more} more"),
     }
 }
 

@@ -12,7 +12,7 @@
 //! cannot be checked, so it is not relayed: the awaited requests get an error naming the cause
 //! and the body ends there.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
 use super::error::TRANSPORT_ERROR;
@@ -30,7 +30,7 @@ pub(super) struct Rewrite {
     lists: Lists,
     kind: Kind,
     /// Bytes held: an unfinished SSE event, or the JSON body so far.
-    held: Vec<u8>,
+    held: BytesMut,
     /// Where the unfinished line of `held` starts, and how far `held` was scanned (SSE).
     line_start: usize,
     scanned: usize,
@@ -62,7 +62,7 @@ impl Rewrite {
             "application/json" => Kind::Json,
             _ => return None,
         };
-        Some(Self { lists, kind, held: Vec::new(), line_start: 0, scanned: 0, max: MAX_EVENT_BYTES })
+        Some(Self { lists, kind, held: BytesMut::new(), line_start: 0, scanned: 0, max: MAX_EVENT_BYTES })
     }
 
     /// Takes the next chunk of the body.
@@ -83,7 +83,7 @@ impl Rewrite {
 
     /// The end of the body: what is still held, filtered if it is a whole JSON message.
     pub(super) fn finish(mut self) -> Option<Bytes> {
-        let held = std::mem::take(&mut self.held);
+        let held = std::mem::take(&mut self.held).freeze();
         if held.is_empty() {
             return None;
         }
@@ -95,18 +95,19 @@ impl Rewrite {
             }
         }
         // An unfinished SSE event is never dispatched by the client either.
-        Some(Bytes::from(held))
+        Some(held)
     }
 
     /// Cuts the whole events off `held`, each relayed or rewritten.
     fn events(&mut self, out: &mut Vec<Bytes>) {
         while let Some(end) = self.next_event_end() {
-            let raw: Vec<u8> = self.held.drain(..end).collect();
+            // Split off, not copied: an event relayed as it came is the upstream's own bytes.
+            let raw = self.held.split_to(end).freeze();
             (self.line_start, self.scanned) = (0, 0);
             out.push(self.event(raw));
             if self.lists.is_done() {
                 if !self.held.is_empty() {
-                    out.push(Bytes::from(std::mem::take(&mut self.held)));
+                    out.push(self.held.split().freeze());
                 }
                 return;
             }
@@ -134,13 +135,13 @@ impl Rewrite {
     }
 
     /// One whole event: as it came, unless it is a response to filter.
-    fn event(&mut self, raw: Vec<u8>) -> Bytes {
+    fn event(&mut self, raw: Bytes) -> Bytes {
         let mut parser = SseParser::new(self.max);
-        let Ok(mut events) = parser.feed(&raw) else { return Bytes::from(raw) };
-        let Some(event) = events.pop().filter(|e| !e.data.is_empty()) else { return Bytes::from(raw) };
-        let Ok(mut message) = serde_json::from_str::<Value>(&event.data) else { return Bytes::from(raw) };
+        let Ok(mut events) = parser.feed(&raw) else { return raw };
+        let Some(event) = events.pop().filter(|e| !e.data.is_empty()) else { return raw };
+        let Ok(mut message) = serde_json::from_str::<Value>(&event.data) else { return raw };
         if !self.lists.filter_message(&mut message) {
-            return Bytes::from(raw);
+            return raw;
         }
         encode(&event, &message)
     }
@@ -152,7 +153,7 @@ impl Rewrite {
         if let Some(counter) = &self.lists.too_large {
             counter.inc();
         }
-        self.held = Vec::new();
+        self.held = BytesMut::new();
         let error = ErrorObject { code: TRANSPORT_ERROR, message: TOO_LARGE.to_owned(), data: None };
         let errors = self.lists.waiting().iter().map(|(id, _)| error_bytes(Some(id), &error));
         match self.kind {

@@ -23,7 +23,9 @@
 # control's 2025-11-25 scenarios also run through the gateway's legacy path.
 # Then server-everything in `sse` mode behind a gateway with --upstream-sse,
 # and the stdio front launched by the Python client's stdio transport
-# (mrtr-gateway stdio, spawning the fixture). Every process
+# (mrtr-gateway stdio, spawning the fixture). Then `mrtr-gateway check` against
+# server-everything, server-filesystem, mcp-server-git and the fixture over stdio,
+# its JSON reports compared field by field (check_report.sh). Every process
 # it starts is stopped by its own pid on exit, success or not. Prints a
 # client x server x tool matrix, the conformance counts, and ends with
 # `N passed, M failed`; exits 1 if anything unexpected failed.
@@ -431,6 +433,8 @@ print_matrix() {
                  (cell[key, "py"] == "" ? "-" : cell[key, "py"]), (cell[key, "ts"] == "" ? "-" : cell[key, "ts"]) } }' \
     "$RESULTS" | sort
   grep -E '^(PASS|FAIL) (proxy|report) ' "$RESULTS" || true
+  say "check command: $(grep -c '^PASS check-command ' "$RESULTS" || true) fields as expected"
+  grep -E '^FAIL check-command ' "$RESULTS" || true
   say ""
   say "== conformance =="
   say "fixture alone, 2025-11-25 wire (control):"
@@ -474,6 +478,13 @@ with_gateways() {
   stdio_front_checks
   schema_checks
   listen_checks
+  check_command_checks
+}
+
+# `mrtr-gateway check` against four real stdio servers (check_report.sh starts
+# each itself, directly and behind the check's own embedded gateway).
+check_command_checks() {
+  run_checks "check-command" "$PROGRAM_SECONDS" "$HERE/check_report.sh" "$GATEWAY" "$RUN_DIR"
 }
 
 # subscriptions/listen with the real TypeScript client (listen_check.mjs):

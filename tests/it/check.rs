@@ -17,8 +17,13 @@ const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/stdio
 
 /// Runs the binary's `check` with `args`; its exit status, stdout and stderr.
 async fn run_binary(args: &[&str]) -> TestResult<Output> {
+    run_binary_with(args, &[]).await
+}
+
+async fn run_binary_with(args: &[&str], env: &[(&str, &str)]) -> TestResult<Output> {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mrtr-gateway"));
     command.arg("check").args(args).kill_on_drop(true).env("NO_COLOR", "1");
+    command.envs(env.iter().copied());
     Ok(bounded_for(PROCESS_START_WAIT, "the check to finish", command.output()).await??)
 }
 
@@ -62,7 +67,8 @@ async fn the_report_on_the_demo_server_field_by_field() -> TestResult {
     assert_eq!(
         r["gateway"]["capabilities"],
         json!({"completions": {}, "prompts": {"listChanged": false}, "tools": {"listChanged": false},
-               "resources": {"listChanged": true, "subscribe": true}})
+               "resources": {"listChanged": true, "subscribe": true},
+               "extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
 
     // The one thing that breaks: a tool whose question changes every run cannot be replayed.
@@ -76,10 +82,11 @@ async fn the_report_on_the_demo_server_field_by_field() -> TestResult {
         differences,
         [
             (json!("capability"), json!("logging"), json!("missing"), json!(false)),
+            (json!("capability"), json!("extensions"), json!("added"), json!(false)),
             (json!("call"), json!("flaky_question"), json!("failed"), json!(true)),
         ]
     );
-    assert!(r["differences"][1]["detail"].as_str().unwrap_or_default().contains("too many input rounds"));
+    assert!(r["differences"][2]["detail"].as_str().unwrap_or_default().contains("too many input rounds"));
     assert_eq!((&r["ok"], &r["breaks"]), (&json!(false), &json!(1)));
     for empty in ["needs_tasks", "repairs", "refusals", "sensitive", "invalid_schemas"] {
         assert_eq!(r[empty], json!([]), "{empty}");
@@ -124,12 +131,41 @@ async fn the_report_on_the_demo_server_field_by_field() -> TestResult {
 }
 
 #[tokio::test]
-async fn a_stdio_server_whose_tool_needs_tasks_breaks_and_the_exit_status_says_so() -> TestResult {
+async fn a_task_tool_is_served_as_a_task_and_a_missing_type_repaired() -> TestResult {
     let _serial = serial().await;
     let dir = tempfile::tempdir()?;
     let json_path = dir.path().join("report.json");
     let json_arg = json_path.display().to_string();
     let out = run_binary(&["--json", &json_arg, "--", "python3", FIXTURE, "--tasks"]).await?;
+    assert_eq!(out.status.code(), Some(check::exit::OK), "stderr: {}", text(&out.stderr));
+    let r: Value = serde_json::from_slice(&std::fs::read(&json_path)?)?;
+    let counts = json!({"tools": 14, "prompts": null, "resources": null, "resource_templates": null});
+    assert_eq!((&r["direct"]["counts"], &r["gateway"]["counts"]), (&counts, &counts));
+    assert_eq!(
+        r["differences"],
+        json!([{"kind": "tool", "name": "loose", "change": "changed", "detail": "inputSchema changed", "breaks": false},
+               {"kind": "capability", "name": "extensions", "change": "added",
+                "detail": "offered through the gateway only", "breaks": false}])
+    );
+    assert_eq!((&r["ok"], &r["breaks"]), (&json!(true), &json!(0)));
+    assert_eq!(
+        r["needs_tasks"],
+        json!([{"tool": "research", "task_support": "required", "through_gateway": true}])
+    );
+    assert_eq!(r["repairs"], json!([{"tool": "loose", "reason": "input_type_added", "count": 1}]));
+    assert_eq!(r["refusals"], json!([]));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stdio_server_whose_tool_needs_tasks_breaks_and_the_exit_status_says_so() -> TestResult {
+    let _serial = serial().await;
+    let dir = tempfile::tempdir()?;
+    let json_path = dir.path().join("report.json");
+    let json_arg = json_path.display().to_string();
+    // With the task bridge off, a tool that can only run as a legacy task cannot be offered.
+    let args = ["--json", &json_arg, "--", "python3", FIXTURE, "--tasks"];
+    let out = run_binary_with(&args, &[("MRTR_GATEWAY__TASKS__ENABLED", "false")]).await?;
     assert_eq!(out.status.code(), Some(check::exit::BREAKS), "stderr: {}", text(&out.stderr));
     let r: Value = serde_json::from_slice(&std::fs::read(&json_path)?)?;
     assert_eq!(
@@ -143,9 +179,13 @@ async fn a_stdio_server_whose_tool_needs_tasks_breaks_and_the_exit_status_says_s
     assert_eq!(
         r["differences"],
         json!([{"kind": "tool", "name": "research", "change": "missing", "breaks": true,
-                "detail": "missing through the gateway: it needs tasks (taskSupport \"required\")"}])
+                "detail": "missing through the gateway: it needs tasks (taskSupport \"required\")"},
+               {"kind": "tool", "name": "loose", "change": "changed", "detail": "inputSchema changed", "breaks": false},
+               {"kind": "refusal", "name": "research", "change": "refused", "breaks": true,
+                "detail": "the gateway refused it 1 time(s): task_required"}])
     );
-    assert_eq!((&r["ok"], &r["breaks"]), (&json!(false), &json!(1)));
+    assert_eq!((&r["ok"], &r["breaks"]), (&json!(false), &json!(2)));
+    assert_eq!(r["refusals"], json!([{"tool": "research", "reason": "task_required", "count": 1}]));
     assert_eq!(
         r["needs_tasks"],
         json!([{"tool": "research", "task_support": "required", "through_gateway": false}])
@@ -159,7 +199,7 @@ async fn a_stdio_server_whose_tool_needs_tasks_breaks_and_the_exit_status_says_s
     // lines when stderr is not a terminal.
     let stdout = text(&out.stdout);
     assert!(stdout.contains("BREAKS tool research missing"), "{stdout}");
-    assert!(stdout.contains("Result: 1 thing(s) break for a 2026-07-28 client (exit status 1)."), "{stdout}");
+    assert!(stdout.contains("Result: 2 thing(s) break for a 2026-07-28 client (exit status 1)."), "{stdout}");
     let stderr = text(&out.stderr);
     assert!(stderr.lines().any(|l| l == "check: starting the server…"), "{stderr}");
     assert!(!stderr.contains('\r'), "no redraws outside a terminal: {stderr:?}");
@@ -194,6 +234,8 @@ async fn a_server_that_cannot_start_is_named_with_the_tail_of_its_stderr() -> Te
 
 #[tokio::test]
 async fn a_broken_calls_file_is_a_usage_error_naming_it() -> TestResult {
+    // The binary's pipes count among this process's: the stdio tests' counts must not see them.
+    let _serial = serial().await;
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("calls.json");
     std::fs::write(&path, r#"{"calls": [{"tool": "echo", "argument": {}}]}"#)?;
