@@ -31,7 +31,7 @@ use super::glob::Pattern;
 use crate::config::RuleConfig;
 use crate::legacy::LegacyBody;
 use crate::protocol::log_level::SET_LEVEL;
-use crate::protocol::methods;
+use crate::protocol::methods::{self, ListMethod};
 
 /// The compiled rules.
 #[derive(Debug)]
@@ -231,7 +231,7 @@ impl Grants {
     /// and resource templates); other results, and every result when nothing is restricted,
     /// are returned untouched.
     pub fn filter_list(&self, method: &str, raw: Box<RawValue>) -> Box<RawValue> {
-        if self.policy.is_none() || ListKind::of(method).is_none() {
+        if self.policy.is_none() || ListMethod::of(method).is_none() {
             return raw;
         }
         let Ok(mut result) = serde_json::from_str::<Value>(raw.get()) else { return raw };
@@ -242,12 +242,12 @@ impl Grants {
     /// Removes from the list result `result` of `method` the items the principal may not use;
     /// returns how many it removed (0 for any other method, or when nothing is restricted).
     pub fn retain_listed(&self, method: &str, result: &mut Value) -> usize {
-        let (Some(policy), Some(kind)) = (&self.policy, ListKind::of(method)) else { return 0 };
+        let (Some(policy), Some(kind)) = (&self.policy, ListMethod::of(method)) else { return 0 };
         let Some(Value::Array(items)) = result.get_mut(kind.field()) else { return 0 };
         let before = items.len();
         items.retain(|item| {
             let name = item.get(kind.key()).and_then(Value::as_str).unwrap_or_default();
-            self.allows(policy, kind.call(), kind.target(name))
+            self.allows(policy, kind.call(), listed(kind, name))
         });
         before - items.len()
     }
@@ -262,62 +262,12 @@ impl Grants {
     }
 }
 
-/// The four list methods whose results name what the rules govern.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ListKind {
-    Tools,
-    Prompts,
-    Resources,
-    Templates,
-}
-
-// === impl ListKind ===
-
-impl ListKind {
-    fn of(method: &str) -> Option<Self> {
-        match method {
-            methods::TOOLS_LIST => Some(Self::Tools),
-            methods::PROMPTS_LIST => Some(Self::Prompts),
-            methods::RESOURCES_LIST => Some(Self::Resources),
-            methods::RESOURCES_TEMPLATES_LIST => Some(Self::Templates),
-            _ => None,
-        }
-    }
-
-    /// The result's array.
-    fn field(self) -> &'static str {
-        match self {
-            Self::Tools => "tools",
-            Self::Prompts => "prompts",
-            Self::Resources => "resources",
-            Self::Templates => "resourceTemplates",
-        }
-    }
-
-    /// The item's name the rules match.
-    fn key(self) -> &'static str {
-        match self {
-            Self::Tools | Self::Prompts => "name",
-            Self::Resources => "uri",
-            Self::Templates => "uriTemplate",
-        }
-    }
-
-    /// The method that uses an item: an item is listed when that call of it is allowed.
-    fn call(self) -> &'static str {
-        match self {
-            Self::Tools => methods::TOOLS_CALL,
-            Self::Prompts => methods::PROMPTS_GET,
-            Self::Resources | Self::Templates => methods::RESOURCES_READ,
-        }
-    }
-
-    fn target(self, name: &str) -> Target<'_> {
-        match self {
-            Self::Tools => Target::Tool(name),
-            Self::Prompts => Target::Prompt(name),
-            Self::Resources | Self::Templates => Target::Resource(name),
-        }
+/// The rule target of a listed item of `kind`.
+fn listed(kind: ListMethod, name: &str) -> Target<'_> {
+    match kind {
+        ListMethod::Tools => Target::Tool(name),
+        ListMethod::Prompts => Target::Prompt(name),
+        ListMethod::Resources | ListMethod::Templates => Target::Resource(name),
     }
 }
 

@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use super::lists::{Items, ListKind};
+use super::lists::{Items, ListInfo, ListKind};
 use super::report::{CallReport, Difference, Finding, Outcome, Side};
 
 /// The differences of the two views' lists, capabilities and list errors.

@@ -6,19 +6,12 @@
 use serde_json::{json, Value};
 
 use super::report::{Counts, ListError};
-use crate::protocol::methods;
 
 /// Most pages read of one list: a server whose cursor never ends cannot hold the check.
 const MAX_PAGES: usize = 64;
 
 /// One of the lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ListKind {
-    Tools,
-    Prompts,
-    Resources,
-    Templates,
-}
+pub(super) use crate::protocol::methods::ListMethod as ListKind;
 
 /// The items of each list; `None` for a list not offered, or that failed.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -37,29 +30,19 @@ pub(super) trait Lister {
 
 // === impl ListKind ===
 
-impl ListKind {
-    pub(super) const ALL: [Self; 4] = [Self::Tools, Self::Prompts, Self::Resources, Self::Templates];
-
-    pub(super) fn method(self) -> &'static str {
-        match self {
-            Self::Tools => methods::TOOLS_LIST,
-            Self::Prompts => methods::PROMPTS_LIST,
-            Self::Resources => methods::RESOURCES_LIST,
-            Self::Templates => methods::RESOURCES_TEMPLATES_LIST,
-        }
-    }
-
-    /// The field of the result holding the list.
-    fn field(self) -> &'static str {
-        match self {
-            Self::Tools => "tools",
-            Self::Prompts => "prompts",
-            Self::Resources => "resources",
-            Self::Templates => "resourceTemplates",
-        }
-    }
-
+/// What the check needs of a list beyond its method.
+pub(super) trait ListInfo {
     /// The server capability that offers it.
+    fn capability(self) -> &'static str;
+    /// Its name in the report.
+    fn label(self) -> &'static str;
+    /// What one of its items is called in the report's differences.
+    fn item(self) -> &'static str;
+    /// The name of one of its items (empty when it has none).
+    fn name_of(self, item: &Value) -> String;
+}
+
+impl ListInfo for ListKind {
     fn capability(self) -> &'static str {
         match self {
             Self::Tools => "tools",
@@ -68,8 +51,7 @@ impl ListKind {
         }
     }
 
-    /// Its name in the report.
-    pub(super) fn label(self) -> &'static str {
+    fn label(self) -> &'static str {
         match self {
             Self::Tools => "tools",
             Self::Prompts => "prompts",
@@ -78,8 +60,7 @@ impl ListKind {
         }
     }
 
-    /// What one item is, in the report.
-    pub(super) fn item(self) -> &'static str {
+    fn item(self) -> &'static str {
         match self {
             Self::Tools => "tool",
             Self::Prompts => "prompt",
@@ -88,14 +69,8 @@ impl ListKind {
         }
     }
 
-    /// The name of `item`.
-    pub(super) fn name_of(self, item: &Value) -> String {
-        let key = match self {
-            Self::Tools | Self::Prompts => "name",
-            Self::Resources => "uri",
-            Self::Templates => "uriTemplate",
-        };
-        item.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
+    fn name_of(self, item: &Value) -> String {
+        item.get(self.key()).and_then(Value::as_str).unwrap_or_default().to_owned()
     }
 }
 

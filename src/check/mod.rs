@@ -38,7 +38,7 @@ pub use target::{config, Target};
 
 use self::direct::{Direct, DirectView};
 use self::gateway::{AdminReport, Embedded};
-use self::lists::ListKind;
+use self::lists::{ListInfo, ListKind};
 use self::modern::{Modern, ModernView};
 use self::report::{CallReport, Outcome, Report, SchemaProblem, TaskTool};
 use crate::capabilities::ClientCaps;

@@ -50,6 +50,7 @@ use self::table::{Entry, Link, Table};
 use crate::body::FrontBody;
 use crate::clock::Clock;
 use crate::config::LegacyConfig;
+use crate::mrtr::session_id::IdError;
 use crate::mrtr::{LiveRing, Reach, SessionClaims, SessionIdError, SessionSealer};
 use crate::outbound::Bound;
 use crate::protocol::jsonrpc::Request;
@@ -393,7 +394,7 @@ fn check_initialize(body: &[u8]) -> Result<Option<HeaderValue>, LegacyError> {
 }
 
 fn malformed(what: &'static str) -> LegacyError {
-    LegacyError::BadSessionId(SessionIdError::Malformed(what))
+    LegacyError::BadSessionId(SessionIdError::Id(IdError::Malformed(what)))
 }
 
 fn seal_failed(e: SessionIdError) -> LegacyError {

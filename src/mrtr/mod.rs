@@ -24,6 +24,7 @@ pub mod keyring;
 pub mod park;
 pub mod replay;
 pub mod replica_auth;
+mod sealed_id;
 pub mod session_id;
 pub mod task_id;
 pub mod translate;

@@ -19,43 +19,34 @@
 
 use std::sync::Arc;
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
 use crate::defaults;
-use crate::mrtr::envelope::{self, EnvelopeError};
-use crate::mrtr::keyring::{KeyId, KeyRing};
+use crate::mrtr::keyring::KeyRing;
+pub use crate::mrtr::sealed_id::IdError;
+use crate::mrtr::sealed_id::{random_handle, IdFormat};
 
 /// Token prefix: session id format 1.
 pub const SESSION_ID_PREFIX: &str = "s1.";
 
 const FORMAT_VERSION: u8 = 1;
-const HANDLE_LEN: usize = 16;
-const AAD_DOMAIN: &[u8] = b"mrtr-gateway/sessionId/v1\0";
-/// Room for the claims JSON of a typical session id.
-const TYPICAL_CLAIMS_LEN: usize = 160;
+/// How a session id is written: room for the claims JSON of a typical one, and its bound.
+const FORMAT: IdFormat = IdFormat {
+    prefix: SESSION_ID_PREFIX,
+    aad: b"mrtr-gateway/sessionId/v1\0",
+    typical_len: 160,
+    max_bytes: defaults::LEGACY_MAX_SESSION_ID_BYTES,
+};
 
 /// Why a session id was refused. The client is told only that the session is unknown.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionIdError {
-    #[error("session id is {size} bytes; at most {limit} are accepted")]
-    TooLarge { size: usize, limit: usize },
-    #[error("session id is malformed: {0}")]
-    Malformed(&'static str),
-    #[error("session id was sealed by unknown key {0}")]
-    UnknownKey(KeyId),
-    #[error("session id failed authentication")]
-    Integrity,
+    #[error("session id: {0}")]
+    Id(#[from] IdError),
     #[error("session id has format version {0}, expected {FORMAT_VERSION}")]
     Version(u8),
     #[error("session id belongs to another principal")]
     Principal,
-    #[error("session claims could not be encoded: {0}")]
-    Encode(#[source] serde_json::Error),
-    #[error("session id encryption failed")]
-    Seal,
 }
 
 /// Where the session's upstream lives, so a replica knows whether it may relay it.
@@ -103,14 +94,9 @@ impl SessionIdError {
     /// A fixed metric label for this failure.
     pub fn reason(&self) -> &'static str {
         match self {
-            Self::TooLarge { .. } => "too_large",
-            Self::Malformed(_) => "malformed",
-            Self::UnknownKey(_) => "unknown_key",
-            Self::Integrity => "integrity",
+            Self::Id(e) => e.reason(),
             Self::Version(_) => "version",
             Self::Principal => "principal",
-            Self::Encode(_) => "encode",
-            Self::Seal => "seal",
         }
     }
 }
@@ -120,9 +106,7 @@ impl SessionIdError {
 impl SessionClaims {
     /// Claims of a new session with a fresh random handle; `now` is unix seconds.
     pub fn new(upstream: Option<String>, reach: Reach, principal: &str, now: u64) -> Self {
-        let mut bytes = [0u8; HANDLE_LEN];
-        rand::thread_rng().fill_bytes(&mut bytes);
-        let handle = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let handle = random_handle();
         Self {
             version: FORMAT_VERSION,
             upstream,
@@ -148,50 +132,20 @@ impl SessionSealer {
 
     /// Seals `claims` with the ring's first key.
     pub fn seal(&self, claims: &SessionClaims) -> Result<String, SessionIdError> {
-        let (id, cipher) = self.ring.session_sealing();
-        let mut buf = envelope::start(id, TYPICAL_CLAIMS_LEN);
-        serde_json::to_writer(&mut buf, claims).map_err(SessionIdError::Encode)?;
-        check_size(SESSION_ID_PREFIX.len() + envelope::sealed_len(&buf).div_ceil(3) * 4)?;
-        envelope::seal(&mut buf, cipher, AAD_DOMAIN).map_err(|_| SessionIdError::Seal)?;
-        Ok(format!("{SESSION_ID_PREFIX}{}", URL_SAFE_NO_PAD.encode(&buf)))
+        Ok(FORMAT.seal(&self.ring, claims)?)
     }
 
     /// Opens a session id and checks that it belongs to `principal`.
     pub fn open(&self, token: &str, principal: &str) -> Result<SessionClaims, SessionIdError> {
-        check_size(token.len())?;
-        let body =
-            token.strip_prefix(SESSION_ID_PREFIX).ok_or(SessionIdError::Malformed("unknown prefix"))?;
-        let mut buf =
-            URL_SAFE_NO_PAD.decode(body).map_err(|_| SessionIdError::Malformed("not unpadded base64url"))?;
-        let claims = self.decrypt(&mut buf)?;
+        let claims: SessionClaims = FORMAT.open(&self.ring, token)?;
+        if claims.version != FORMAT_VERSION {
+            return Err(SessionIdError::Version(claims.version));
+        }
         if claims.principal != principal {
             return Err(SessionIdError::Principal);
         }
         Ok(claims)
     }
-
-    fn decrypt(&self, buf: &mut [u8]) -> Result<SessionClaims, SessionIdError> {
-        let sealed =
-            envelope::open(buf, AAD_DOMAIN, |id| self.ring.session_opening(id)).map_err(|e| match e {
-                EnvelopeError::TooShort => SessionIdError::Malformed("too short"),
-                EnvelopeError::UnknownKey(id) => SessionIdError::UnknownKey(id),
-                EnvelopeError::Integrity | EnvelopeError::Seal => SessionIdError::Integrity,
-            })?;
-        let claims: SessionClaims =
-            serde_json::from_slice(sealed).map_err(|_| SessionIdError::Malformed("claims do not decode"))?;
-        if claims.version != FORMAT_VERSION {
-            return Err(SessionIdError::Version(claims.version));
-        }
-        Ok(claims)
-    }
-}
-
-fn check_size(size: usize) -> Result<(), SessionIdError> {
-    let limit = defaults::LEGACY_MAX_SESSION_ID_BYTES;
-    if size > limit {
-        return Err(SessionIdError::TooLarge { size, limit });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

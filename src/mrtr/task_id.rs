@@ -17,45 +17,36 @@
 
 use std::sync::Arc;
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
 use crate::defaults;
-use crate::mrtr::envelope::{self, EnvelopeError};
-use crate::mrtr::keyring::{KeyId, KeyRing};
+use crate::mrtr::keyring::KeyRing;
+pub use crate::mrtr::sealed_id::IdError;
+use crate::mrtr::sealed_id::{random_handle, IdFormat};
 
 /// Token prefix: task id format 1.
 pub const TASK_ID_PREFIX: &str = "t1.";
 
 const FORMAT_VERSION: u8 = 1;
-const HANDLE_LEN: usize = 16;
-const AAD_DOMAIN: &[u8] = b"mrtr-gateway/taskId/v1\0";
-/// Room for the claims JSON of a typical task id.
-const TYPICAL_CLAIMS_LEN: usize = 200;
+/// How a task id is written: room for the claims JSON of a typical one, and its bound.
+const FORMAT: IdFormat = IdFormat {
+    prefix: TASK_ID_PREFIX,
+    aad: b"mrtr-gateway/taskId/v1\0",
+    typical_len: 200,
+    max_bytes: defaults::TASK_ID_MAX_BYTES,
+};
 
 /// Why a task id was refused. The client is told only that the task is unknown.
 #[derive(Debug, thiserror::Error)]
 pub enum TaskIdError {
-    #[error("task id is {size} bytes; at most {limit} are accepted")]
-    TooLarge { size: usize, limit: usize },
-    #[error("task id is malformed: {0}")]
-    Malformed(&'static str),
-    #[error("task id was sealed by unknown key {0}")]
-    UnknownKey(KeyId),
-    #[error("task id failed authentication")]
-    Integrity,
+    #[error("task id: {0}")]
+    Id(#[from] IdError),
     #[error("task id has format version {0}, expected {FORMAT_VERSION}")]
     Version(u8),
     #[error("task id belongs to another principal")]
     Principal,
     #[error("task id expired at {expires_at} (now {now})")]
     Expired { expires_at: u64, now: u64 },
-    #[error("task claims could not be encoded: {0}")]
-    Encode(#[source] serde_json::Error),
-    #[error("task id encryption failed")]
-    Seal,
 }
 
 /// What a task id carries.
@@ -91,15 +82,10 @@ impl TaskIdError {
     /// A fixed metric label for this failure.
     pub fn reason(&self) -> &'static str {
         match self {
-            Self::TooLarge { .. } => "too_large",
-            Self::Malformed(_) => "malformed",
-            Self::UnknownKey(_) => "unknown_key",
-            Self::Integrity => "integrity",
+            Self::Id(e) => e.reason(),
             Self::Version(_) => "version",
             Self::Principal => "principal",
             Self::Expired { .. } => "expired",
-            Self::Encode(_) => "encode",
-            Self::Seal => "seal",
         }
     }
 }
@@ -109,12 +95,10 @@ impl TaskIdError {
 impl TaskClaims {
     /// Claims of a new task with a fresh random handle.
     pub fn new(owner: &str, upstream_task: &str, principal: &str, expires_at: u64) -> Self {
-        let mut bytes = [0u8; HANDLE_LEN];
-        rand::thread_rng().fill_bytes(&mut bytes);
         Self {
             version: FORMAT_VERSION,
             owner: owner.to_owned(),
-            handle: bytes.iter().map(|b| format!("{b:02x}")).collect(),
+            handle: random_handle(),
             upstream_task: upstream_task.to_owned(),
             principal: principal.to_owned(),
             expires_at,
@@ -132,29 +116,12 @@ impl TaskSealer {
 
     /// Seals `claims` with the ring's first key.
     pub fn seal(&self, claims: &TaskClaims) -> Result<String, TaskIdError> {
-        let (id, cipher) = self.ring.session_sealing();
-        let mut buf = envelope::start(id, TYPICAL_CLAIMS_LEN);
-        serde_json::to_writer(&mut buf, claims).map_err(TaskIdError::Encode)?;
-        check_size(TASK_ID_PREFIX.len() + envelope::sealed_len(&buf).div_ceil(3) * 4)?;
-        envelope::seal(&mut buf, cipher, AAD_DOMAIN).map_err(|_| TaskIdError::Seal)?;
-        Ok(format!("{TASK_ID_PREFIX}{}", URL_SAFE_NO_PAD.encode(&buf)))
+        Ok(FORMAT.seal(&self.ring, claims)?)
     }
 
     /// Opens a task id and checks that it belongs to `principal` and has not expired at `now`.
     pub fn open(&self, token: &str, principal: &str, now: u64) -> Result<TaskClaims, TaskIdError> {
-        check_size(token.len())?;
-        let body = token.strip_prefix(TASK_ID_PREFIX).ok_or(TaskIdError::Malformed("unknown prefix"))?;
-        let mut buf =
-            URL_SAFE_NO_PAD.decode(body).map_err(|_| TaskIdError::Malformed("not unpadded base64url"))?;
-        let sealed = envelope::open(&mut buf, AAD_DOMAIN, |id| self.ring.session_opening(id)).map_err(
-            |e| match e {
-                EnvelopeError::TooShort => TaskIdError::Malformed("too short"),
-                EnvelopeError::UnknownKey(id) => TaskIdError::UnknownKey(id),
-                EnvelopeError::Integrity | EnvelopeError::Seal => TaskIdError::Integrity,
-            },
-        )?;
-        let claims: TaskClaims =
-            serde_json::from_slice(sealed).map_err(|_| TaskIdError::Malformed("claims do not decode"))?;
+        let claims: TaskClaims = FORMAT.open(&self.ring, token)?;
         if claims.version != FORMAT_VERSION {
             return Err(TaskIdError::Version(claims.version));
         }
@@ -166,14 +133,6 @@ impl TaskSealer {
         }
         Ok(claims)
     }
-}
-
-fn check_size(size: usize) -> Result<(), TaskIdError> {
-    let limit = defaults::TASK_ID_MAX_BYTES;
-    if size > limit {
-        return Err(TaskIdError::TooLarge { size, limit });
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -208,13 +167,16 @@ mod tests {
         assert!(matches!(s.open(&token, "bob", 1_000), Err(TaskIdError::Principal)));
         assert!(matches!(s.open(&token, "alice", 2_001), Err(TaskIdError::Expired { .. })));
         let other = TaskSealer::shared(ring(2));
-        assert!(matches!(other.open(&token, "alice", 1_000), Err(TaskIdError::UnknownKey(_))));
+        assert!(matches!(other.open(&token, "alice", 1_000), Err(TaskIdError::Id(IdError::UnknownKey(_)))));
         let mut bytes = token.into_bytes();
         let last = bytes.len() - 2;
         bytes[last] = if bytes[last] == b'A' { b'B' } else { b'A' };
         let flipped = String::from_utf8(bytes).unwrap();
-        assert!(matches!(s.open(&flipped, "alice", 1_000), Err(TaskIdError::Integrity)));
-        assert!(matches!(s.open("tasks-nonexistent-1", "alice", 0), Err(TaskIdError::Malformed(_))));
+        assert!(matches!(s.open(&flipped, "alice", 1_000), Err(TaskIdError::Id(IdError::Integrity))));
+        assert!(matches!(
+            s.open("tasks-nonexistent-1", "alice", 0),
+            Err(TaskIdError::Id(IdError::Malformed(_)))
+        ));
     }
 
     #[test]
@@ -224,6 +186,9 @@ mod tests {
             .seal(&SessionClaims::new(None, Reach::Shared, "alice", 1))
             .unwrap();
         let as_task = format!("{TASK_ID_PREFIX}{}", session.strip_prefix("s1.").unwrap());
-        assert!(matches!(TaskSealer::shared(r).open(&as_task, "alice", 0), Err(TaskIdError::Integrity)));
+        assert!(matches!(
+            TaskSealer::shared(r).open(&as_task, "alice", 0),
+            Err(TaskIdError::Id(IdError::Integrity))
+        ));
     }
 }

@@ -37,6 +37,64 @@ pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 /// Legacy resource subscriptions, which `subscriptions/listen` is bridged onto.
 pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
 pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+
+/// The four list methods whose results name tools, prompts, resources and resource templates:
+/// what the authorization rules filter and the check compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListMethod {
+    Tools,
+    Prompts,
+    Resources,
+    Templates,
+}
+
+// === impl ListMethod ===
+
+impl ListMethod {
+    pub const ALL: [Self; 4] = [Self::Tools, Self::Prompts, Self::Resources, Self::Templates];
+
+    /// The list method named `method`, if it is one.
+    pub fn of(method: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.method() == method)
+    }
+
+    pub fn method(self) -> &'static str {
+        match self {
+            Self::Tools => TOOLS_LIST,
+            Self::Prompts => PROMPTS_LIST,
+            Self::Resources => RESOURCES_LIST,
+            Self::Templates => RESOURCES_TEMPLATES_LIST,
+        }
+    }
+
+    /// The field of the result holding the list.
+    pub fn field(self) -> &'static str {
+        match self {
+            Self::Tools => "tools",
+            Self::Prompts => "prompts",
+            Self::Resources => "resources",
+            Self::Templates => "resourceTemplates",
+        }
+    }
+
+    /// The field of an item that names it.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Tools | Self::Prompts => "name",
+            Self::Resources => "uri",
+            Self::Templates => "uriTemplate",
+        }
+    }
+
+    /// The method that uses a listed item.
+    pub fn call(self) -> &'static str {
+        match self {
+            Self::Tools => TOOLS_CALL,
+            Self::Prompts => PROMPTS_GET,
+            Self::Resources | Self::Templates => RESOURCES_READ,
+        }
+    }
+}
 /// The first message of a 2026-07-28 listen stream.
 pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 

@@ -1,9 +1,13 @@
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+
 use super::*;
 use crate::mrtr::canonical::arguments_digest;
 use crate::mrtr::claims::Binding;
 use crate::mrtr::codec::{CodecSettings, StateCodec, StateError, TOKEN_PREFIX};
 use crate::mrtr::journal::Journal;
 use crate::mrtr::keyring::KeySecret;
+use crate::mrtr::sealed_id::HANDLE_LEN;
 use crate::protocol::methods::MrtrMethod;
 
 const UPSTREAM: &str = "upstream-session-7f3a";
@@ -59,12 +63,15 @@ fn tampering_and_unknown_keys_are_refused() {
     let last = bytes.len() - 1;
     bytes[last] ^= 1;
     let tampered = format!("{SESSION_ID_PREFIX}{}", URL_SAFE_NO_PAD.encode(&bytes));
-    assert!(matches!(s.open(&tampered, "alice"), Err(SessionIdError::Integrity)));
-    assert!(matches!(sealer(&[(2, "b")]).open(&token, "alice"), Err(SessionIdError::UnknownKey(_))));
-    assert!(matches!(s.open("s1.!!", "alice"), Err(SessionIdError::Malformed(_))));
-    assert!(matches!(s.open("x", "alice"), Err(SessionIdError::Malformed(_))));
+    assert!(matches!(s.open(&tampered, "alice"), Err(SessionIdError::Id(IdError::Integrity))));
+    assert!(matches!(
+        sealer(&[(2, "b")]).open(&token, "alice"),
+        Err(SessionIdError::Id(IdError::UnknownKey(_)))
+    ));
+    assert!(matches!(s.open("s1.!!", "alice"), Err(SessionIdError::Id(IdError::Malformed(_)))));
+    assert!(matches!(s.open("x", "alice"), Err(SessionIdError::Id(IdError::Malformed(_)))));
     let huge = format!("{SESSION_ID_PREFIX}{}", "A".repeat(defaults::LEGACY_MAX_SESSION_ID_BYTES));
-    assert!(matches!(s.open(&huge, "alice"), Err(SessionIdError::TooLarge { .. })));
+    assert!(matches!(s.open(&huge, "alice"), Err(SessionIdError::Id(IdError::TooLarge { .. }))));
 }
 
 #[test]
@@ -77,7 +84,7 @@ fn a_rotated_ring_still_opens_older_ids() {
 fn an_oversized_upstream_id_is_refused_when_sealing() {
     let big =
         SessionClaims::new(Some("x".repeat(defaults::LEGACY_MAX_SESSION_ID_BYTES)), Reach::Local, "a", 0);
-    assert!(matches!(sealer(&[(1, "a")]).seal(&big), Err(SessionIdError::TooLarge { .. })));
+    assert!(matches!(sealer(&[(1, "a")]).seal(&big), Err(SessionIdError::Id(IdError::TooLarge { .. }))));
 }
 
 #[test]
@@ -92,7 +99,7 @@ fn session_ids_and_request_states_never_open_as_each_other() {
     };
     let state = codec.seal_at(&binding, 1, &Journal::default(), 1_800_000_000).unwrap();
     let as_session = swap_prefix(&state, TOKEN_PREFIX, SESSION_ID_PREFIX);
-    assert!(matches!(sealer(&keys).open(&as_session, "alice"), Err(SessionIdError::Integrity)));
+    assert!(matches!(sealer(&keys).open(&as_session, "alice"), Err(SessionIdError::Id(IdError::Integrity))));
 
     let session = sealer(&keys).seal(&claims()).unwrap();
     let as_state = swap_prefix(&session, SESSION_ID_PREFIX, TOKEN_PREFIX);
@@ -103,14 +110,14 @@ fn session_ids_and_request_states_never_open_as_each_other() {
 fn every_failure_has_its_own_label() {
     let encode = serde_json::from_str::<u8>("x").unwrap_err();
     let all = [
-        SessionIdError::TooLarge { size: 2, limit: 1 },
-        SessionIdError::Malformed("x"),
-        SessionIdError::UnknownKey(ring(&[(1, "a")]).sealing_id()),
-        SessionIdError::Integrity,
+        SessionIdError::Id(IdError::TooLarge { size: 2, limit: 1 }),
+        SessionIdError::Id(IdError::Malformed("x")),
+        SessionIdError::Id(IdError::UnknownKey(ring(&[(1, "a")]).sealing_id())),
+        SessionIdError::Id(IdError::Integrity),
         SessionIdError::Version(9),
         SessionIdError::Principal,
-        SessionIdError::Encode(encode),
-        SessionIdError::Seal,
+        SessionIdError::Id(IdError::Encode(encode)),
+        SessionIdError::Id(IdError::Seal),
     ];
     let labels: Vec<&str> = all.iter().map(SessionIdError::reason).collect();
     assert_eq!(
@@ -128,10 +135,10 @@ fn the_size_bound_is_exact_when_sealing_and_opening() {
     let token = seal(largest).unwrap();
     // Base64 grows in steps of 4 characters per 3 bytes: the largest id comes that close.
     assert!(token.len() <= limit && token.len() + 4 > limit, "{} of {limit}", token.len());
-    assert!(matches!(seal(largest + 1), Err(SessionIdError::TooLarge { .. })));
+    assert!(matches!(seal(largest + 1), Err(SessionIdError::Id(IdError::TooLarge { .. }))));
     // Opening: exactly the limit is looked at (and found malformed), one more is too large.
     let at_limit = s.open(&"x".repeat(limit), "a").unwrap_err();
-    assert!(matches!(at_limit, SessionIdError::Malformed(_)), "{at_limit}");
+    assert!(matches!(at_limit, SessionIdError::Id(IdError::Malformed(_))), "{at_limit}");
     let over = s.open(&"x".repeat(limit + 1), "a").unwrap_err();
-    assert!(matches!(over, SessionIdError::TooLarge { .. }), "{over}");
+    assert!(matches!(over, SessionIdError::Id(IdError::TooLarge { .. })), "{over}");
 }
