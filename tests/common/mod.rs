@@ -12,6 +12,7 @@ pub(crate) mod harness;
 pub(crate) mod legacy;
 pub(crate) mod legacy_client;
 pub(crate) mod otlp;
+pub(crate) mod plaintext;
 pub(crate) mod process;
 pub(crate) mod redis;
 pub(crate) mod reply;
