@@ -54,6 +54,35 @@ async fn elicitation_round_trip_over_stdio() -> TestResult {
 }
 
 #[tokio::test]
+async fn answers_without_a_state_fill_only_the_questions_the_server_names() -> TestResult {
+    let _serial = serial().await;
+    let gw = StdioGateway::start(&[], &[], &[]).await?;
+    let alice = json!({"action": "accept", "content": {"name": "Alice"}});
+    // A fresh call that already carries the answer under the server's own key, with keys no
+    // question has beside it (SEP-2322: ignored), completes in one round.
+    let extra = json!({"user_name": alice, "unknown_extra_key": {"action": "accept", "content": {"foo": "bar"}},
+        "another_unexpected": {"action": "decline"}});
+    let named = || gw.client.call_tool("greet_named", json!({})).caps(form_only());
+    assert_eq!(named().responses(extra).send().await?.text()?, "Hello, Alice!");
+    // Under a key the gateway mints there is no question to answer without a state: asked.
+    let (asked, _) =
+        gw.client.call_tool("greet", json!({})).caps(form_only()).send().await?.input_required()?;
+    let minted = asked.keys().next().cloned().unwrap_or_default();
+    let unsolicited =
+        gw.client.call_tool("greet", json!({})).caps(form_only()).responses(json!({ minted: alice }));
+    let (again, _) = unsolicited.send().await?.input_required()?;
+    assert_eq!(again, asked, "the unsolicited answer was not used");
+    // An answer in the server's slot is validated like any answer.
+    let invalid = named().responses(json!({"user_name": 12345})).send().await?;
+    let message = invalid.expect_error(StatusCode::BAD_REQUEST, -32602)?;
+    assert!(message.contains("inputResponses[\"user_name\"]"), "{message}");
+    // And the named question without an answer is asked under the server's key.
+    let (named_asked, _) = named().responses(json!({"wrong_key": alice})).send().await?.input_required()?;
+    assert_eq!(named_asked.keys().collect::<Vec<_>>(), ["user_name"]);
+    gw.stop().await
+}
+
+#[tokio::test]
 async fn a_process_killed_mid_call_is_a_clear_error_and_is_replaced() -> TestResult {
     let _serial = serial().await;
     let dir = tempfile::tempdir()?;
