@@ -26,6 +26,7 @@ mod legacy_records;
 mod legacy_rules;
 mod legacy_seam;
 mod limits;
+mod listen_endings;
 mod listen_sessions;
 mod logs;
 mod otel;
