@@ -22,6 +22,7 @@ mod jwks;
 mod key_rotation;
 mod layering;
 mod legacy_clients;
+mod legacy_credentials;
 mod legacy_records;
 mod legacy_rules;
 mod legacy_seam;
