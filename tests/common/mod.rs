@@ -20,6 +20,7 @@ pub(crate) mod rig;
 pub(crate) mod sse_legacy;
 pub(crate) mod stdio;
 pub(crate) mod stdio_front;
+pub(crate) mod transports;
 
 use std::time::Duration;
 
