@@ -21,6 +21,10 @@
 # (mcp==1.30.0) runs straight at the HTTP servers and through the gateways
 # (HTTP and stdio), and must pass the same checks both ways; the conformance
 # control's 2025-11-25 scenarios also run through the gateway's legacy path.
+# Then two park-mode replicas in front of the fixture and two auto-mode ones in
+# front of server-everything, each pair behind a round-robin proxy of its own
+# (park.sh), the clients' rounds alternating between the replicas so that every
+# retry is forwarded to the replica holding its parked call.
 # Then server-everything in `sse` mode behind a gateway with --upstream-sse,
 # and the stdio front launched by the Python client's stdio transport
 # (mrtr-gateway stdio, spawning the fixture). Every process
@@ -37,6 +41,8 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
+# shellcheck source=park.sh
+source "$HERE/park.sh"
 
 READY_SECONDS="${READY_SECONDS:-90}"
 CHECK_SECONDS="${CHECK_SECONDS:-60}"
@@ -105,7 +111,8 @@ self_tests() {
   else
     record FAIL "FAIL self-test - conformance baseline, runner and ts client check rules: see $RUN_DIR/self-test-node.txt"
   fi
-  if (cd "$HERE" && timeout 120 "$PY_MODERN" -m unittest test_client_checks >"$RUN_DIR/self-test-py.txt" 2>&1); then
+  if (cd "$HERE" && timeout 120 "$PY_MODERN" -m unittest test_client_checks test_park_report \
+    >"$RUN_DIR/self-test-py.txt" 2>&1); then
     record PASS "PASS self-test - client check verdicts (unittest)"
   else
     record FAIL "FAIL self-test - client check verdicts: see $RUN_DIR/self-test-py.txt"
@@ -387,7 +394,7 @@ print_matrix() {
                printf "%-28s %-44s %-4s %-4s\n", part[1], part[2],
                  (cell[key, "py"] == "" ? "-" : cell[key, "py"]), (cell[key, "ts"] == "" ? "-" : cell[key, "ts"]) } }' \
     "$RESULTS" | sort
-  grep -E '^(PASS|FAIL) (proxy|report) ' "$RESULTS" || true
+  grep -E '^(PASS|FAIL) (proxy|report|metrics) ' "$RESULTS" || true
   say ""
   say "== conformance =="
   say "fixture alone, 2025-11-25 wire (control):"
@@ -407,6 +414,7 @@ with_gateways() {
   fi
   gateway_checks
   two_gateway_checks
+  park_checks
   legacy_client_checks
   conformance_gateway
   conformance_gateway_legacy
