@@ -43,6 +43,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/lib.sh"
 # shellcheck source=park.sh
 source "$HERE/park.sh"
+# shellcheck source=gathering.sh
+source "$HERE/gathering.sh"
 
 READY_SECONDS="${READY_SECONDS:-90}"
 CHECK_SECONDS="${CHECK_SECONDS:-60}"
@@ -62,11 +64,12 @@ tools-call-error,tools-call-with-progress,tools-call-with-logging,tools-call-sam
 resources-list,resources-read-text,resources-read-binary,resources-templates-read,prompts-list,\
 prompts-get-simple,prompts-get-with-args,prompts-get-embedded-resource,prompts-get-with-image,\
 json-schema-2020-12"
-# Every gateway knows up front that the fixture's multiple-inputs tool asks three questions at
-# once (mrtr.gather_expect), so the conformance check that they come back in one round does not
-# hang on the machine's scheduling: a fresh replica would otherwise rely on the idle gap between
-# the questions (mrtr.gather_idle_ms), one of which comes on the GET stream. Adaptive gathering
-# itself is tested on a manual clock in the integration tests.
+# Every gateway but one knows up front that the fixture's multiple-inputs tool asks three
+# questions at once (mrtr.gather_expect), so the conformance check that they come back in one
+# round does not hang on the machine's scheduling: a fresh replica would otherwise rely on the
+# idle gap between the questions (mrtr.gather_idle_ms), one of which comes on the GET stream.
+# The one (gathering.sh) runs that scenario with the defaults and reports what the gathering
+# did. Adaptive gathering itself is tested on a manual clock in the integration tests.
 export MRTR_GATEWAY__MRTR__GATHER_EXPECT__TEST_INPUT_REQUIRED_RESULT_MULTIPLE_INPUTS=3
 
 usage() {
@@ -111,7 +114,7 @@ self_tests() {
   else
     record FAIL "FAIL self-test - conformance baseline, runner and ts client check rules: see $RUN_DIR/self-test-node.txt"
   fi
-  if (cd "$HERE" && timeout 120 "$PY_MODERN" -m unittest test_client_checks test_park_report \
+  if (cd "$HERE" && timeout 120 "$PY_MODERN" -m unittest test_client_checks test_park_report test_gather_report \
     >"$RUN_DIR/self-test-py.txt" 2>&1); then
     record PASS "PASS self-test - client check verdicts (unittest)"
   else
@@ -403,6 +406,9 @@ print_matrix() {
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-gateway.txt" 2>/dev/null || say "(not run)"
   say "gateway spawning the fixture over stdio, 2026-07-28 wire:"
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-stdio.txt" 2>/dev/null || say "(not run)"
+  say "gateway with the default gathering (no gather_expect hint), the multiple-inputs scenario:"
+  grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-gateway-defaults.txt" 2>/dev/null || say "(not run)"
+  grep -E '^(PASS|FAIL) gathering ' "$RESULTS" || true
   grep -E '^(FAIL (harness|conformance-cli|self-test)|CONFORMANCE (FAIL|STALE|UNKNOWN|MISSING))' "$RESULTS" || true
 }
 
@@ -415,6 +421,7 @@ with_gateways() {
   gateway_checks
   two_gateway_checks
   park_checks
+  gathering_checks
   legacy_client_checks
   conformance_gateway
   conformance_gateway_legacy
