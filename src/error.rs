@@ -373,6 +373,31 @@ pub fn map_upstream_error(mut error: ErrorObject) -> ErrorObject {
     error
 }
 
+/// [`map_upstream_error`] for the answer to a `resources/read` of `uri`: a legacy "resource not
+/// found" becomes what 2026-07-28 servers send (SEP-2164): `-32602` with `data.uri`, the URI the
+/// client asked for, and a fixed message.
+pub fn map_read_error(error: ErrorObject, uri: &str) -> ErrorObject {
+    if is_resource_not_found(&error) {
+        let data = json!({ "uri": uri });
+        return object(codes::INVALID_PARAMS, "Resource not found".into(), Some(data));
+    }
+    map_upstream_error(error)
+}
+
+/// How legacy servers say a resource does not exist: `-32002`, the code of the revisions before
+/// 2026-07-28, or whatever the code, the messages of the official 1.x SDKs' servers: Python's
+/// `Unknown resource: <uri>` (code 0; TypeScript handlers that throw say it too) and
+/// TypeScript's `Resource <uri> not found` (`-32602`). The URI in the message is the server's
+/// spelling of the one asked for (an SDK may normalise it), so only its shape is checked: one
+/// word, as a URI is.
+fn is_resource_not_found(error: &ErrorObject) -> bool {
+    let one_word = |uri: &str| !uri.is_empty() && !uri.contains(char::is_whitespace);
+    let message = error.message.trim();
+    error.code == codes::LEGACY_RESOURCE_NOT_FOUND
+        || message.strip_prefix("Unknown resource: ").is_some_and(one_word)
+        || message.strip_prefix("Resource ").and_then(|m| m.strip_suffix(" not found")).is_some_and(one_word)
+}
+
 /// The client's message for an unreachable or failing upstream: the kind of failure, and for an
 /// HTTP error only its status code, never the body.
 fn unavailable_message(e: &UpstreamError) -> String {

@@ -56,7 +56,7 @@ use crate::config::MrtrConfig;
 use crate::error::FrontError;
 use crate::metrics::Metrics;
 use crate::mrtr::{
-    AnswerLimits, Binding, CodecSettings, Journal, LegacyVersion, LiveRing, ParkHandle, StateCodec,
+    AnswerLimits, Binding, CodecSettings, Journal, LegacyVersion, LiveRing, Offered, ParkHandle, StateCodec,
 };
 use crate::protocol::methods::MrtrMethod;
 use crate::schema::{OutputSchema, SensitivePolicy};
@@ -341,14 +341,17 @@ impl Bridge {
         let lease = self.pool.lease_with(key, || caps.legacy_initialize(version)).await?;
         let version = LegacyVersion::parse(lease.session().protocol_version())
             .ok_or_else(|| FrontError::internal("upstream negotiated an unknown version"))?;
-        let journal = self.accept(journal, req.responses.as_ref(), version, req.state.is_some())?;
+        let (journal, offered) = match req.state {
+            Some(_) => (self.accept(journal, req.responses.as_ref(), version)?, None),
+            None => (journal, self.offer(req.responses.as_ref(), version)),
+        };
         report.serve(match (req.state.is_some(), fallback) {
             (false, _) => Served::Direct,
             (true, false) => Served::Replay,
             (true, true) => Served::Fallback,
         });
         round::Run::new(self, codec, req, binding, round, notes, report)
-            .execute(lease, journal)
+            .execute(lease, journal, offered)
             .await
             .map(Some)
     }
@@ -394,21 +397,26 @@ impl Bridge {
         }
     }
 
-    /// Moves the client's answers into the journal. Answers without a state are never trusted:
-    /// with no state there is no question they could answer.
+    /// Moves the answers of a retry (a request with a state) into the journal.
     fn accept(
         &self,
         mut journal: Journal,
         responses: Option<&Map<String, Value>>,
         version: LegacyVersion,
-        has_state: bool,
     ) -> Result<Journal, FrontError> {
-        if !has_state {
-            return Ok(journal);
-        }
-        let limits =
-            AnswerLimits { max_answer_bytes: self.limits.max_answer_bytes, ..AnswerLimits::default() };
-        journal.accept_responses(responses, version, &limits)?;
+        journal.accept_responses(responses, version, &self.answer_limits())?;
         Ok(journal)
+    }
+
+    /// The answers of a request without a state: they answer no question the gateway asked
+    /// (with no state there is none), and are only offered to the run, for the questions the
+    /// server names itself ([`Offered`]).
+    fn offer(&self, responses: Option<&Map<String, Value>>, version: LegacyVersion) -> Option<Offered> {
+        let responses = responses.filter(|r| !r.is_empty())?;
+        Some(Offered::new(responses.clone(), version, self.answer_limits()))
+    }
+
+    fn answer_limits(&self) -> AnswerLimits {
+        AnswerLimits { max_answer_bytes: self.limits.max_answer_bytes, ..AnswerLimits::default() }
     }
 }

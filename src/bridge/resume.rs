@@ -141,7 +141,7 @@ impl super::Bridge {
     ) -> Result<Reply, FrontError> {
         let version = LegacyVersion::parse(parked.guard.session().protocol_version())
             .ok_or_else(|| FrontError::internal("upstream negotiated an unknown version"));
-        let accepted = version.and_then(|v| self.accept(journal, run.req.responses.as_ref(), v, true));
+        let accepted = version.and_then(|v| self.accept(journal, run.req.responses.as_ref(), v));
         let parks =
             self.parks.as_ref().ok_or_else(|| FrontError::internal("a call parked without a registry"))?;
         match accepted {

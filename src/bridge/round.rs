@@ -15,12 +15,13 @@ use super::park::{OpenQuestion, Parked};
 use super::{memory, url};
 use super::{Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
-use crate::error::{map_upstream_error, FrontError};
+use crate::error::{map_read_error, map_upstream_error, FrontError};
 use crate::mrtr::{
-    next_round, Binding, Decision, Journal, ParkHandle, Replay, ReplayError, RoundOutcome, StateCodec,
-    UrlVerdict,
+    next_round, Binding, Decision, Journal, Offered, ParkHandle, Replay, ReplayError, RoundOutcome,
+    StateCodec, UrlVerdict,
 };
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
+use crate::protocol::methods::MrtrMethod;
 use crate::protocol::{codes, methods, RequestId};
 use crate::upstream::{Lease, Session, UpstreamError, UpstreamEvent};
 
@@ -105,7 +106,14 @@ impl<'a> Run<'a> {
         Self { bridge, codec, req, binding, round, notes, tainted, waiting, resumed, report }
     }
 
-    pub(super) async fn execute(self, lease: Lease, journal: Journal) -> Result<Reply, FrontError> {
+    /// Runs the call on `lease` from its start, answering from `journal` and, for a request
+    /// without a state, from the answers it `offered`.
+    pub(super) async fn execute(
+        self,
+        lease: Lease,
+        journal: Journal,
+        offered: Option<Offered>,
+    ) -> Result<Reply, FrontError> {
         let session = lease.session().clone();
         // Boxed like the other rare paths (it sends a request upstream only when the level
         // changes), and only for a request that asked for logs.
@@ -115,7 +123,10 @@ impl<'a> Run<'a> {
         let started = self.bridge.clock.now();
         let call = session.call_with(self.req.method.name(), Some(&self.req.upstream_params));
         let guard = CallGuard::new(lease, call);
-        let replay = Replay::new(journal, self.bridge.limits.max_questions_per_round);
+        let mut replay = Replay::new(journal, self.bridge.limits.max_questions_per_round);
+        if let Some(offered) = offered {
+            replay = replay.with_offered(offered);
+        }
         self.drive(Live { session, guard, replay, open: Vec::new(), gather: None, started }).await
     }
 
@@ -164,7 +175,7 @@ impl<'a> Run<'a> {
                         return self.settle(guard, reply);
                     }
                     match self.url_verdict(&outcome, &mut replay, reissued) {
-                        None => return self.settle(guard, complete(outcome)),
+                        None => return self.settle(guard, complete(outcome, self.req)),
                         Some(Ok(UrlVerdict::Reissue)) => {
                             // The client did what the error asked: the call goes again, once.
                             replay.restart();
@@ -319,6 +330,8 @@ impl<'a> Run<'a> {
             Err(ReplayError::TooManyQuestions { limit }) => {
                 return Step::Abort { refuse: id, error: FrontError::TooManyQuestions { limit } };
             }
+            // The client's own answer, offered without a state, is not a valid one: its error.
+            Err(ReplayError::Answer(e)) => return Step::Abort { refuse: id, error: e.into() },
             Err(e) => {
                 tracing::warn!(error = %e, method, "upstream request cannot be embedded; refused upstream");
                 respond(session, &id, Err(error(codes::INVALID_PARAMS, e.to_string()))).await;
@@ -494,9 +507,12 @@ fn capability_label(method: &str) -> &'static str {
 }
 
 /// Turns the upstream's final outcome into the run's reply.
-fn complete(outcome: Outcome) -> Result<Reply, FrontError> {
+fn complete(outcome: Outcome, req: &MrtrRequest) -> Result<Reply, FrontError> {
     match outcome {
         Outcome::Result(raw) => Ok(Reply::Complete(raw)),
+        Outcome::Error(e) if req.method == MrtrMethod::ResourcesRead => {
+            Err(FrontError::Upstream(map_read_error(e, &req.target)))
+        }
         Outcome::Error(e) => Err(FrontError::Upstream(map_upstream_error(e))),
     }
 }

@@ -34,6 +34,33 @@ fn upstream_codes_are_mapped() {
 }
 
 #[test]
+fn a_legacy_resource_not_found_becomes_invalid_params_naming_the_uri() {
+    let e = |code, message: &str| ErrorObject { code, message: message.into(), data: Some(json!("x")) };
+    let uri = "test://missing";
+    let wanted = ErrorObject {
+        code: -32602,
+        message: "Resource not found".into(),
+        data: Some(json!({"uri": "test://missing"})),
+    };
+    for legacy in [
+        e(-32002, "Resource not found"),
+        e(0, "Unknown resource: test://missing"),
+        e(-32603, "Unknown resource: test://missing/"),
+        e(-32602, "Resource test://missing not found"),
+    ] {
+        assert_eq!(map_read_error(legacy.clone(), uri), wanted, "{legacy:?}");
+    }
+    // Anything else is mapped as any upstream error, its own words kept.
+    for other in [
+        e(0, "Error reading resource test://missing: disk on fire"),
+        e(-32602, "Resource template test://{id} not found"),
+        e(-32603, "Unknown resource: "),
+    ] {
+        assert_eq!(map_read_error(other.clone(), uri), map_upstream_error(other));
+    }
+}
+
+#[test]
 fn internal_details_are_not_sent() {
     let o = FrontError::Internal("key file /secret unreadable".into()).to_object();
     assert!(!o.message.contains("secret"));

@@ -7,7 +7,8 @@
 //! already in the upstream's result shape: replay hands them to the legacy server verbatim.
 //!
 //! Only answers to questions this chain actually asked are accepted, so answers sent without a
-//! verified `requestState` (a fresh journal asks nothing) are never trusted.
+//! verified `requestState` (a fresh journal asks nothing) never answer a question the gateway
+//! asked; only a question the server names itself may take one (`replay.rs`, `Offered`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -152,7 +153,8 @@ impl Journal {
     }
 }
 
-fn answered(
+/// `answer` to `pending`, validated, size-checked and translated for `version`.
+pub(crate) fn answered(
     pending: &Pending,
     answer: &Value,
     version: LegacyVersion,

@@ -35,7 +35,7 @@ pub use codec::{CodecSettings, StateCodec, StateError};
 pub use journal::{input_responses, Accepted, AnswerLimits, InputError, Journal};
 pub use keyring::{parse_key_lines, KeyError, KeyId, KeyRing, KeySecret, LiveRing};
 pub use park::{CallId, ParkHandle};
-pub use replay::{Decision, Replay, ReplayError, RoundOutcome, UrlVerdict};
+pub use replay::{Decision, Offered, Replay, ReplayError, RoundOutcome, UrlVerdict};
 pub use session_id::{Reach, SessionClaims, SessionIdError, SessionSealer};
 pub use task_id::{TaskClaims, TaskIdError, TaskSealer};
 pub use translate::{url_elicitations, InputKind, LegacyVersion, TranslateError};

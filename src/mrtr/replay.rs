@@ -7,6 +7,12 @@
 //! server's key hint, else under a freshly minted key. When answers go unused while a question
 //! never seen before is asked, the legacy tool is not deterministic; the outcome says so, for
 //! the logs and metrics.
+//!
+//! Answers sent without a `requestState` ([`Offered`]) answer no question of the gateway's:
+//! with no state there is no chain, so a minted key means nothing. But a question the server
+//! names itself (its key hint) is the server's own slot, as a 2026-07-28 server reads
+//! `inputResponses` by its own keys with or without a state: the offered answer under that key
+//! answers it, validated as any answer, once.
 
 use std::collections::HashMap;
 
@@ -14,9 +20,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::mrtr::canonical::{question_digest, Digest};
-use crate::mrtr::journal::{Journal, Pending};
+use crate::mrtr::journal::{answered, AnswerLimits, InputError, Journal, Pending};
 use crate::mrtr::keyring::valid_label;
-use crate::mrtr::translate::{input_request, InputKind, TranslateError};
+use crate::mrtr::translate::{input_request, InputKind, LegacyVersion, TranslateError};
 use crate::protocol::meta::INPUT_KEY_HINT;
 
 /// Errors from deciding on a pushed request.
@@ -28,6 +34,9 @@ pub enum ReplayError {
     TooManyQuestions { limit: usize },
     #[error("no free input key is left in this request chain")]
     KeysExhausted,
+    /// An offered answer ([`Offered`]) to a question the server named is not a valid answer.
+    #[error(transparent)]
+    Answer(#[from] InputError),
 }
 
 /// What to do with one pushed upstream request.
@@ -50,6 +59,15 @@ pub struct RoundOutcome {
     pub diverged: bool,
 }
 
+/// The `inputResponses` of a request without a `requestState`, offered to the run: each
+/// answers, once, the question the server names with the same key (see the module doc).
+#[derive(Debug)]
+pub struct Offered {
+    responses: Map<String, Value>,
+    version: LegacyVersion,
+    limits: AnswerLimits,
+}
+
 /// A cursor over one run of the legacy call.
 #[derive(Debug)]
 pub struct Replay {
@@ -63,6 +81,18 @@ pub struct Replay {
     /// Answers to drop when the run ends: accepted URL elicitations the server still requires,
     /// asked again this round (see [`Replay::url_required`]).
     stale: Vec<usize>,
+    /// Answers a request without a state carried, for the questions the server names.
+    offered: Option<Offered>,
+}
+
+// === impl Offered ===
+
+impl Offered {
+    /// The answers of a request without a state; each is validated and translated for
+    /// `version` within `limits` when a question takes it.
+    pub fn new(responses: Map<String, Value>, version: LegacyVersion, limits: AnswerLimits) -> Self {
+        Self { responses, version, limits }
+    }
 }
 
 // === impl Replay ===
@@ -79,7 +109,14 @@ impl Replay {
             requests: Map::new(),
             new_question: false,
             stale: Vec::new(),
+            offered: None,
         }
+    }
+
+    /// Offers the run the answers of a request without a state (see [`Offered`]).
+    pub fn with_offered(mut self, offered: Offered) -> Self {
+        self.offered = Some(offered);
+        self
     }
 
     /// Decides on one pushed request, in the order the upstream sent them.
@@ -89,8 +126,35 @@ impl Replay {
         if let Some(result) = self.recorded(digest, occurrence) {
             return Ok(Decision::Answer(result));
         }
+        if let Some(result) = self.take_offered(method, params, digest, occurrence)? {
+            return Ok(Decision::Answer(result));
+        }
         let key = self.ask(method, params, digest, occurrence)?;
         Ok(Decision::Ask { key })
+    }
+
+    /// The offered answer under the key this question's server named, validated and recorded
+    /// in the journal (so a later round replays it like any answer); `None` when there is none.
+    fn take_offered(
+        &mut self,
+        method: &str,
+        params: Option<&Value>,
+        digest: Digest,
+        occurrence: u32,
+    ) -> Result<Option<Box<RawValue>>, ReplayError> {
+        let Some(offered) = self.offered.as_mut() else { return Ok(None) };
+        let Some(key) = key_hint(params) else { return Ok(None) };
+        let Some(answer) = offered.responses.remove(&key) else { return Ok(None) };
+        let Some(kind) = InputKind::from_method(method) else { return Ok(None) };
+        if self.journal.answered.len() >= offered.limits.max_answers {
+            return Err(InputError::TooManyAnswers { limit: offered.limits.max_answers }.into());
+        }
+        let pending = Pending { key, digest, occurrence, kind };
+        let recorded = answered(&pending, &answer, offered.version, &offered.limits)?;
+        let result = recorded.result.clone();
+        self.journal.answered.push(recorded);
+        self.used.push(true);
+        Ok(Some(result))
     }
 
     /// Counts one more sighting of `digest` in this run; returns its occurrence number.

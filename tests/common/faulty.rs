@@ -245,6 +245,11 @@ impl FaultStats {
         (headers.len(), values.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).collect())
     }
 
+    /// The headers of every request received after the first `from`, in order.
+    pub(crate) fn headers_since(&self, from: usize) -> Vec<http::HeaderMap> {
+        self.headers.lock().iter().skip(from).cloned().collect()
+    }
+
     /// `gated` calls waiting for the gate right now.
     pub(crate) fn gated(&self) -> usize {
         self.gated.load(Ordering::SeqCst)

@@ -78,13 +78,25 @@ impl Setup {
 
     /// The TOML document for a gateway whose upstream is `key = upstream` (`url`, `sse_url`).
     pub(crate) fn toml_with(&self, key: &str, upstream: &str) -> String {
-        let mut sections = self.sections.clone();
-        sections.entry("upstream").or_default().push(format!("{key} = {upstream:?}"));
+        self.clone().set("upstream", &format!("{key} = {upstream:?}")).render()
+    }
+
+    /// The TOML document as set, its upstream among the `[upstream]` lines.
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
-        for (section, lines) in sections {
+        for (section, lines) in &self.sections {
             out.push_str(&format!("[{section}]\n{}\n\n", lines.join("\n")));
         }
         out
+    }
+
+    /// Starts a gateway configured exactly as set (its upstream included) and waits until it
+    /// is ready.
+    pub(crate) async fn launch(&self) -> TestResult<(Gateway, Client)> {
+        let gateway = Gateway::start(Config::from_toml(&self.render())?).await?;
+        eventually("the gateway's upstream to answer initialize", || gateway.ready.is_ready()).await?;
+        let client = Client::new(gateway.url("/mcp"));
+        Ok((gateway, client))
     }
 
     /// Starts a demo server and a gateway in front of it, and waits until the gateway is ready.

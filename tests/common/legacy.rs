@@ -145,12 +145,30 @@ fn request(r: RpcRequest, stats: &Arc<LegacyStats>) -> Response<Body> {
     response
 }
 
-/// The question each tool asks, whatever the client declared.
+/// The question each tool asks, whatever the client declared: `url_login` a URL elicitation,
+/// `form_ask` a form one, `roots_ask` the roots, `sample_with_tools` a sampling request that
+/// offers tools, `sample_with_context` one that asks for the server's context, any other a
+/// plain sampling request.
 fn question(tool: &str) -> (&'static str, Value) {
+    let messages = json!([{"role": "user", "content": {"type": "text", "text": "hi"}}]);
     match tool {
         "url_login" => (
             "elicitation/create",
             json!({"mode": "url", "message": "Sign in", "url": "https://login.example.com/x", "elicitationId": "e-1"}),
+        ),
+        "form_ask" => (
+            "elicitation/create",
+            json!({"message": "Your name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}),
+        ),
+        "roots_ask" => ("roots/list", json!({})),
+        "sample_with_tools" => (
+            "sampling/createMessage",
+            json!({"messages": messages, "maxTokens": 10,
+                   "tools": [{"name": "lookup", "inputSchema": {"type": "object"}}], "toolChoice": {"mode": "auto"}}),
+        ),
+        "sample_with_context" => (
+            "sampling/createMessage",
+            json!({"messages": messages, "maxTokens": 10, "includeContext": "thisServer"}),
         ),
         _ => (
             "sampling/createMessage",

@@ -13,6 +13,7 @@ pub(crate) mod harness;
 pub(crate) mod legacy;
 pub(crate) mod legacy_client;
 pub(crate) mod otlp;
+pub(crate) mod plaintext;
 pub(crate) mod process;
 pub(crate) mod redis;
 pub(crate) mod reply;
@@ -20,6 +21,7 @@ pub(crate) mod rig;
 pub(crate) mod sse_legacy;
 pub(crate) mod stdio;
 pub(crate) mod stdio_front;
+pub(crate) mod transports;
 
 use std::time::Duration;
 

@@ -4,7 +4,12 @@
 //!
 //! Its tools: `echo`; `stream` (names the stream that served it); `greet` (asks an elicitation,
 //! then greets with the answer); `drop` (ends its stream instead of answering); `meta` (the
-//! call's `params._meta` as JSON text). It declares `resources.subscribe`, and answers each
+//! call's `params._meta` as JSON text); and the demo's park-mode tools, with the same texts:
+//! `place_order` (places an order, counted, then asks for a delivery note, then one progress
+//! notification when the call has a progress token), `confirm_twice` (a name, then a
+//! confirmation) and `flaky_question` (a question that changes on every run). It counts orders,
+//! tool calls and `notifications/cancelled`, and a cancelled call's questions are forgotten, so
+//! an answer that comes later finishes nothing. It declares `resources.subscribe`, and answers each
 //! `resources/subscribe` of a session after sending it `notifications/resources/updated` for
 //! every URI that session held before. Which protocol
 //! version it answers, and where its endpoint points, are the test's choice.
@@ -47,6 +52,7 @@ pub(crate) fn same_origin(_: SocketAddr, session: u64) -> String {
 /// A running scripted server; stopped on drop.
 pub(crate) struct SseLegacy {
     pub(crate) addr: SocketAddr,
+    shared: Arc<Shared>,
     task: JoinHandle<()>,
 }
 
@@ -56,10 +62,35 @@ struct Shared {
     endpoint: EndpointFn,
     next_stream: AtomicU64,
     streams: Mutex<HashMap<u64, StreamTx>>,
-    /// Elicitations asked and not answered: their id and the call waiting for them.
-    asked: Mutex<HashMap<String, Value>>,
+    /// Elicitations asked and not answered: their id and what the call does with the answer.
+    asked: Mutex<HashMap<String, Waiting>>,
+    /// Orders placed, tool calls by name, and cancellations received.
+    orders: AtomicU64,
+    calls: Mutex<HashMap<String, u64>>,
+    cancellations: AtomicU64,
+    rolls: AtomicU64,
+    /// Numbers the questions asked, so no two share an id.
+    asks: AtomicU64,
     /// Resource URIs each session subscribed to.
     subscribed: Mutex<HashMap<u64, Vec<String>>>,
+}
+
+/// A call waiting for the answer to its question, and what it does with it.
+#[derive(Clone)]
+struct Waiting {
+    call: Value,
+    step: Step,
+    /// The call's progress token, if any.
+    progress: Option<Value>,
+}
+
+#[derive(Clone)]
+enum Step {
+    Greet,
+    Order(u64),
+    ConfirmName,
+    ConfirmOk(String),
+    Flaky(u64),
 }
 
 // === impl SseLegacy ===
@@ -77,9 +108,29 @@ impl SseLegacy {
             streams: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
             subscribed: Mutex::new(HashMap::new()),
+            orders: AtomicU64::new(0),
+            calls: Mutex::new(HashMap::new()),
+            cancellations: AtomicU64::new(0),
+            rolls: AtomicU64::new(0),
+            asks: AtomicU64::new(0),
         });
-        let task = tokio::spawn(accept(listener, shared));
-        Ok(Self { addr, task })
+        let task = tokio::spawn(accept(listener, shared.clone()));
+        Ok(Self { addr, shared, task })
+    }
+
+    /// Orders `place_order` placed.
+    pub(crate) fn orders(&self) -> u64 {
+        self.shared.orders.load(Ordering::Relaxed)
+    }
+
+    /// `tools/call` requests for `tool`.
+    pub(crate) fn tool_calls(&self, tool: &str) -> u64 {
+        self.shared.calls.lock().get(tool).copied().unwrap_or(0)
+    }
+
+    /// `notifications/cancelled` received.
+    pub(crate) fn cancellations(&self) -> u64 {
+        self.shared.cancellations.load(Ordering::Relaxed)
     }
 
     /// The event stream's URL.
@@ -171,10 +222,11 @@ async fn on_message(shared: &Shared, n: u64, tx: &StreamTx, message: &Value) {
             send(tx, json!({"jsonrpc": "2.0", "id": id, "result": result})).await;
         }
         Some("tools/list") => {
-            let tools: Vec<Value> = ["echo", "stream", "greet", "drop", "meta"]
-                .iter()
-                .map(|name| json!({"name": name, "inputSchema": {"type": "object"}}))
-                .collect();
+            let tools: Vec<Value> =
+                ["echo", "stream", "greet", "drop", "meta", "place_order", "confirm_twice", "flaky_question"]
+                    .iter()
+                    .map(|name| json!({"name": name, "inputSchema": {"type": "object"}}))
+                    .collect();
             send(tx, json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}})).await;
         }
         Some("tools/call") => call_tool(shared, n, tx, id, &message["params"]).await,
@@ -189,26 +241,41 @@ async fn on_message(shared: &Shared, n: u64, tx: &StreamTx, message: &Value) {
             send(tx, json!({"jsonrpc": "2.0", "id": id, "result": {}})).await;
         }
         Some("resources/unsubscribe") => send(tx, json!({"jsonrpc": "2.0", "id": id, "result": {}})).await,
+        Some("notifications/cancelled") => {
+            shared.cancellations.fetch_add(1, Ordering::Relaxed);
+            let call = message["params"]["requestId"].clone();
+            shared.asked.lock().retain(|_, waiting| waiting.call != call);
+        }
         Some(_) => {}
-        None => answered(shared, tx, message).await,
+        None => answered(shared, n, tx, message).await,
     }
 }
 
 async fn call_tool(shared: &Shared, n: u64, tx: &StreamTx, id: Value, params: &Value) {
-    let text = match params["name"].as_str().unwrap_or_default() {
+    let tool = params["name"].as_str().unwrap_or_default();
+    *shared.calls.lock().entry(tool.to_owned()).or_default() += 1;
+    let progress = params["_meta"].get("progressToken").cloned();
+    let waiting = |step| Waiting { call: id.clone(), step, progress: progress.clone() };
+    let text = match tool {
         "echo" => format!("Echo: {}", params["arguments"]["message"].as_str().unwrap_or_default()),
         "stream" => format!("stream {n}"),
         "meta" => params["_meta"].to_string(),
         "greet" => {
-            let ask = format!("ask-{n}-{id}");
-            shared.asked.lock().insert(ask.clone(), id);
-            let params = json!({
-                "message": "What is your name?",
-                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
-            });
-            send(tx, json!({"jsonrpc": "2.0", "id": ask, "method": "elicitation/create", "params": params}))
-                .await;
-            return;
+            return ask(shared, n, tx, waiting(Step::Greet), "What is your name?", "name", "string").await
+        }
+        "place_order" => {
+            let order = shared.orders.fetch_add(1, Ordering::Relaxed) + 1;
+            let message = "Order placed. Any delivery note?";
+            return ask(shared, n, tx, waiting(Step::Order(order)), message, "note", "string").await;
+        }
+        "confirm_twice" => {
+            return ask(shared, n, tx, waiting(Step::ConfirmName), "What is your name?", "name", "string")
+                .await
+        }
+        "flaky_question" => {
+            let roll = shared.rolls.fetch_add(1, Ordering::Relaxed) + 1;
+            let message = format!("The server rolled {roll}. What do you say?");
+            return ask(shared, n, tx, waiting(Step::Flaky(roll)), &message, "answer", "string").await;
         }
         "drop" => {
             shared.streams.lock().remove(&n);
@@ -219,12 +286,53 @@ async fn call_tool(shared: &Shared, n: u64, tx: &StreamTx, id: Value, params: &V
     send(tx, tool_result(id, &text)).await;
 }
 
-/// The client's answer to an elicitation: the waiting call gets its greeting.
-async fn answered(shared: &Shared, tx: &StreamTx, message: &Value) {
-    let ask = message["id"].as_str().unwrap_or_default();
-    let Some(call) = shared.asked.lock().remove(ask) else { return };
-    let name = message["result"]["content"]["name"].as_str().unwrap_or("nobody");
-    send(tx, tool_result(call, &format!("Hello, {name}!"))).await;
+/// Asks a one-field form on stream `n` for the waiting call.
+async fn ask(
+    shared: &Shared,
+    n: u64,
+    tx: &StreamTx,
+    waiting: Waiting,
+    message: &str,
+    field: &str,
+    kind: &str,
+) {
+    let ask = format!("ask-{n}-{}", shared.asks.fetch_add(1, Ordering::Relaxed));
+    shared.asked.lock().insert(ask.clone(), waiting);
+    let params = json!({
+        "message": message,
+        "requestedSchema": {"type": "object", "properties": {field: {"type": kind}}, "required": [field]},
+    });
+    send(tx, json!({"jsonrpc": "2.0", "id": ask, "method": "elicitation/create", "params": params})).await;
+}
+
+/// The client's answer to an elicitation: the waiting call goes on.
+async fn answered(shared: &Shared, n: u64, tx: &StreamTx, message: &Value) {
+    let id = message["id"].as_str().unwrap_or_default();
+    let Some(waiting) = shared.asked.lock().remove(id) else { return };
+    let action = message["result"]["action"].as_str().unwrap_or("?").to_owned();
+    let content = &message["result"]["content"];
+    let field = |name: &str| content[name].as_str().unwrap_or_default().to_owned();
+    let text = match waiting.step.clone() {
+        Step::Greet => format!("Hello, {}!", content["name"].as_str().unwrap_or("nobody")),
+        Step::Order(order) => {
+            if let Some(token) = &waiting.progress {
+                let params =
+                    json!({"progressToken": token, "progress": 1, "total": 1, "message": "step 1 of 1"});
+                send(tx, json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}))
+                    .await;
+            }
+            format!("Order #{order} placed ({action}) {}", field("note")).trim_end().to_owned()
+        }
+        Step::ConfirmName => {
+            let name = field("name");
+            let next = Waiting { step: Step::ConfirmOk(name.clone()), ..waiting };
+            let message = format!("Please confirm: is your name {name}?");
+            return ask(shared, n, tx, next, &message, "ok", "boolean").await;
+        }
+        Step::ConfirmOk(name) => format!("Confirmed {name}: {}", content["ok"].as_bool().unwrap_or(false)),
+        Step::Flaky(roll) => format!("Roll {roll}: {action} {}", field("answer")).trim_end().to_owned(),
+    };
+    send(tx, tool_result(waiting.call, &text)).await;
 }
 
 fn tool_result(id: Value, text: &str) -> Value {

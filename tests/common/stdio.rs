@@ -38,6 +38,13 @@ pub(crate) fn fixture_command(flags: &[&str]) -> String {
     format!("command = {argv:?}")
 }
 
+/// The fixture with `flags` as one `--upstream-command` line (the gateway splits it on spaces).
+pub(crate) fn fixture_command_line(flags: &[&str]) -> String {
+    let mut argv = vec!["python3", FIXTURE];
+    argv.extend_from_slice(flags);
+    argv.join(" ")
+}
+
 // === impl StdioGateway ===
 
 impl StdioGateway {

@@ -30,8 +30,17 @@ pub(crate) fn request(id: Value, method: &str, mut params: Value, caps: Value) -
 impl StdioFront {
     /// Launches the binary in stdio mode in front of the legacy server at `upstream`.
     pub(crate) fn spawn(upstream: &str) -> TestResult<Self> {
+        Self::spawn_with(&["--upstream", upstream], &[])
+    }
+
+    /// Launches `mrtr-gateway stdio` with `args` (its upstream among them) and the extra
+    /// environment `env` (`MRTR_GATEWAY__…` settings).
+    pub(crate) fn spawn_with(args: &[&str], env: &[(&str, &str)]) -> TestResult<Self> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mrtr-gateway"))
-            .args(["stdio", "--upstream", upstream, "--log-level", "warn"])
+            .arg("stdio")
+            .args(args)
+            .args(["--log-level", "warn"])
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -2,6 +2,8 @@
 // judging one scenario's run against it. Kept apart from the runner so the
 // strictness rules are unit-tested without running the CLI:
 //   - an unlisted failure fails; a listed entry that now passes is stale;
+//   - a WARNING (a SHOULD the server does not meet) counts as a failure: it
+//     fails unless listed, and its entry goes stale once the warning is gone;
 //   - every entry carries a reason;
 //   - an entry naming a scenario the pinned suite does not require (misspelt,
 //     or dropped by a new pin) is unknown and fails: it could never go stale;
@@ -64,14 +66,18 @@ function brokenRun(result) {
   return [];
 }
 
-// Classifies a scenario's failing checks against the baseline; marks the
-// entries that matched so stale ones can be reported afterwards. A crash, no
-// checks or an exit-code mismatch can only be covered by a whole-scenario entry.
+// The check statuses judged against the baseline: a FAILURE, and a WARNING.
+const FLAGGED = ['FAILURE', 'WARNING'];
+
+// Classifies a scenario's failing and warning checks against the baseline;
+// marks the entries that matched so stale ones can be reported afterwards. A
+// crash, no checks or an exit-code mismatch can only be covered by a
+// whole-scenario entry.
 export function judge(result, baseline) {
   const broken = brokenRun(result);
   const failing = [
     ...broken,
-    ...(result.crash ? [] : result.checks.filter((c) => c.status === 'FAILURE').map((c) => c.id)),
+    ...(result.crash ? [] : result.checks.filter((c) => FLAGGED.includes(c.status)).map((c) => c.id)),
   ];
   const whole = baseline.find((e) => e.scenario === result.scenario && e.checkId === null);
   const unexpected = failing.filter((id) => {

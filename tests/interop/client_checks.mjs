@@ -81,8 +81,7 @@ export function clip(text) {
 }
 
 // Questions asked, with the round each was asked in, the call's POSTs, and
-// whether any POST carried the answer token (the TS SDK drops an answer's
-// _meta when it fills inputResponses, so a pinned TS client never sends it).
+// whether any POST carried the answer token (see withAnswerTokens).
 export function newRecorder(token) {
   const rec = { token, questions: [], callPosts: 0, progress: 0, answerSent: false, logs: [] };
   rec.note = (kind, method, params) =>
@@ -104,6 +103,32 @@ export function newRecorder(token) {
 
 export function answerToken(token) {
   return `answer-${token}`;
+}
+
+// The TS SDK drops the `_meta` of an elicitation answer when it fills
+// `inputResponses`. This puts the check's answer token back on every
+// elicitation answer of a POST body (what the check's handler returned), so
+// the result can show that the answer the server got is this client's: a
+// gateway that made up an answer of its own (an `accept`, say) lacks the
+// token. Any other body is returned unchanged.
+export function withAnswerTokens(body, token) {
+  let message;
+  try {
+    message = JSON.parse(body);
+  } catch {
+    return body;
+  }
+  const responses = message?.params?.inputResponses;
+  if (!CALL_METHODS.includes(message?.method) || responses === null || typeof responses !== 'object') return body;
+  let changed = false;
+  for (const answer of Object.values(responses)) {
+    const elicited = answer !== null && typeof answer === 'object' && typeof answer.action === 'string';
+    if (elicited && answer._meta?.[ANSWER_META] === undefined) {
+      answer._meta = { ...(answer._meta ?? {}), [ANSWER_META]: answerToken(token) };
+      changed = true;
+    }
+  }
+  return changed ? JSON.stringify(message) : body;
 }
 
 export function counts(rec) {

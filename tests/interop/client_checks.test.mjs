@@ -2,7 +2,18 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bind, loadTable, matchLogs, matchQuestions, needs, newRecorder, refusalProblem, verify } from './client_checks.mjs';
+import {
+  ANSWER_META,
+  bind,
+  loadTable,
+  matchLogs,
+  matchQuestions,
+  needs,
+  newRecorder,
+  refusalProblem,
+  verify,
+  withAnswerTokens,
+} from './client_checks.mjs';
 
 const ENTRY = {
   name: 'tool',
@@ -131,4 +142,28 @@ test('logs: none without a level, exactly the named ones with one', () => {
   assert.equal(verify(check, rec, ok, true), null);
   assert.equal(verify(bind({ name: 'tool' }, 'k'), rec, ok, false), null);
   assert.match(verify(bind({ name: 'tool' }, 'k'), rec, ok, true), /without a log level/);
+});
+
+test('the answer token goes back on elicitation answers only, and only on calls', () => {
+  const retry = {
+    method: 'tools/call',
+    params: { inputResponses: { a: { action: 'accept' }, s: { role: 'assistant', model: 'm' }, d: { action: 'decline', _meta: { x: 1 } } } },
+  };
+  const out = JSON.parse(withAnswerTokens(JSON.stringify(retry), 'k'));
+  assert.deepEqual(out.params.inputResponses.a, { action: 'accept', _meta: { [ANSWER_META]: 'answer-k' } });
+  assert.deepEqual(out.params.inputResponses.d._meta, { x: 1, [ANSWER_META]: 'answer-k' });
+  assert.deepEqual(out.params.inputResponses.s, { role: 'assistant', model: 'm' });
+  const list = JSON.stringify({ method: 'tools/list', params: { inputResponses: { a: { action: 'accept' } } } });
+  assert.equal(withAnswerTokens(list, 'k'), list);
+  assert.equal(withAnswerTokens('not json', 'k'), 'not json');
+  const first = JSON.stringify({ method: 'tools/call', params: { name: 't' } });
+  assert.equal(withAnswerTokens(first, 'k'), first);
+});
+
+test('a put-back token is noted as sent, so the result must then carry it', () => {
+  const rec = newRecorder('k');
+  rec.noteRequest(withAnswerTokens(JSON.stringify({ method: 'tools/call', params: { inputResponses: { a: { action: 'accept' } } } }), 'k'));
+  assert.equal(rec.answerSent, true);
+  const check = bind({ name: 'url', rounds: [], expect: ['"action": "accept"', 'answer-{token}'] }, 'k');
+  assert.match(verify(check, rec, { text: '{"action": "accept"}', isError: false }, false), /result lacks 'answer-k'/);
 });

@@ -38,7 +38,7 @@
 // runner's own tests).
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -167,6 +167,8 @@ function findChecksFile(dir, scenario) {
 async function runScenario(opts, scenario) {
   const { url, out: outDir, timeoutMs } = opts;
   const dir = join(outDir, scenario.replaceAll('/', '_'));
+  // A checks.json left by an earlier run into the same --out would be read as this run's.
+  rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const args = ['server', '--url', url, '--scenario', scenario, '--spec-version', opts['spec-version'], '-o', dir];
   const run = await conformance([...args, '--timeout', String(timeoutMs)], timeoutMs + 15_000);

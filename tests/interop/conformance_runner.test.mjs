@@ -138,6 +138,15 @@ test('a narrowed run of passing scenarios passes and says it was narrowed', asyn
   assert.match(out, /missing=0/);
 });
 
+test('a second run into the same --out never reads the first run\'s checks', async () => {
+  const env = setup();
+  const args = ['--scenarios', REQUIRED[0], '--baseline', ''];
+  assert.equal((await runRunner(env, args, { FAKE_MODE: 'pass' })).code, 0);
+  const { code, out } = await runRunner(env, args, { FAKE_MODE: 'skipped' });
+  assert.equal(code, 1, out);
+  assert.match(out, new RegExp(`^CONFORMANCE MISSING ${REQUIRED[0]} `, 'm'));
+});
+
 test('every required and pending scenario runs by default, each by name', async () => {
   const { code, out } = await runRunner(setup(), ['--baseline', ''], { FAKE_MODE: 'pass' });
   assert.equal(code, 0, out);

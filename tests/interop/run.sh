@@ -21,6 +21,10 @@
 # (mcp==1.30.0) runs straight at the HTTP servers and through the gateways
 # (HTTP and stdio), and must pass the same checks both ways; the conformance
 # control's 2025-11-25 scenarios also run through the gateway's legacy path.
+# Then two park-mode replicas in front of the fixture and two auto-mode ones in
+# front of server-everything, each pair behind a round-robin proxy of its own
+# (park.sh), the clients' rounds alternating between the replicas so that every
+# retry is forwarded to the replica holding its parked call.
 # Then server-everything in `sse` mode behind a gateway with --upstream-sse,
 # and the stdio front launched by the Python client's stdio transport
 # (mrtr-gateway stdio, spawning the fixture). Then `mrtr-gateway check` against
@@ -41,6 +45,10 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
+# shellcheck source=park.sh
+source "$HERE/park.sh"
+# shellcheck source=gathering.sh
+source "$HERE/gathering.sh"
 
 READY_SECONDS="${READY_SECONDS:-90}"
 CHECK_SECONDS="${CHECK_SECONDS:-60}"
@@ -60,11 +68,12 @@ tools-call-error,tools-call-with-progress,tools-call-with-logging,tools-call-sam
 resources-list,resources-read-text,resources-read-binary,resources-templates-read,prompts-list,\
 prompts-get-simple,prompts-get-with-args,prompts-get-embedded-resource,prompts-get-with-image,\
 json-schema-2020-12"
-# Every gateway knows up front that the fixture's multiple-inputs tool asks three questions at
-# once (mrtr.gather_expect), so the conformance check that they come back in one round does not
-# hang on the machine's scheduling: a fresh replica would otherwise rely on the idle gap between
-# the questions (mrtr.gather_idle_ms), one of which comes on the GET stream. Adaptive gathering
-# itself is tested on a manual clock in the integration tests.
+# Every gateway but one knows up front that the fixture's multiple-inputs tool asks three
+# questions at once (mrtr.gather_expect), so the conformance check that they come back in one
+# round does not hang on the machine's scheduling: a fresh replica would otherwise rely on the
+# idle gap between the questions (mrtr.gather_idle_ms), one of which comes on the GET stream.
+# The one (gathering.sh) runs that scenario with the defaults and reports what the gathering
+# did. Adaptive gathering itself is tested on a manual clock in the integration tests.
 export MRTR_GATEWAY__MRTR__GATHER_EXPECT__TEST_INPUT_REQUIRED_RESULT_MULTIPLE_INPUTS=3
 
 # narrowed_notice: when CONFORMANCE_SCENARIOS is set, says on stderr that the
@@ -119,7 +128,8 @@ self_tests() {
   else
     record FAIL "FAIL self-test - conformance baseline, runner and ts client check rules: see $RUN_DIR/self-test-node.txt"
   fi
-  if (cd "$HERE" && timeout 120 "$PY_MODERN" -m unittest test_client_checks >"$RUN_DIR/self-test-py.txt" 2>&1); then
+  if (cd "$HERE" && timeout 120 "$PY_MODERN" -m unittest test_client_checks test_park_report test_gather_report \
+    >"$RUN_DIR/self-test-py.txt" 2>&1); then
     record PASS "PASS self-test - client check verdicts (unittest)"
   else
     record FAIL "FAIL self-test - client check verdicts: see $RUN_DIR/self-test-py.txt"
@@ -432,7 +442,7 @@ print_matrix() {
                printf "%-28s %-44s %-4s %-4s\n", part[1], part[2],
                  (cell[key, "py"] == "" ? "-" : cell[key, "py"]), (cell[key, "ts"] == "" ? "-" : cell[key, "ts"]) } }' \
     "$RESULTS" | sort
-  grep -E '^(PASS|FAIL) (proxy|report) ' "$RESULTS" || true
+  grep -E '^(PASS|FAIL) (proxy|report|metrics) ' "$RESULTS" || true
   say "check command: $(grep -c '^PASS check-command ' "$RESULTS" || true) fields as expected"
   grep -E '^FAIL check-command ' "$RESULTS" || true
   say ""
@@ -446,6 +456,9 @@ print_matrix() {
   say "gateway in front of the tasks fixture, tasks extension scenarios (HTTP, then stdio):"
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-tasks-http.txt" "$RUN_DIR/conformance-tasks-stdio.txt" 2>/dev/null ||
     say "(not run)"
+  say "gateway with the default gathering (no gather_expect hint), the multiple-inputs scenario:"
+  grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-gateway-defaults.txt" 2>/dev/null || say "(not run)"
+  grep -E '^(PASS|FAIL) gathering ' "$RESULTS" || true
   grep -E '^(FAIL (harness|conformance-cli|self-test)|CONFORMANCE (FAIL|STALE|UNKNOWN|MISSING))' "$RESULTS" || true
 }
 
@@ -463,6 +476,8 @@ with_gateways() {
   fi
   gateway_checks
   two_gateway_checks
+  park_checks
+  gathering_checks
   legacy_client_checks
   conformance_gateway
   conformance_gateway_legacy

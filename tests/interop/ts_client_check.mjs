@@ -5,7 +5,9 @@
 // Each check uses a fresh client whose elicitation, sampling and roots
 // handlers (registered with setRequestHandler, which the SDK also uses to
 // fulfil `input_required` rounds) answer with values unique to the check, and
-// whose fetch counts the call's POSTs (one per round). It then asserts the
+// whose fetch counts the call's POSTs (one per round) and puts back the
+// answer token the SDK drops from elicitation answers, so that an answer the
+// gateway made up (a URL `accept` has no content to tell it by) fails. It then asserts the
 // exact rounds and, in each, the exact questions of each kind (each the legacy
 // server's own), the exact progress notes, a result that is not an error, and
 // content only those answers could produce (rules in client_checks.mjs).
@@ -33,6 +35,7 @@ import {
   refusalProblem,
   successDetail,
   verify,
+  withAnswerTokens,
 } from './client_checks.mjs';
 
 const PINNED_VERSION = '2026-07-28';
@@ -84,10 +87,14 @@ function installHandlers(client, rec, answer, kinds) {
   });
 }
 
-// A fetch that shows the recorder every POST body before sending it.
+// A fetch that puts the answer token back on the call's elicitation answers
+// (withAnswerTokens) and shows the recorder every POST body before sending it.
 function countingFetch(rec) {
   return (url, init) => {
-    if ((init?.method ?? 'GET').toUpperCase() === 'POST' && typeof init?.body === 'string') rec.noteRequest(init.body);
+    if ((init?.method ?? 'GET').toUpperCase() === 'POST' && typeof init?.body === 'string') {
+      init = { ...init, body: withAnswerTokens(init.body, rec.token) };
+      rec.noteRequest(init.body);
+    }
     return fetch(url, init);
   };
 }

@@ -1,7 +1,8 @@
 //! Capabilities the client did not declare. The gateway declares upstream exactly what the
 //! client declared, so the demo (like the reference servers) simply hides the tools that would
 //! need more. A server that asks anyway meets -32021 with `data.requiredCapabilities` (HTTP 400),
-//! never an `inputRequests` the client cannot serve, and its call is cancelled.
+//! never an `inputRequests` the client cannot serve, and its call is cancelled: for a URL or a
+//! form elicitation, roots, and sampling plain, with tools or with the server's context.
 
 use http::StatusCode;
 use serde_json::{json, Value};
@@ -37,6 +38,60 @@ async fn a_url_elicitation_without_the_url_capability_is_32021() -> TestResult {
 #[tokio::test]
 async fn sampling_without_the_sampling_capability_is_32021() -> TestResult {
     assert_denied("summarize", form_only(), json!({"sampling": {}}), "sampling").await
+}
+
+#[tokio::test]
+async fn a_form_elicitation_without_the_elicitation_capability_is_32021() -> TestResult {
+    // A client that declared URL mode only cannot answer a form.
+    assert_denied(
+        "form_ask",
+        json!({"elicitation": {"url": {}}, "sampling": {}}),
+        json!({"elicitation": {}}),
+        "elicitation",
+    )
+    .await
+}
+
+#[tokio::test]
+async fn roots_without_the_roots_capability_are_32021() -> TestResult {
+    assert_denied("roots_ask", json!({"elicitation": {}, "sampling": {}}), json!({"roots": {}}), "roots")
+        .await
+}
+
+#[tokio::test]
+async fn sampling_with_tools_without_sampling_tools_is_32021() -> TestResult {
+    let plain = json!({"sampling": {}, "elicitation": {}});
+    assert_denied("sample_with_tools", plain, json!({"sampling": {"tools": {}}}), "sampling").await
+}
+
+#[tokio::test]
+async fn sampling_with_context_without_sampling_context_is_32021() -> TestResult {
+    let with_tools = json!({"sampling": {"tools": {}}});
+    assert_denied("sample_with_context", with_tools, json!({"sampling": {"context": {}}}), "sampling").await
+}
+
+#[tokio::test]
+async fn each_kind_is_embedded_once_its_capability_is_declared() -> TestResult {
+    let (upstream, gateway, client) = behind_scripted().await?;
+    let cases = [
+        ("form_ask", json!({"elicitation": {}}), "elicitation/create"),
+        ("roots_ask", json!({"roots": {}}), "roots/list"),
+        ("sample_with_tools", json!({"sampling": {"tools": {}}}), "sampling/createMessage"),
+        ("sample_with_context", json!({"sampling": {"context": {}}}), "sampling/createMessage"),
+    ];
+    for (tool, caps, method) in cases {
+        let (requests, _) = client.call_tool(tool, json!({})).caps(caps).send().await?.input_required()?;
+        let asked: Vec<Value> = requests.values().map(|q| q["method"].clone()).collect();
+        assert_eq!(asked, [json!(method)], "{tool}");
+    }
+    let denied = crate::common::harness::metric(
+        &gateway,
+        "mrtr_gateway_capability_denials_total{capability=\"sampling\"}",
+    );
+    assert_eq!(denied, 0.0, "nothing was denied");
+    drop(upstream);
+    gateway.shutdown().await;
+    Ok(())
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 //! `server/discover` synthesised from the legacy handshake, and the prompt and resource that
 //! ask a question on the way (MRTR on `prompts/get` and `resources/read`).
 
+use http::StatusCode;
 use serde_json::json;
 
 use super::everything;
@@ -108,9 +109,14 @@ async fn completions_are_relayed_without_cache_hints() -> TestResult {
 }
 
 #[tokio::test]
-async fn a_missing_resource_is_invalid_params_not_the_legacy_code() -> TestResult {
+async fn a_missing_resource_is_invalid_params_naming_the_uri_not_the_legacy_code() -> TestResult {
     let h = Harness::start().await?;
     let reply = h.client.read_resource("demo://nope").caps(json!({"elicitation": {}})).send().await?;
-    assert_eq!(reply.error_code()?, -32602, "legacy -32002 is mapped to -32602");
+    // The upstream's answer to the call, relayed with the 2026-07-28 code: the exchange itself
+    // succeeded, so the HTTP status is 200.
+    let message = reply.expect_error(StatusCode::OK, -32602)?;
+    // SEP-2164: the URI the client asked for in `data.uri`, with a fixed message.
+    assert_eq!(reply.error()?["data"], json!({"uri": "demo://nope"}));
+    assert_eq!(message, "Resource not found");
     h.stop().await
 }

@@ -11,7 +11,9 @@
 //! - `touch` changes every resource its own session subscribed to (`resources/subscribe`) and
 //!   tells only that session, in its SSE answer: a `notifications/resources/updated` per URI,
 //!   then the result `touched <n>`. That is how many per-session servers notify (as
-//!   `server-everything`'s simulated updates do).
+//!   `server-everything`'s simulated updates do);
+//! - `flood {uri, count}` sends `count` updates of `uri` the same way, in one SSE chunk, then
+//!   the result `flooded <count>`: more than a listen stream whose client reads nothing holds.
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -193,6 +195,7 @@ fn call(r: &RpcRequest, seen: &Seen, session: &str) -> Response<Body> {
     match tool.as_str() {
         "log_burst" => burst(r),
         "touch" => touch(r, &seen.subscriptions_of(session)),
+        "flood" => flood(r),
         "url_required" if seen.completed.load(Ordering::Relaxed) => json_message(&result(&r.id, "signed in")),
         "url_required" => {
             let elicitation = json!({"mode": "url", "elicitationId": format!("e-{number}"),
@@ -237,6 +240,17 @@ fn touch(r: &RpcRequest, uris: &[String]) -> Response<Body> {
     );
     let done = result(&r.id, &format!("touched {}", uris.len()));
     sse(updates.chain(std::iter::once(done)))
+}
+
+/// `count` updates of `uri`, on the call's own stream, then the result.
+fn flood(r: &RpcRequest) -> Response<Body> {
+    let arguments = r.params.as_ref().map(|p| p["arguments"].clone()).unwrap_or(Value::Null);
+    let uri = arguments["uri"].as_str().unwrap_or_default().to_owned();
+    let count = arguments["count"].as_u64().unwrap_or(0);
+    let update =
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}});
+    let done = result(&r.id, &format!("flooded {count}"));
+    sse((0..count).map(|_| update.clone()).chain(std::iter::once(done)))
 }
 
 /// Every notification and the result in one SSE write, so they reach the gateway together.

@@ -1,6 +1,8 @@
 //! Park mode across replicas: a retry that reaches a replica other than the one holding its
 //! parked call is forwarded to that owner over the internal listener, authenticated with the
 //! replica MAC; when the owner is gone the retry is replayed from the journal its state carries.
+//! The forwarding itself is tested on every upstream transport (Streamable HTTP, stdio,
+//! HTTP+SSE); the internal listener's TLS and MAC, which no upstream touches, over HTTP.
 
 use std::process::Stdio;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -20,6 +22,7 @@ use serde_json::json;
 use super::form_only;
 use crate::common::harness::{metric, test_key};
 use crate::common::process::{address_in_use, on_free_port, GatewayProcess};
+use crate::common::transports::{on_every_transport, Transport, Upstream};
 use crate::common::{answer_all, bounded, eventually, Client, HarnessError, Setup, TestResult};
 
 /// A park-mode replica's setup, its internal listener on `port` of loopback.
@@ -54,11 +57,26 @@ fn order(client: &Client) -> crate::common::client::Call<'_> {
     client.call_tool("place_order", json!({})).caps(form_only())
 }
 
-#[tokio::test]
-async fn a_forwarded_retry_relays_the_owners_progress_before_its_result() -> TestResult {
-    let demo = demo::spawn_loopback(DemoOptions::default())?;
-    let (a, client_a, _) = start_replica(&demo.url()).await?;
-    let (b, client_b, _) = start_replica(&demo.url()).await?;
+on_every_transport!(
+    a_forwarded_retry_relays_the_owners_progress_before_its_result,
+    a_retry_on_another_replica_is_answered_by_the_owner,
+    a_chain_whose_owner_was_killed_is_replayed_from_its_journal,
+);
+
+/// A park-mode replica in this process in front of `upstream`, its internal listener on a
+/// free port (returned).
+async fn replica_of(upstream: &Upstream) -> TestResult<(Gateway, Client, u16)> {
+    on_free_port(address_in_use, |port| async move {
+        let (gateway, client) = upstream.gateway(replica(port)).await?;
+        Ok((gateway, client, port))
+    })
+    .await
+}
+
+async fn a_forwarded_retry_relays_the_owners_progress_before_its_result(t: Transport) -> TestResult {
+    let upstream = Upstream::start(t).await?;
+    let (a, client_a, _) = replica_of(&upstream).await?;
+    let (b, client_b, _) = replica_of(&upstream).await?;
     let (q1, s1) = order(&client_a).progress(json!("first")).send().await?.input_required()?;
     let done = order(&client_b).state(&s1).responses(answer_all(&q1)).progress(json!("retry")).send().await?;
     assert!(done.text()?.starts_with("Order #1 placed"), "{:?}", done.body);
@@ -76,22 +94,22 @@ async fn a_forwarded_retry_relays_the_owners_progress_before_its_result() -> Tes
     let plain = order(&client_b).state(&s2).responses(answer_all(&q2)).send().await?;
     assert!(plain.text()?.starts_with("Order #2 placed"), "{:?}", plain.body);
     assert_eq!(outcome(&b, "forwarded"), 2.0);
+    assert_eq!(upstream.orders(), 2, "each call ran once, on its owner");
     bounded("replica a to drain", a.shutdown()).await?;
     bounded("replica b to drain", b.shutdown()).await?;
-    bounded("the demo server to stop", demo.shutdown()).await??;
-    Ok(())
+    upstream.stop().await
 }
 
-#[tokio::test]
-async fn a_retry_on_another_replica_is_answered_by_the_owner() -> TestResult {
-    let demo = demo::spawn_loopback(DemoOptions::default())?;
-    let (a, client_a, _) = start_replica(&demo.url()).await?;
-    let (b, client_b, _) = start_replica(&demo.url()).await?;
+async fn a_retry_on_another_replica_is_answered_by_the_owner(t: Transport) -> TestResult {
+    let upstream = Upstream::start(t).await?;
+    let (a, client_a, _) = replica_of(&upstream).await?;
+    let (b, client_b, _) = replica_of(&upstream).await?;
 
     let (q1, s1) = order(&client_a).send().await?.input_required()?;
     let done = order(&client_b).state(&s1).responses(answer_all(&q1)).send().await?;
     assert!(done.text()?.starts_with("Order #1 placed"), "{}", done.text()?);
-    assert_eq!(demo.stats.orders(), 1, "the owner continued its call: the tool ran once");
+    assert_eq!(upstream.orders(), 1, "the owner continued its call: the tool ran once");
+    assert_eq!(upstream.tool_calls("place_order"), 1);
     assert_eq!((outcome(&b, "forwarded"), outcome(&a, "resumed")), (1.0, 1.0));
     assert_eq!(outcome(&b, "fallback"), 0.0);
 
@@ -99,11 +117,10 @@ async fn a_retry_on_another_replica_is_answered_by_the_owner() -> TestResult {
     let again = order(&client_b).state(&s1).responses(answer_all(&q1)).send().await?;
     let message = again.expect_error(StatusCode::BAD_REQUEST, -32602)?;
     assert!(message.contains("already answered"), "{message}");
-    assert_eq!(demo.stats.orders(), 1);
+    assert_eq!(upstream.orders(), 1);
     bounded("replica a to drain", a.shutdown()).await?;
     bounded("replica b to drain", b.shutdown()).await?;
-    bounded("the demo server to stop", demo.shutdown()).await??;
-    Ok(())
+    upstream.stop().await
 }
 
 /// A park-mode replica whose internal listener serves TLS on `port` with `pki`'s `localhost`
@@ -156,8 +173,8 @@ async fn a_retry_is_forwarded_over_tls_to_an_owner_whose_certificate_verifies() 
     assert_eq!((outcome(&b, "forwarded"), outcome(&a, "resumed")), (1.0, 1.0));
     assert_eq!(demo.stats.orders(), 1, "the owner continued its call over TLS");
 
-    // The listener speaks only TLS: a plain request gets no answer from it.
-    assert!(post_internal(a_port, b"{}", None).await.is_err(), "a plain request was answered");
+    // The listener speaks only TLS: a plain request is accepted and closed unanswered.
+    crate::common::plaintext::assert_tls_only(std::net::SocketAddr::from(([127, 0, 0, 1], a_port))).await?;
 
     // A replica that does not trust the replicas' CA cannot reach the owner: it replays.
     let wrong = wrong_ca.display().to_string();
@@ -173,30 +190,29 @@ async fn a_retry_is_forwarded_over_tls_to_an_owner_whose_certificate_verifies() 
     Ok(())
 }
 
-#[tokio::test]
-async fn a_chain_whose_owner_was_killed_is_replayed_from_its_journal() -> TestResult {
-    let demo = demo::spawn_loopback(DemoOptions::default())?;
+async fn a_chain_whose_owner_was_killed_is_replayed_from_its_journal(t: Transport) -> TestResult {
+    let upstream = Upstream::start(t).await?;
     let dir = tempfile::tempdir()?;
     let config = dir.path().join("owner.toml");
     let owner = on_free_port(address_in_use, |port| {
-        let (config, upstream) = (config.clone(), demo.url());
+        let (config, toml) = (config.clone(), upstream.configure(replica(port)).render());
         async move {
-            std::fs::write(&config, replica(port).toml(&upstream))?;
+            std::fs::write(&config, toml)?;
             GatewayProcess::spawn_args(&["--config", &config.display().to_string()], Stdio::null()).await
         }
     })
     .await?;
-    let (b, client_b, _) = start_replica(&demo.url()).await?;
+    let (b, client_b, _) = replica_of(&upstream).await?;
 
     let (q1, s1) = order(&owner.client).send().await?.input_required()?;
     drop(owner); // SIGKILL: the parked call dies with its owner.
     let done = order(&client_b).state(&s1).responses(answer_all(&q1)).send().await?;
     assert!(done.text()?.starts_with("Order #2 placed"), "{}", done.text()?);
+    assert_eq!(upstream.orders(), 2, "replayed from the journal: the tool ran again");
     assert_eq!(outcome(&b, "fallback"), 1.0);
     assert_eq!(outcome(&b, "forwarded"), 0.0);
     bounded("replica b to drain", b.shutdown()).await?;
-    bounded("the demo server to stop", demo.shutdown()).await??;
-    Ok(())
+    upstream.stop().await
 }
 
 /// POSTs `body` to the internal listener at `port` with the MAC header `mac`, if any.

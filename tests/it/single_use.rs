@@ -1,6 +1,8 @@
 //! `state.single_use` against a real `redis-server` on loopback: a state opens once across two
 //! gateways sharing the server, a replay gets the generic invalid-state error, and with Redis
-//! stopped the gateway fails closed (503, `/readyz` down) and recovers when Redis is back.
+//! stopped the gateway fails closed (503, `/readyz` down) and recovers when Redis is back; a
+//! request without a state needs no store, so first rounds and plain calls are served
+//! meanwhile.
 
 use std::time::Duration;
 
@@ -101,5 +103,32 @@ async fn with_redis_stopped_single_use_fails_closed_and_recovers_when_it_is_back
     assert_eq!(done.text()?, format!("Hello, {NAME}!"));
     let replay = call().state(&state).responses(answer_all(&questions)).send().await?;
     replay.expect_error(StatusCode::BAD_REQUEST, -32602)?;
+    h.stop().await
+}
+
+#[tokio::test]
+async fn with_redis_stopped_first_rounds_and_plain_calls_are_still_served() -> TestResult {
+    let mut redis = RedisServer::start().await?;
+    let h = single_use(&redis).start().await?;
+    let admin = h.gateway.admin_addr.ok_or_else(|| HarnessError::Unexpected("no admin listener".into()))?;
+    redis.stop()?;
+    readyz_becomes(&h.client, admin, StatusCode::SERVICE_UNAVAILABLE).await?;
+    // Nothing to consume: a first round is served and seals its state as usual.
+    let (questions, state) = greet(&h.client).send().await?.input_required()?;
+    let echo = h.client.call_tool("echo", json!({"message": "no store needed"})).send().await?;
+    assert_eq!(echo.text()?, "Echo: no store needed");
+    assert_eq!(h.metric("mrtr_gateway_state_store_up"), 0.0, "the store was down all along");
+    let consume_errors = ["unavailable", "timeout"]
+        .iter()
+        .map(|e| h.metric(&format!(r#"mrtr_gateway_state_store_errors_total{{error="{e}",op="consume"}}"#)))
+        .sum::<f64>();
+    assert_eq!(consume_errors, 0.0, "neither request asked the store");
+    // The retry needs the store: refused while it is down, served once it is back.
+    let refused = greet(&h.client).state(&state).responses(answer_all(&questions)).send().await?;
+    refused.expect_error(StatusCode::SERVICE_UNAVAILABLE, -32603)?;
+    redis.resume().await?;
+    readyz_becomes(&h.client, admin, StatusCode::OK).await?;
+    let done = greet(&h.client).state(&state).responses(answer_all(&questions)).send().await?;
+    assert_eq!(done.text()?, format!("Hello, {NAME}!"));
     h.stop().await
 }

@@ -23,7 +23,7 @@ async fn a_2024_11_05_server_serves_a_plain_call_and_a_list() -> TestResult {
     let reply = client.call_tool("echo", json!({"message": "over SSE"})).send().await?;
     assert_eq!(reply.text()?, "Echo: over SSE");
     let list = client.request("tools/list").send().await?;
-    assert_eq!(list.result()?["tools"].as_array().map(Vec::len), Some(5), "{}", list.body);
+    assert_eq!(list.result()?["tools"].as_array().map(Vec::len), Some(8), "{}", list.body);
     bounded("the gateway to drain", gateway.shutdown()).await
 }
 

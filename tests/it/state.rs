@@ -143,6 +143,8 @@ async fn a_state_for_other_arguments_is_refused() -> TestResult {
     let other = summarize("second text").state(&state).responses(answer_all(&requests)).send().await?;
     assert_generic_refusal(&other)?;
     assert_eq!(rejections(&h, "arguments"), 1.0);
+    assert_eq!(h.demo.stats.tool_calls("summarize"), 1, "a refused state never reaches the upstream");
+    assert_eq!(h.demo.stats.answers(), 0, "the first round's answer was never given to anyone");
     h.stop().await
 }
 

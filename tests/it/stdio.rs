@@ -2,7 +2,7 @@
 //! a process killed mid-call, a hung process, junk on stdout, server requests outside any call,
 //! a clean child environment, and no leaked pipes or processes afterwards.
 
-use std::time::Duration;
+use std::path::Path;
 
 use http::StatusCode;
 use rustix::process::{kill_process, Pid, Signal};
@@ -15,6 +15,11 @@ use crate::common::{bounded, eventually, Client, TestResult};
 async fn pid_of_upstream(client: &Client) -> TestResult<u32> {
     let text = client.call_tool("pid", json!({})).send().await?.text()?;
     text.parse().map_err(|_| crate::common::HarnessError::Unexpected(format!("pid {text:?}")))
+}
+
+/// True once the fixture's `--log` file holds the line `line`.
+fn logged(log: &Path, line: &str) -> bool {
+    std::fs::read_to_string(log).is_ok_and(|text| text.lines().any(|l| l == line))
 }
 
 fn sigkill(pid: u32) {
@@ -49,14 +54,46 @@ async fn elicitation_round_trip_over_stdio() -> TestResult {
 }
 
 #[tokio::test]
-async fn a_process_killed_mid_call_is_a_clear_error_and_is_replaced() -> TestResult {
+async fn answers_without_a_state_fill_only_the_questions_the_server_names() -> TestResult {
     let _serial = serial().await;
     let gw = StdioGateway::start(&[], &[], &[]).await?;
+    let alice = json!({"action": "accept", "content": {"name": "Alice"}});
+    // A fresh call that already carries the answer under the server's own key, with keys no
+    // question has beside it (SEP-2322: ignored), completes in one round.
+    let extra = json!({"user_name": alice, "unknown_extra_key": {"action": "accept", "content": {"foo": "bar"}},
+        "another_unexpected": {"action": "decline"}});
+    let named = || gw.client.call_tool("greet_named", json!({})).caps(form_only());
+    assert_eq!(named().responses(extra).send().await?.text()?, "Hello, Alice!");
+    // Under a key the gateway mints there is no question to answer without a state: asked.
+    let (asked, _) =
+        gw.client.call_tool("greet", json!({})).caps(form_only()).send().await?.input_required()?;
+    let minted = asked.keys().next().cloned().unwrap_or_default();
+    let unsolicited =
+        gw.client.call_tool("greet", json!({})).caps(form_only()).responses(json!({ minted: alice }));
+    let (again, _) = unsolicited.send().await?.input_required()?;
+    assert_eq!(again, asked, "the unsolicited answer was not used");
+    // An answer in the server's slot is validated like any answer.
+    let invalid = named().responses(json!({"user_name": 12345})).send().await?;
+    let message = invalid.expect_error(StatusCode::BAD_REQUEST, -32602)?;
+    assert!(message.contains("inputResponses[\"user_name\"]"), "{message}");
+    // And the named question without an answer is asked under the server's key.
+    let (named_asked, _) = named().responses(json!({"wrong_key": alice})).send().await?.input_required()?;
+    assert_eq!(named_asked.keys().collect::<Vec<_>>(), ["user_name"]);
+    gw.stop().await
+}
+
+#[tokio::test]
+async fn a_process_killed_mid_call_is_a_clear_error_and_is_replaced() -> TestResult {
+    let _serial = serial().await;
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("calls.log");
+    let gw = StdioGateway::start(&["--log", log.to_str().unwrap_or_default()], &[], &[]).await?;
     let first = pid_of_upstream(&gw.client).await?;
     let client = gw.client.clone();
     let hung = tokio::spawn(async move { client.call_tool("hang", json!({})).send().await });
-    // The idle process was leased to the call; give the request time to reach it.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The fixture logs each call as it starts it: the kill lands while `hang` runs in `first`.
+    let started = format!("call {first} hang");
+    eventually("the idle process to start the hung call", || logged(&log, &started)).await?;
     sigkill(first);
     let reply = bounded("the killed call to fail", hung).await?.expect("the call task")?;
     let message = reply.expect_error(StatusCode::BAD_GATEWAY, -32603)?;

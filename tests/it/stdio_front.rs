@@ -145,6 +145,33 @@ async fn a_malformed_line_is_a_parse_error_and_serving_goes_on() -> TestResult {
 }
 
 #[tokio::test]
+async fn a_line_over_the_body_limit_is_an_invalid_request_and_serving_goes_on() -> TestResult {
+    const LIMIT: usize = 4096;
+    let _serial = serial().await;
+    let demo = demo::spawn_loopback(DemoOptions::default())?;
+    let limit = LIMIT.to_string();
+    let env = [("MRTR_GATEWAY__FRONT__MAX_BODY_BYTES", limit.as_str())];
+    let mut front = StdioFront::spawn_with(&["--upstream", &demo.url()], &env)?;
+    // A well-formed request, only too long: its id cannot be trusted unread, so it is null.
+    let long = call(1, "echo", json!({"message": "x".repeat(2 * LIMIT)}), json!({}));
+    front.send(&long).await?;
+    let refused = front.next().await?;
+    assert_eq!(
+        refused,
+        json!({"jsonrpc": "2.0", "id": null,
+               "error": {"code": -32600, "message": format!("request body larger than {LIMIT} bytes")}})
+    );
+    assert_eq!(demo.stats.tool_calls("echo"), 0, "nothing of it reached the upstream");
+    // The rest of the long line is skipped: the next line is a request of its own.
+    front.send(&call(2, "echo", json!({"message": "after the long line"}), json!({}))).await?;
+    let (echoed, before) = front.response(&json!(2)).await?;
+    assert_eq!(text(&echoed)?, "Echo: after the long line");
+    assert!(before.is_empty(), "nothing else was written: {before:?}");
+    finish(demo, front).await?;
+    Ok(())
+}
+
+#[tokio::test]
 async fn the_end_of_stdin_lets_in_flight_requests_finish() -> TestResult {
     let _serial = serial().await;
     let (demo, mut front) = start()?;

@@ -8,6 +8,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::{json, Value};
 
+use crate::common::client::Call;
 use crate::common::{bounded, eventually, Client, Harness, HarnessError, Setup, TestResult};
 
 const COUNTER: &str = "demo://counter";
@@ -22,12 +23,12 @@ pub(crate) struct Events {
 impl Events {
     /// Opens `subscriptions/listen` with `filter` as request `id`; the stream must be SSE.
     pub(crate) async fn open(client: &Client, id: i64, filter: Value) -> TestResult<Self> {
-        let response = client
-            .request("subscriptions/listen")
-            .id(json!(id))
-            .param("notifications", filter)
-            .open()
-            .await?;
+        Self::open_call(listen_call(client, id, filter)).await
+    }
+
+    /// Opens the listen request `call` (see [`listen_call`]); the stream must be SSE.
+    pub(crate) async fn open_call(call: Call<'_>) -> TestResult<Self> {
+        let response = call.open().await?;
         if response.status() != StatusCode::OK || response.headers()["content-type"] != "text/event-stream" {
             let status = response.status();
             let body = response.into_body().collect().await?.to_bytes();
@@ -66,6 +67,11 @@ impl Events {
     pub(crate) async fn message(&mut self) -> TestResult<Value> {
         self.next().await?.ok_or_else(|| HarnessError::Unexpected("the listen stream ended".into()))
     }
+}
+
+/// `subscriptions/listen` with `filter` as request `id`, to send or open.
+pub(crate) fn listen_call(client: &Client, id: i64, filter: Value) -> Call<'_> {
+    client.request("subscriptions/listen").id(json!(id)).param("notifications", filter)
 }
 
 async fn bump(client: &Client) -> TestResult {

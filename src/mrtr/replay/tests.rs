@@ -170,6 +170,54 @@ fn a_re_asked_key_taken_by_a_hint_is_replaced() {
     assert_eq!(replay.finish().input_requests.len(), 2);
 }
 
+/// A first run offered `answers` (key → answer), as a request without a state carries them.
+fn offered(answers: Value) -> Replay {
+    let map = answers.as_object().cloned().unwrap_or_default();
+    let offer = Offered::new(map, LegacyVersion::V2025_11_25, AnswerLimits::default());
+    Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND).with_offered(offer)
+}
+
+#[test]
+fn an_answer_without_a_state_fills_only_the_slot_the_server_named() {
+    let mut replay = offered(json!({
+        "user_name": accept("Alice"), "elicitation-1": accept("Mallory"), "unknown_extra_key": accept("x"),
+    }));
+    assert_eq!(answer(&mut replay, &hinted("Name?", "user_name")), accept("Alice"));
+    // A key the gateway mints means nothing without a state: that question is asked.
+    assert_eq!(ask(&mut replay, &question("Colour?")), "elicitation-1");
+    // Each offered answer fills one question: the same slot asked again is asked.
+    assert_eq!(ask(&mut replay, &hinted("Name again?", "user_name")), "user_name");
+    let outcome = replay.finish();
+    assert!(!outcome.diverged, "an offered answer is no replayed one");
+    // The answer taken is in the journal, so the next round replays it without the client.
+    let mut next = next_round(outcome, json!({"elicitation-1": accept("blue"), "user_name": accept("Ada")}));
+    assert_eq!(answer(&mut next, &hinted("Name?", "user_name")), accept("Alice"));
+}
+
+#[test]
+fn an_invalid_answer_without_a_state_is_an_error_naming_its_key() {
+    let mut replay = offered(json!({"user_name": 12345}));
+    let err = replay.decide(ELICIT, Some(&hinted("Name?", "user_name"))).unwrap_err();
+    assert!(
+        matches!(err, ReplayError::Answer(InputError::Invalid { ref key, .. }) if key == "user_name"),
+        "{err}"
+    );
+    // Under a key the server did not name, the same answer is never looked at.
+    let mut replay = offered(json!({"user_name": 12345}));
+    assert_eq!(ask(&mut replay, &hinted("Name?", "name")), "name");
+}
+
+#[test]
+fn answers_without_a_state_are_bounded_like_any_answers() {
+    let map = json!({"a": accept("A"), "b": accept("B")}).as_object().cloned().unwrap_or_default();
+    let limits = AnswerLimits { max_answers: 1, ..AnswerLimits::default() };
+    let offer = Offered::new(map, LegacyVersion::V2025_11_25, limits);
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND).with_offered(offer);
+    assert_eq!(answer(&mut replay, &hinted("A?", "a")), accept("A"));
+    let err = replay.decide(ELICIT, Some(&hinted("B?", "b"))).unwrap_err();
+    assert!(matches!(err, ReplayError::Answer(InputError::TooManyAnswers { limit: 1 })), "{err}");
+}
+
 #[test]
 fn questions_per_round_are_capped() {
     let mut replay = Replay::new(Journal::new(), 2);
