@@ -139,7 +139,7 @@ async fn a_task_tool_is_served_as_a_task_and_a_missing_type_repaired() -> TestRe
     let out = run_binary(&["--json", &json_arg, "--", "python3", FIXTURE, "--tasks"]).await?;
     assert_eq!(out.status.code(), Some(check::exit::OK), "stderr: {}", text(&out.stderr));
     let r: Value = serde_json::from_slice(&std::fs::read(&json_path)?)?;
-    let counts = json!({"tools": 14, "prompts": null, "resources": null, "resource_templates": null});
+    let counts = json!({"tools": 18, "prompts": null, "resources": null, "resource_templates": null});
     assert_eq!((&r["direct"]["counts"], &r["gateway"]["counts"]), (&counts, &counts));
     assert_eq!(
         r["differences"],
@@ -173,8 +173,8 @@ async fn a_stdio_server_whose_tool_needs_tasks_breaks_and_the_exit_status_says_s
         (&json!(format!("python3 {FIXTURE} --tasks")), &json!("stdio"))
     );
     let counts = |tools: usize| json!({"tools": tools, "prompts": null, "resources": null, "resource_templates": null});
-    assert_eq!(r["direct"]["counts"], counts(14));
-    assert_eq!(r["gateway"]["counts"], counts(13));
+    assert_eq!(r["direct"]["counts"], counts(18));
+    assert_eq!(r["gateway"]["counts"], counts(17));
     assert_eq!(r["direct"]["server_info"], json!({"name": "stdio-fixture", "version": "1.0.0"}));
     assert_eq!(
         r["differences"],
