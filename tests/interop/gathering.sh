@@ -17,7 +17,7 @@ GATHER_SCENARIO=input-required-result-multiple-input-requests
 GATHER_IDLE_MS=5
 
 gathering_checks() {
-  local p_gw p_gwa extra=() out line url
+  local p_gw p_gwa extra=() out url
   read -r -a extra <<<"${GATEWAY_EXTRA_ARGS:-}"
   if ! start_on_any_port gateway-defaults p_gw p_gwa env -u "$GATHER_HINT_VAR" "$GATEWAY" \
     --upstream "http://127.0.0.1:$P_FIXTURE/mcp" --state-key-file "$KEY_FILE" "${extra[@]}" \
@@ -32,11 +32,5 @@ gathering_checks() {
   out="$("$PY_MODERN" "$HERE/gather_report.py" --label defaults --log "$RUN_DIR/gateway-defaults.log" \
     --tool "$GATHER_TOOL" --expect 3 --idle-ms "$GATHER_IDLE_MS" 2>&1)" ||
     record FAIL "FAIL harness gather-report - gather_report.py failed: $out"
-  printf '%s\n' "$out"
-  while read -r line; do
-    case "$line" in
-      PASS\ *) record PASS "$line" ;;
-      FAIL\ *) record FAIL "$line" ;;
-    esac
-  done <<<"$out"
+  record_lines "$out"
 }

@@ -127,6 +127,19 @@ record() {
   printf '%s\n' "$2" >>"$RESULTS"
 }
 
+# record_lines TEXT: echo a report's output and record each of its `PASS …` and
+# `FAIL …` lines.
+record_lines() {
+  local line
+  printf '%s\n' "$1"
+  while read -r line; do
+    case "$line" in
+      PASS\ *) record PASS "$line" ;;
+      FAIL\ *) record FAIL "$line" ;;
+    esac
+  done <<<"$1"
+}
+
 # run_checks LABEL SECONDS CMD...: run a client check program under a wall
 # clock, echo its output, and count its CHECK lines. A program that fails
 # without any FAIL line (a crash, a timeout) counts as one failed test.

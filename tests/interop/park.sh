@@ -50,18 +50,12 @@ start_park_pair() {
 
 # pair_report LABEL TARGET PARKS: park_report.py's verdicts on the pair just run, counted.
 pair_report() {
-  local label="$1" target="$2" parks="$3" out line
+  local label="$1" target="$2" parks="$3" out
   out="$("$PY_MODERN" "$HERE/park_report.py" --pair "$label" --results "$RESULTS" \
     --target "py:$target" --target "ts:$target" --log "$PAIR_LOG" \
     --admin "${PAIR_ADMINS[0]}" --admin "${PAIR_ADMINS[1]}" --parks "$parks" 2>&1)" ||
     record FAIL "FAIL harness park-report-$label - park_report.py failed: $out"
-  printf '%s\n' "$out"
-  while read -r line; do
-    case "$line" in
-      PASS\ *) record PASS "$line" ;;
-      FAIL\ *) record FAIL "$line" ;;
-    esac
-  done <<<"$out"
+  record_lines "$out"
 }
 
 park_checks() {
