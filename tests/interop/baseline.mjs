@@ -18,7 +18,8 @@
 //     - <scenario>              # reason: the whole scenario may fail
 //     - <scenario>:<check-id>   # reason: only that check may fail
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import YAML from 'yaml';
 
 // Pseudo check ids for a scenario that broke before or beside its checks.
@@ -107,4 +108,15 @@ export function unknownEntries(baseline, requiredScenarios) {
 export function missingScenarios(wanted, results) {
   const ran = new Set(results.filter((r) => !r.crash && r.checks.length > 0).map((r) => r.scenario));
   return wanted.filter((s) => !ran.has(s));
+}
+
+// The checks.json the conformance CLI wrote for `scenario` under `dir`: `-o DIR`
+// makes it DIR/server-<scenario>-<time>/checks.json. Null when there is none.
+export function findChecksFile(dir, scenario) {
+  if (!existsSync(dir)) return null;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name, 'checks.json');
+    if (entry.isDirectory() && entry.name.startsWith(`server-${scenario}-`) && existsSync(path)) return path;
+  }
+  return null;
 }

@@ -38,12 +38,13 @@
 // runner's own tests).
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import {
+  findChecksFile,
   judge,
   loadBaseline,
   missingScenarios,
@@ -152,17 +153,6 @@ function pendingServerScenarios(text, path) {
 }
 
 // === one scenario ===
-
-// The checks.json the CLI wrote for this scenario: `-o DIR` makes it
-// DIR/server-<scenario>-<time>/checks.json.
-function findChecksFile(dir, scenario) {
-  if (!existsSync(dir)) return null;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name, 'checks.json');
-    if (entry.isDirectory() && entry.name.startsWith(`server-${scenario}-`) && existsSync(path)) return path;
-  }
-  return null;
-}
 
 async function runScenario(opts, scenario) {
   const { url, out: outDir, timeoutMs } = opts;

