@@ -38,9 +38,9 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const CLOSE_GRACE: Duration = Duration::from_secs(1);
 pub const CACHE_TTL_MS: u64 = 0;
 pub const CACHE_SCOPE: &str = "private";
-/// Characters of a client-sent value (a header, a name) quoted in an error message or a log
-/// line; a longer one is cut, with an ellipsis (not configurable).
-pub const MAX_QUOTED_CHARS: usize = 64;
+/// Characters of a client-sent value quoted in an error message or a log line (defined beside
+/// the quoting, which the protocol layer owns; not configurable).
+pub use crate::protocol::quote::MAX_QUOTED_CHARS;
 /// Longest client `x-request-id` the gateway keeps (echoes and logs); a longer one is replaced
 /// by an id of the gateway's own (not configurable).
 pub const MAX_CLIENT_REQUEST_ID_BYTES: usize = 128;

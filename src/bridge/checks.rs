@@ -12,6 +12,7 @@
 //! JSON-RPC error (`-32603`) with the same text. Nothing the upstream wrote is in either: its
 //! words go to the log line.
 
+use crate::protocol::quote::quoted;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -140,11 +141,6 @@ impl Bridge {
         self.metrics.tools.schema(Some(tool), Finding::Refusal(refusal), &why);
         refusal_reply(req, &result_refused(tool))
     }
-}
-
-fn quoted(tool: &str) -> String {
-    let cut: String = tool.chars().take(crate::defaults::MAX_QUOTED_CHARS).collect();
-    format!("{cut:?}")
 }
 
 fn result_refused(tool: &str) -> String {

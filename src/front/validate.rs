@@ -6,6 +6,7 @@
 //! message (and so the log line) through [`quoted`]: control characters escaped, at most
 //! [`defaults::MAX_QUOTED_CHARS`] characters of it.
 
+pub(crate) use crate::protocol::quote::quoted;
 use base64::Engine;
 use http::HeaderMap;
 use serde_json::{Map, Value};
@@ -139,26 +140,6 @@ pub fn check_headers(
         }
     }
     Ok(())
-}
-
-/// `text` in double quotes for a message, escaped as a Rust string literal (control
-/// characters, quotes and backslashes), cut after [`defaults::MAX_QUOTED_CHARS`] characters of
-/// the escaped form with an ellipsis: a client's value is never echoed or logged unbounded.
-pub(crate) fn quoted(text: &str) -> String {
-    let mut out = String::with_capacity(defaults::MAX_QUOTED_CHARS.min(text.len()) + 8);
-    out.push('"');
-    let mut room = defaults::MAX_QUOTED_CHARS;
-    for c in text.chars() {
-        let escaped = c.escape_debug();
-        if escaped.len() > room {
-            out.push('…');
-            break;
-        }
-        room -= escaped.len();
-        out.extend(escaped);
-    }
-    out.push('"');
-    out
 }
 
 /// At most [`defaults::MAX_QUOTED_CHARS`] characters of `text`, an ellipsis after a cut one.
