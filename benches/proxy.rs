@@ -19,11 +19,19 @@
 //! of the gateway's own names its threads `gateway-worker`, so a profiler attached to the bench
 //! (`perf record -t <tid>`) can follow them alone.
 //!
-//! `PROXY_BENCH_ONLY=direct|relay|gateway` runs one path alone instead, for a profiler (see
-//! `one_path`).
+//! A fourth path, "peer", is another MCP proxy in front of the same demo server, when
+//! `PROXY_BENCH_PEER` names its binary: `mcp-proxy` 0.6.0, a tower-based MCP gateway of its own
+//! making, which `benches/peer.sh` installs into `target/tools` and passes here. It runs as a
+//! process of its own (see `peer`), and a legacy client calls `echo` through it on a session.
+//!
+//! Instructions and allocations per call are counted apart, under callgrind, by
+//! `benches/callgrind.sh`, which runs each path alone (`PROXY_BENCH_ONLY`).
+//!
+//! `PROXY_BENCH_ONLY=direct|relay|gateway|peer` runs one path alone instead, for a profiler
+//! (see `one_path`).
 //!
 //! Run: `cargo bench --bench proxy` (optional env: PROXY_BENCH_N, PROXY_BENCH_CONCURRENCY,
-//! PROXY_BENCH_GATEWAY_THREADS, PROXY_BENCH_ONLY).
+//! PROXY_BENCH_GATEWAY_THREADS, PROXY_BENCH_ONLY, PROXY_BENCH_PEER).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -42,8 +50,8 @@ use serde_json::{json, Value};
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 const TIME_CAP: Duration = Duration::from_secs(60);
-/// The paths measured, in the order of every per-path array.
-const PATHS: [&str; 3] = ["direct", "relay", "gateway"];
+/// The paths measured, in the order of every per-path array (the peer's only when it runs).
+const PATHS: [&str; 4] = ["direct", "relay", "gateway", "peer"];
 /// With `PROXY_BENCH_ONLY`, the time given to attach a profiler before the calls start.
 const ATTACH_PAUSE: Duration = Duration::from_secs(2);
 
@@ -76,28 +84,40 @@ async fn run() {
     .expect("config");
     let gateway = GatewayRun::start(cfg, demo.url(), env_or("PROXY_BENCH_GATEWAY_THREADS", 0)).await;
     let client = http_client();
-    let direct = legacy_target(&client, &demo.url()).await;
+    let direct = legacy_target(&client, &demo.url(), "echo").await;
     let relayed = Target { url: gateway.relay_url(), ..direct.clone() };
     let through = modern_target(&gateway.url());
-    let paths = [&direct, &relayed, &through];
+    let mut paths = vec![direct, relayed, through];
+    let peer = match std::env::var("PROXY_BENCH_PEER").ok().filter(|v| !v.is_empty()) {
+        Some(bin) => {
+            let peer = peer::Peer::start(&bin, &demo.url()).await;
+            paths.push(legacy_target(&client, &peer.url, peer::TOOL).await);
+            Some(peer)
+        }
+        None => None,
+    };
     for _ in 0..200 {
-        for target in paths {
+        for target in &paths {
             send(&client, target).await;
         }
     }
     if let Some(only) = std::env::var("PROXY_BENCH_ONLY").ok().filter(|v| !v.is_empty()) {
-        let i = PATHS.iter().position(|p| *p == only).expect("PROXY_BENCH_ONLY: direct, relay or gateway");
-        one_path(&client, paths[i], PATHS[i], n).await;
+        let i = PATHS[..paths.len()]
+            .iter()
+            .position(|p| *p == only)
+            .expect("PROXY_BENCH_ONLY: direct, relay, gateway (or peer, with PROXY_BENCH_PEER)");
+        one_path(&client, &paths[i], PATHS[i], n).await;
         gateway.shutdown().await;
         return;
     }
-    let lat = latencies(&client, paths, n).await;
-    let mut rps = [0.0; 3];
-    for (r, target) in rps.iter_mut().zip(paths) {
-        *r = throughput(&client, target, concurrency, n).await;
+    let lat = latencies(&client, &paths, n).await;
+    let mut rps = Vec::with_capacity(paths.len());
+    for target in &paths {
+        rps.push(throughput(&client, target, concurrency, n).await);
     }
     report(&lat, &rps, concurrency);
     gateway.shutdown().await;
+    drop(peer);
 }
 
 /// The gateway and the bare relay, on the bench's runtime or on a runtime of their own.
@@ -183,8 +203,8 @@ async fn one_path(client: &HttpClient, target: &Target, name: &str, n: usize) {
 }
 
 /// Sequential latencies of each path, the paths taking turns request by request.
-async fn latencies(client: &HttpClient, paths: [&Target; 3], n: usize) -> [Vec<Duration>; 3] {
-    let mut lat: [Vec<Duration>; 3] = std::array::from_fn(|_| Vec::with_capacity(n));
+async fn latencies(client: &HttpClient, paths: &[Target], n: usize) -> Vec<Vec<Duration>> {
+    let mut lat: Vec<Vec<Duration>> = paths.iter().map(|_| Vec::with_capacity(n)).collect();
     let started = Instant::now();
     for _ in 0..n {
         if started.elapsed() > TIME_CAP {
@@ -244,8 +264,8 @@ async fn send(client: &HttpClient, target: &Target) -> Bytes {
     body
 }
 
-/// Initializes a legacy session on the demo server and returns the `tools/call` target.
-async fn legacy_target(client: &HttpClient, url: &str) -> Target {
+/// Initializes a legacy session at `url` and returns the target of a `tools/call` of `tool`.
+async fn legacy_target(client: &HttpClient, url: &str, tool: &str) -> Target {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
     let req = Request::post(url)
@@ -265,7 +285,7 @@ async fn legacy_target(client: &HttpClient, url: &str) -> Target {
     }
     let _ =
         client.request(req.body(Full::new(Bytes::from(body))).expect("request")).await.expect("initialized");
-    Target { url: url.to_owned(), headers, body: call_body(None) }
+    Target { url: url.to_owned(), headers, body: call_body(tool, None) }
 }
 
 fn modern_target(url: &str) -> Target {
@@ -276,12 +296,12 @@ fn modern_target(url: &str) -> Target {
         ("mcp-method", "tools/call".to_owned()),
         ("mcp-name", "echo".to_owned()),
     ];
-    Target { url: url.to_owned(), headers, body: call_body(Some(meta)) }
+    Target { url: url.to_owned(), headers, body: call_body("echo", Some(meta)) }
 }
 
 /// The body split around its id (`"id":` is written last, so the split is unambiguous).
-fn call_body(meta: Option<Value>) -> (Bytes, Bytes) {
-    let mut params = json!({"name": "echo", "arguments": {"message": "ping"}});
+fn call_body(tool: &str, meta: Option<Value>) -> (Bytes, Bytes) {
+    let mut params = json!({"name": tool, "arguments": {"message": "ping"}});
     if let Some(meta) = meta {
         params["_meta"] = meta;
     }
@@ -290,14 +310,14 @@ fn call_body(meta: Option<Value>) -> (Bytes, Bytes) {
     (Bytes::from(format!("{head},\"id\":")), Bytes::from_static(b"}"))
 }
 
-fn report(lat: &[Vec<Duration>; 3], rps: &[f64; 3], concurrency: usize) {
+fn report(lat: &[Vec<Duration>], rps: &[f64], concurrency: usize) {
     let pct = |v: &[Duration], p: f64| v[((v.len() as f64 * p) as usize).min(v.len() - 1)];
     let us = |x: Duration| x.as_secs_f64() * 1e6;
-    let med = lat.each_ref().map(|l| us(pct(l, 0.5)));
-    let p99 = lat.each_ref().map(|l| us(pct(l, 0.99)));
+    let med: Vec<f64> = lat.iter().map(|l| us(pct(l, 0.5))).collect();
+    let p99: Vec<f64> = lat.iter().map(|l| us(pct(l, 0.99))).collect();
     println!("proxy benchmark: tools/call echo, {} sequential requests per path, loopback", lat[0].len());
     println!("{:<10} {:>12} {:>12} {:>14}", "path", "median us", "p99 us", format!("req/s @{concurrency}"));
-    for (i, path) in PATHS.iter().enumerate() {
+    for (i, path) in PATHS.iter().take(lat.len()).enumerate() {
         println!("{path:<10} {:>12.1} {:>12.1} {:>14.0}", med[i], p99[i], rps[i]);
     }
     println!(
@@ -308,11 +328,22 @@ fn report(lat: &[Vec<Duration>; 3], rps: &[f64; 3], concurrency: usize) {
         rps[2] / rps[0]
     );
     println!(
-        "a bare relay adds {:.1} us at the median (throughput ratio {:.2}); the gateway adds {:.1} us over it",
+        "a bare relay adds {:.1} us at the median (throughput ratio {:.2}); the gateway adds {:.1} us over it \
+         (target at most 15), throughput {:.2}x the relay's (target at least 0.80)",
         med[1] - med[0],
         rps[1] / rps[0],
-        med[2] - med[1]
+        med[2] - med[1],
+        rps[2] / rps[1]
     );
+    if lat.len() > 3 {
+        println!(
+            "the peer (mcp-proxy) adds {:.1} us at the median, {:.2}x what the gateway adds; \
+             throughput {:.2}x the gateway's",
+            med[3] - med[0],
+            (med[3] - med[0]) / (med[2] - med[0]),
+            rps[3] / rps[2]
+        );
+    }
 }
 
 fn http_client() -> HttpClient {
@@ -375,4 +406,69 @@ mod relay {
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The peer path: `mcp-proxy` run as a process of its own in front of the same demo server.
+mod peer {
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    /// The backend's name in the peer's config; the peer namespaces its tools with it.
+    const BACKEND: &str = "bench";
+    /// The demo's `echo` as the peer lists it (its default separator is `/`).
+    pub(super) const TOOL: &str = "bench/echo";
+    const START_CAP: Duration = Duration::from_secs(30);
+
+    /// A running peer; killed when dropped.
+    pub(super) struct Peer {
+        pub(super) url: String,
+        child: Child,
+        config: std::path::PathBuf,
+    }
+
+    impl Peer {
+        /// Writes the peer's config (one HTTP backend: the demo), starts `bin` on a free loopback
+        /// port and waits, at most `START_CAP`, until it accepts a connection.
+        pub(super) async fn start(bin: &str, upstream: &str) -> Self {
+            let port = free_port();
+            let config = std::env::temp_dir().join(format!("proxy-bench-peer-{}.toml", std::process::id()));
+            let toml = format!(
+                "[proxy]\nname = \"bench-peer\"\n[proxy.listen]\nhost = \"127.0.0.1\"\nport = {port}\n\n\
+                 [[backends]]\nname = \"{BACKEND}\"\ntransport = \"http\"\nurl = \"{upstream}\"\n"
+            );
+            std::fs::write(&config, toml).expect("peer config");
+            let child = Command::new(bin)
+                .arg("--config")
+                .arg(&config)
+                .env("RUST_LOG", "error")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap_or_else(|e| panic!("PROXY_BENCH_PEER: cannot start {bin}: {e}"));
+            let peer = Self { url: format!("http://127.0.0.1:{port}/mcp"), child, config };
+            let started = Instant::now();
+            while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+                assert!(
+                    started.elapsed() < START_CAP,
+                    "the peer did not listen on {port} within {START_CAP:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            peer
+        }
+    }
+
+    impl Drop for Peer {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            let _ = std::fs::remove_file(&self.config);
+        }
+    }
+
+    fn free_port() -> u16 {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+        l.local_addr().expect("address").port()
+    }
 }

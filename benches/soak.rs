@@ -21,6 +21,13 @@
 //! whether it stayed flat after the warm-up, where the gateway's memory is at the end
 //! (`/proc/PID/smaps_rollup`), and the latency of requests and of whole calls.
 //!
+//! Before the load, it measures what an idle front connection costs: `SOAK_IDLE` connections
+//! (default 1000) each make one `echo` call and stay open, idle, and the RSS they add is printed
+//! per connection, beside the same measure taken on a bare hyper HTTP/1.1 server (this bench run
+//! again as a process of its own, `SOAK_ROLE=bare-hyper`, answering every request with a small
+//! JSON body): what hyper itself needs for an idle connection. Each is measured on a process
+//! started for it, so the soak's RSS is not the held connections'. `SOAK_IDLE=0` skips both.
+//!
 //! Run: `cargo bench --bench soak` (env: SOAK_SECS, default 60; SOAK_CLIENTS, default 1000;
 //! SOAK_UPSTREAM; SOAK_TOOLS, `demo` or `everything`; SOAK_GATEWAY, the gateway binary to run
 //! instead of this build's; anything `MRTR_GATEWAY__*` reaches the gateway, `MALLOC_*` too).
@@ -59,11 +66,20 @@ const SUB: usize = 32;
 const BUCKETS: usize = SUB * 40;
 
 fn main() {
+    if std::env::var("SOAK_ROLE").as_deref() == Ok("bare-hyper") {
+        return idle::serve_bare_hyper();
+    }
     let secs = env_or("SOAK_SECS", 60);
     let clients = env_or("SOAK_CLIENTS", 1000) as usize;
     let tools = Tools::from_env();
     let upstream = Upstream::from_env();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let idle = env_or("SOAK_IDLE", 1000) as usize;
+    if idle > 0 {
+        // A gateway of its own: the memory the held connections free stays in the process's
+        // RSS, which would otherwise be counted in the soak's.
+        rt.block_on(idle::report(&GatewayProcess::spawn(upstream.url()), tools, idle));
+    }
     let gateway = GatewayProcess::spawn(upstream.url());
     let report = rt.block_on(soak(&gateway, tools, clients, Duration::from_secs(secs)));
     let memory = smaps_rollup(gateway.pid());
@@ -635,4 +651,118 @@ impl Stats {
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// What an idle front connection costs, against what a bare hyper server needs for one.
+mod idle {
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::SocketAddr;
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use http::{Response, StatusCode};
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::rt::TokioIo;
+
+    use super::{mb, vm_rss_kib, wait_ready, Conn, GatewayProcess, Kind, Tools, REQUEST_TIMEOUT};
+
+    /// How long the held connections settle before the RSS is read.
+    const SETTLE: Duration = Duration::from_secs(1);
+
+    /// Prints the RSS an idle connection adds to the gateway and to a bare hyper server.
+    pub(super) async fn report(gateway: &GatewayProcess, tools: Tools, n: usize) {
+        wait_ready(gateway.addr, tools).await;
+        let gateway_kib = held_cost(gateway.addr, gateway.pid(), tools, n).await;
+        let bare = BareHyper::spawn();
+        let bare_kib = held_cost(bare.addr, bare.child.id(), tools, n).await;
+        println!(
+            "idle front connections ({n}, one echo call each, then idle): the gateway {:.1} KB each \
+             ({:.1} MB in all); a bare hyper HTTP/1.1 server {:.1} KB each; ratio {:.2}",
+            gateway_kib,
+            mb((gateway_kib * n as f64) as u64),
+            bare_kib,
+            gateway_kib / bare_kib.max(0.1)
+        );
+    }
+
+    /// Opens `n` connections to `addr`, makes one `echo` call on each and holds them idle;
+    /// returns the KiB of RSS each added to process `pid`.
+    async fn held_cost(addr: SocketAddr, pid: u32, tools: Tools, n: usize) -> f64 {
+        tokio::time::sleep(SETTLE).await;
+        let before = vm_rss_kib(pid).expect("RSS before");
+        let mut held = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut conn = Conn::open(addr, None).await.expect("connect");
+            let request = conn.request(Kind::Echo.tool(tools), None).expect("request");
+            let exchange = async {
+                conn.sender.ready().await.map_err(|e| e.to_string())?;
+                let response = conn.sender.send_request(request).await.map_err(|e| e.to_string())?;
+                let status = response.status();
+                response.into_body().collect().await.map_err(|e| e.to_string())?;
+                Ok::<_, String>(status)
+            };
+            let status =
+                tokio::time::timeout(REQUEST_TIMEOUT, exchange).await.expect("in time").expect("call");
+            assert_eq!(status, StatusCode::OK, "the call on a held connection failed");
+            held.push(conn);
+        }
+        tokio::time::sleep(SETTLE).await;
+        let after = vm_rss_kib(pid).expect("RSS after");
+        drop(held);
+        after.saturating_sub(before) as f64 / n as f64
+    }
+
+    /// This bench run again as a bare hyper server, killed when dropped.
+    struct BareHyper {
+        child: std::process::Child,
+        addr: SocketAddr,
+    }
+
+    impl BareHyper {
+        fn spawn() -> Self {
+            let mut child = Command::new(std::env::current_exe().expect("this bench's binary"))
+                .env("SOAK_ROLE", "bare-hyper")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("start the bare hyper server");
+            let stdout = child.stdout.take().expect("piped");
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line).expect("its address");
+            let addr = line.trim().parse().expect("an address");
+            Self { child, addr }
+        }
+    }
+
+    impl Drop for BareHyper {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// The bare server: hyper's HTTP/1.1 connection on a 2-worker runtime, every request
+    /// answered with a small JSON body. Prints its address, then serves until killed.
+    pub(super) fn serve_bare_hyper() {
+        let rt =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("rt");
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "{}", listener.local_addr().expect("address"));
+            let _ = out.flush();
+            while let Ok((stream, _)) = listener.accept().await {
+                let _ = stream.set_nodelay(true);
+                let svc =
+                    hyper::service::service_fn(|req: http::Request<hyper::body::Incoming>| async move {
+                        let _ = req.into_body().collect().await;
+                        Ok::<_, std::convert::Infallible>(Response::new(Full::new(Bytes::from_static(b"{}"))))
+                    });
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc),
+                );
+            }
+        });
+    }
 }
