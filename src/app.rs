@@ -28,7 +28,7 @@ use crate::limits::Limits;
 use crate::metrics::{Metrics, MetricsError};
 use crate::mrtr::{CodecSettings, LegacyVersion, LiveRing};
 use crate::server::{serve, tls_acceptor, ServeOptions, ServerError};
-use crate::state_store::{StateStore, StoreError};
+use crate::state_store::{StateStore, StoreError, TaskResults};
 use crate::stdio_front::StdioFrontError;
 use crate::subscriptions::Subscriptions;
 use crate::tasks::Tasks;
@@ -346,17 +346,14 @@ pub(crate) fn front_state_with(
     keys: Arc<LiveRing>,
 ) -> Result<FrontState, AppError> {
     let version = cfg.upstream.protocol_version;
-    let tasks = cfg.tasks.enabled.then(|| {
-        let tasks = Tasks::new(cfg.tasks, pool.clone(), keys.clone(), version, metrics.tasks.clone());
-        Arc::new(match &cfg.cluster.advertise_url {
-            Some(url) => tasks.with_owner(&url.to_string()),
-            None => tasks,
-        })
-    });
     let (codec, mrtr) = (codec_settings(&cfg.state), cfg.mrtr.clone());
     let mut bridge = Bridge::new(pool.clone(), keys.clone(), codec, metrics.clone(), mrtr, version)
         .with_clock(clock)
         .with_sensitive(cfg.elicitation.sensitive);
+    let mut tasks = cfg
+        .tasks
+        .enabled
+        .then(|| Tasks::new(cfg.tasks, pool.clone(), keys.clone(), version, metrics.tasks.clone()));
     if let Some(url) = &cfg.cluster.advertise_url {
         let owner_run = cfg.mrtr.total_timeout + cfg.cluster.connect_timeout + FRONT_TIMEOUT_SLACK;
         // A forwarded retry comes from one front request: the front's bound bounds them.
@@ -364,12 +361,18 @@ pub(crate) fn front_state_with(
         let bounds = (cfg.cluster.connect_timeout, cfg.cluster.accept_timeout);
         let forwarder = Forwarder::new(bounds, keys, owner_run, &cfg.cluster.forward_tls, &bound)
             .map_err(|e| AppError::Cluster(format!("forwarding TLS: {e}")))?;
-        bridge = bridge.with_advertise_url(&url.to_string()).with_forwarder(forwarder);
+        let forwarder = Arc::new(forwarder);
+        bridge = bridge.with_advertise_url(&url.to_string()).with_forwarder(forwarder.clone());
+        tasks = tasks.map(|t| t.with_owner(&url.to_string()).with_link(forwarder));
     }
-    if let Some(single_use) = &cfg.state.single_use {
-        let store = StateStore::new(single_use, cfg.state.clock_skew)?;
-        bridge = bridge.with_single_use(Arc::new(store));
+    if let Some(url) = &cfg.state.redis_url {
+        let store = Arc::new(StateStore::new(url, cfg.state.clock_skew)?);
+        if cfg.state.single_use.is_some() {
+            bridge = bridge.with_single_use(store.clone());
+        }
+        tasks = tasks.map(|t| t.with_store(Arc::new(TaskResults::new(store, metrics.clone()))));
     }
+    let tasks = tasks.map(Arc::new);
     let front = FrontState::new(cfg.front.clone(), auth, metrics.clone(), pool.clone(), bridge, version);
     Ok(front.with_limits(Limits::new(&cfg.limits)).with_tasks(tasks))
 }
@@ -531,7 +534,8 @@ async fn spawn_cluster(
     };
     let listener = bind(Listener::Cluster, addr).await?;
     let bound = local(Listener::Cluster, &listener, addr)?;
-    let cluster = Cluster::new(front.bridge.clone(), front.bridge.keys().clone(), metrics.clone());
+    let keys = front.bridge.keys().clone();
+    let cluster = Cluster::with_tasks(front.bridge.clone(), keys, metrics.clone(), front.tasks.clone());
     let opts = ServeOptions {
         max_connections: front.cfg.max_connections,
         drain: front.cfg.drain,

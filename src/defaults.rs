@@ -324,6 +324,17 @@ pub const TASK_ID_MAX_BYTES: usize = 1024;
 pub const TASK_MAX_PENDING_QUESTIONS: usize = 16;
 /// Bound on one upstream `tools/call`, `tasks/get` or `tasks/cancel` of a task (not configurable).
 pub const TASK_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(30);
+/// Room in a stored task record for the detailed task's own fields around its result (not
+/// configurable).
+pub const TASK_RECORD_OVERHEAD_BYTES: usize = 16 * 1024;
+/// Prefix of the result store's keys of finished tasks (not configurable).
+pub const TASK_STORE_KEY_PREFIX: &str = "mrtr-gateway:task:";
+/// Largest `tasks.max_result_bytes` accepted: a result travels between replicas within
+/// [`MAX_FORWARD_BYTES`], and is sealed (a third larger) in the result store.
+pub const TASKS_MAX_RESULT_BYTES_LIMIT: usize = MAX_FORWARD_BYTES / 2;
+/// Bound on one task request forwarded to the task's owner, beyond the owner's own bound on
+/// the upstream exchange it may make for it ([`TASK_UPSTREAM_TIMEOUT`]); not configurable.
+pub const TASK_FORWARD_SLACK: Duration = Duration::from_secs(5);
 
 // [tracing]
 /// `service.name` of the exported spans.

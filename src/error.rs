@@ -211,6 +211,8 @@ impl FrontError {
             Self::Task(TaskError::PrincipalFull { .. }) => StatusCode::TOO_MANY_REQUESTS,
             Self::Task(TaskError::Malformed(_)) => StatusCode::BAD_GATEWAY,
             Self::Task(TaskError::Seal(_)) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Task(TaskError::OwnerGone(_)) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Task(TaskError::OwnerFailed(_)) => StatusCode::BAD_GATEWAY,
             _ => StatusCode::BAD_REQUEST,
         }
     }
@@ -312,9 +314,13 @@ fn task_code(e: &TaskError) -> i64 {
         TaskError::UnknownTask(_) | TaskError::OtherOwner => codes::INVALID_PARAMS,
         TaskError::PrincipalFull { .. } => RATE_LIMITED_CODE,
         TaskError::Upstream(e) => e.code,
-        TaskError::Full { .. } | TaskError::Unavailable(_) | TaskError::Malformed(_) | TaskError::Seal(_) => {
-            codes::INTERNAL_ERROR
-        }
+        TaskError::Full { .. }
+        | TaskError::Unavailable(_)
+        | TaskError::Malformed(_)
+        | TaskError::Seal(_)
+        | TaskError::OwnerGone(_)
+        | TaskError::OwnerFailed(_) => codes::INTERNAL_ERROR,
+        TaskError::OwnerRefused { error, .. } => error.code,
     }
 }
 
@@ -326,7 +332,10 @@ fn task_label(e: &TaskError) -> OutcomeLabel {
         TaskError::Full { .. } => L::Overloaded,
         TaskError::PrincipalFull { .. } => L::RateLimited,
         TaskError::Upstream(_) | TaskError::Malformed(_) => L::UpstreamError,
-        TaskError::Unavailable(_) => L::UpstreamUnavailable,
+        TaskError::Unavailable(_) | TaskError::OwnerGone(_) | TaskError::OwnerFailed(_) => {
+            L::UpstreamUnavailable
+        }
+        TaskError::OwnerRefused { .. } => L::UpstreamError,
         TaskError::Seal(_) => L::Internal,
     }
 }
@@ -336,8 +345,11 @@ fn task_message(e: &TaskError) -> String {
     match e {
         TaskError::UnknownTask(_) => "unknown or expired taskId".to_owned(),
         TaskError::OtherOwner => {
-            "unknown taskId on this replica: the task is held by another gateway replica".to_owned()
+            "unknown taskId on this replica: the task is held by another gateway replica it cannot reach"
+                .to_owned()
         }
+        TaskError::OwnerGone(_) => crate::tasks::forward::GONE.to_owned(),
+        TaskError::OwnerFailed(_) => "the replica running this task gave no usable answer".to_owned(),
         TaskError::Malformed(_) => "the upstream server answered a task request with no task".to_owned(),
         TaskError::Seal(_) => "internal error".to_owned(),
         TaskError::Unavailable(_) => "upstream server unavailable while creating the task".to_owned(),
@@ -505,6 +517,10 @@ impl From<TaskError> for FrontError {
             }
             TaskError::Upstream(error) => Self::Upstream(map_upstream_error(error)),
             TaskError::Unavailable(e) => e.into(),
+            TaskError::OwnerRefused { error, status } => {
+                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+                Self::Relayed { error, status }
+            }
             other => Self::Task(other),
         }
     }

@@ -83,7 +83,8 @@ pub struct Metrics {
     pub auth: crate::auth::AuthMetrics,
     /// Requests refused by a rate limit, by limit (`principal` or `tool:<configured name>`).
     pub rate_limited: IntCounterVec,
-    /// Failed state-store commands, by command (`consume`, `ping`) and failure.
+    /// Failed state-store commands, by command (`consume`, `ping`, `task_put`, `task_get`) and
+    /// failure.
     pub state_store_errors: IntCounterVec,
     /// 1 while the single-use state store answers its pings.
     pub state_store_up: IntGauge,
@@ -181,7 +182,7 @@ impl Metrics {
             state_store_errors: counter(
                 &registry,
                 "state_store_errors_total",
-                "Failed commands to the single-use state store, by command and failure.",
+                "Failed commands to the state store (single use, finished tasks), by command and failure.",
                 &["op", "error"],
             )?,
             state_store_up: gauge(

@@ -231,8 +231,8 @@ impl Bridge {
     }
 
     /// Forwards retries whose parked call another replica holds to that replica.
-    pub fn with_forwarder(mut self, forwarder: impl OwnerLink + 'static) -> Self {
-        self.forwarder = Some(Arc::new(forwarder));
+    pub fn with_forwarder(mut self, forwarder: Arc<dyn OwnerLink>) -> Self {
+        self.forwarder = Some(forwarder);
         self
     }
 

@@ -65,6 +65,8 @@ pub struct Forwarder {
     accept_timeout: Duration,
     /// Longest one forwarded retry may take (the owner's whole run).
     timeout: Duration,
+    /// Longest one forwarded task request may take ([`super::tasks`]).
+    pub(super) task_timeout: Duration,
 }
 
 // === impl Forwarder ===
@@ -89,7 +91,10 @@ impl Forwarder {
             idle_timeout: None,
             max_idle_per_host: None,
         };
-        Ok(Self { client: outbound::client(&spec)?, keys, clock: Clock::System, accept_timeout, timeout })
+        // A task request makes at most one bounded upstream exchange on the owner.
+        let task_timeout = accept_timeout + defaults::TASK_UPSTREAM_TIMEOUT + defaults::TASK_FORWARD_SLACK;
+        let client = outbound::client(&spec)?;
+        Ok(Self { client, keys, clock: Clock::System, accept_timeout, timeout, task_timeout })
     }
 
     /// Forwards `req`, whose state is `state`, to the replica advertised as `owner`; the
@@ -127,10 +132,23 @@ impl Forwarder {
         state: &str,
         notes: Option<&Notes>,
     ) -> Result<WireReply, ForwardError> {
-        let url = format!("{}{RESUME_PATH}", owner.trim_end_matches('/'));
-        let uri: http::Uri = url.parse().map_err(|_| ForwardError::Url(owner.to_owned()))?;
         let body = serde_json::to_vec(&WireRequest::new(req, state, notes))
             .map_err(|e| ForwardError::Build(e.to_string()))?;
+        let response = self.post(owner, RESUME_PATH, body).await?;
+        read_answer(response.into_body(), notes).await
+    }
+
+    /// POSTs `body` to `path` on the replica advertised as `owner`, signed with the replica
+    /// MAC, and waits for the owner to accept it (its response head) within the accept bound.
+    /// The response, when its status is 200.
+    pub(super) async fn post(
+        &self,
+        owner: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<http::Response<hyper::body::Incoming>, ForwardError> {
+        let url = format!("{}{path}", owner.trim_end_matches('/'));
+        let uri: http::Uri = url.parse().map_err(|_| ForwardError::Url(owner.to_owned()))?;
         let mac = replica_auth::sign(&self.keys.current(), self.clock.unix_now(), &body);
         let request = Request::post(uri)
             .header(CONTENT_TYPE, "application/json")
@@ -145,7 +163,7 @@ impl Forwarder {
         if status != StatusCode::OK {
             return Err(ForwardError::Status(status));
         }
-        read_answer(response.into_body(), notes).await
+        Ok(response)
     }
 }
 

@@ -12,6 +12,8 @@
 //! client as they would on this replica. The early head is how the forwarding replica knows
 //! this one took the retry ([`super::Forwarder`] bounds the wait for it, and replays
 //! when it does not come): a retry waiting in a full listener's backlog is not a slow call.
+//! A second path takes the task requests other replicas forward to this one, the owner of the
+//! task (`super::tasks`), under the same MAC.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -26,6 +28,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tower::Service;
 
+use super::tasks::TASKS_PATH;
 use super::wire::{WireFrame, WireReply, WireRequest, RESUME_PATH};
 use crate::body::FrontBody;
 use crate::bridge::{Bridge, MrtrRequest, ParkOutcome};
@@ -34,12 +37,15 @@ use crate::error::FrontError;
 use crate::front::{layered, StackLimits};
 use crate::metrics::Metrics;
 use crate::mrtr::{replica_auth, LiveRing};
+use crate::tasks::Tasks;
 
 /// What the internal listener needs.
 pub struct Cluster {
     bridge: Arc<Bridge>,
     keys: Arc<LiveRing>,
     metrics: Arc<Metrics>,
+    /// The task bridge that serves forwarded task requests; `None` when tasks are off.
+    tasks: Option<Arc<Tasks>>,
 }
 
 // === impl Cluster ===
@@ -47,7 +53,17 @@ pub struct Cluster {
 impl Cluster {
     /// Serves forwarded retries with `bridge`, the one the front runs its rounds with.
     pub fn new(bridge: Arc<Bridge>, keys: Arc<LiveRing>, metrics: Arc<Metrics>) -> Arc<Self> {
-        Arc::new(Self { bridge, keys, metrics })
+        Self::with_tasks(bridge, keys, metrics, None)
+    }
+
+    /// Serves forwarded retries with `bridge`, and forwarded task requests with `tasks`.
+    pub fn with_tasks(
+        bridge: Arc<Bridge>,
+        keys: Arc<LiveRing>,
+        metrics: Arc<Metrics>,
+        tasks: Option<Arc<Tasks>>,
+    ) -> Arc<Self> {
+        Arc::new(Self { bridge, keys, metrics, tasks })
     }
 
     /// The listener's service, inside the same stack layers as the front (request id, span,
@@ -74,9 +90,11 @@ impl Cluster {
     }
 
     async fn handle(&self, req: Request<Limited<Incoming>>) -> Response<FrontBody> {
-        if req.uri().path() != RESUME_PATH {
-            return plain(StatusCode::NOT_FOUND, "not found");
-        }
+        let for_tasks = match req.uri().path() {
+            RESUME_PATH => false,
+            TASKS_PATH => true,
+            _ => return plain(StatusCode::NOT_FOUND, "not found"),
+        };
         if req.method() != Method::POST {
             return plain(StatusCode::METHOD_NOT_ALLOWED, "use POST");
         }
@@ -87,9 +105,19 @@ impl Cluster {
         };
         let skew = defaults::FORWARD_SKEW.as_secs();
         if let Err(e) = replica_auth::verify(&self.keys.current(), mac.as_deref(), &body, unix_now(), skew) {
-            tracing::warn!(reason = e.reason(), error = %e, "refused a forwarded retry");
-            self.metrics.park_outcomes.with_label_values(&[ParkOutcome::Unauthenticated.label()]).inc();
+            tracing::warn!(reason = e.reason(), error = %e, for_tasks, "refused a forwarded request");
+            match for_tasks {
+                true => self.metrics.tasks.forward("unauthenticated"),
+                false => self
+                    .metrics
+                    .park_outcomes
+                    .with_label_values(&[ParkOutcome::Unauthenticated.label()])
+                    .inc(),
+            }
             return plain(StatusCode::UNAUTHORIZED, "unauthenticated");
+        }
+        if for_tasks {
+            return super::tasks::serve(self.tasks.as_ref(), &body).await;
         }
         let Ok(wire) = serde_json::from_slice::<WireRequest>(&body) else {
             return plain(StatusCode::BAD_REQUEST, "not a forwarded retry");

@@ -218,6 +218,8 @@ pub struct StateConfig {
     pub max_token_bytes: usize,
     /// Single-use tokens: `Some` when `state.single_use` is on.
     pub single_use: Option<SingleUseConfig>,
+    /// `state.redis_url`, checked: the shared store of single use and of finished tasks.
+    pub redis_url: Option<Secret>,
     /// `state.key_file`: re-read when its content changes and on SIGHUP.
     pub key_file: Option<PathBuf>,
     /// How often the key file's content is checked for a change.

@@ -395,7 +395,8 @@ fn state(raw: RawState) -> Result<StateConfig, ConfigError> {
     if ttl.is_zero() {
         return Err(ConfigError::invalid("state.ttl_secs", "must be positive"));
     }
-    let single_use = limits::single_use(raw.single_use, raw.redis_url)?;
+    let redis_url = limits::redis_url(raw.redis_url)?;
+    let single_use = limits::single_use(raw.single_use, redis_url.clone())?;
     Ok(StateConfig {
         keys,
         ttl,
@@ -405,6 +406,7 @@ fn state(raw: RawState) -> Result<StateConfig, ConfigError> {
             raw.max_token_bytes.unwrap_or(d::MAX_TOKEN_BYTES),
         )?,
         single_use,
+        redis_url,
         key_file: raw.key_file.map(Into::into),
         key_file_poll: millis("state.key_file_poll_ms", raw.key_file_poll_ms, d::KEY_FILE_POLL)?,
     })

@@ -64,8 +64,9 @@ pub struct FrontState {
     pub(super) subscriptions: Option<Arc<Subscriptions>>,
     /// OpenTelemetry spans of each request; `None` when tracing is off.
     tracing: Option<Arc<Tracing>>,
-    /// The task bridge; `None` when it is off (the `tasks/*` methods are then unknown).
-    pub(super) tasks: Option<Arc<Tasks>>,
+    /// The task bridge; `None` when it is off (the `tasks/*` methods are then unknown). The
+    /// internal listener serves other replicas' task requests with it too.
+    pub(crate) tasks: Option<Arc<Tasks>>,
 }
 
 /// Where a request enters (see [`FrontState::entrance`]).

@@ -27,6 +27,7 @@ pub mod replica_auth;
 mod sealed_id;
 pub mod session_id;
 pub mod task_id;
+pub mod task_record;
 pub mod translate;
 
 pub use canonical::{arguments_digest, question_digest, Digest};
@@ -38,4 +39,5 @@ pub use park::{CallId, ParkHandle};
 pub use replay::{Decision, Offered, Replay, ReplayError, RoundOutcome, UrlVerdict};
 pub use session_id::{Reach, SessionClaims, SessionIdError, SessionSealer};
 pub use task_id::{TaskClaims, TaskIdError, TaskSealer};
+pub use task_record::TaskRecordSealer;
 pub use translate::{url_elicitations, InputKind, LegacyVersion, TranslateError};

@@ -45,6 +45,9 @@ pub enum TaskIdError {
     Version(u8),
     #[error("task id belongs to another principal")]
     Principal,
+    /// A task record (`super::task_record`) sealed for another task.
+    #[error("task record belongs to another task")]
+    Handle,
     #[error("task id expired at {expires_at} (now {now})")]
     Expired { expires_at: u64, now: u64 },
 }
@@ -85,6 +88,7 @@ impl TaskIdError {
             Self::Id(e) => e.reason(),
             Self::Version(_) => "version",
             Self::Principal => "principal",
+            Self::Handle => "handle",
             Self::Expired { .. } => "expired",
         }
     }

@@ -14,6 +14,9 @@
 //! every command bounded by [`crate::defaults::STATE_STORE_TIMEOUT`]. Single use fails closed: a
 //! store that cannot answer refuses the state ("state store unavailable", 503), and the
 //! background [`watch`] withdraws `/readyz` until a ping succeeds again.
+//!
+//! The same server keeps finished tasks for every replica ([`tasks`], the task bridge's
+//! `ResultStore`) whenever `state.redis_url` is set, single use on or not.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -22,10 +25,14 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use sha2::{Digest, Sha256};
 
-use crate::config::SingleUseConfig;
+use crate::config::Secret;
 use crate::defaults;
 use crate::metrics::Metrics;
 use crate::readiness::Readiness;
+
+pub mod tasks;
+
+pub use tasks::TaskResults;
 
 /// Why a token could not be consumed.
 #[derive(Debug, thiserror::Error)]
@@ -63,10 +70,11 @@ impl StoreError {
 // === impl StateStore ===
 
 impl StateStore {
-    /// A store on `cfg.redis_url`; connects on first use. Must run inside a Tokio runtime.
-    pub fn new(cfg: &SingleUseConfig, skew: Duration) -> Result<Self, StoreError> {
+    /// A store on `redis_url` (`state.redis_url`); connects on first use. Must run inside a
+    /// Tokio runtime.
+    pub fn new(redis_url: &Secret, skew: Duration) -> Result<Self, StoreError> {
         let timeout = defaults::STATE_STORE_TIMEOUT;
-        let client = redis::Client::open(cfg.redis_url.expose()).map_err(StoreError::Unavailable)?;
+        let client = redis::Client::open(redis_url.expose()).map_err(StoreError::Unavailable)?;
         // One quick reconnect attempt per failure: the command timeout bounds the rest, and the
         // next command (or the watch's next ping) tries again.
         let settings = ConnectionManagerConfig::new()

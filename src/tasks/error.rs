@@ -15,9 +15,21 @@ pub enum TaskError {
     /// The task id did not open (forged, another principal's, expired, malformed).
     #[error("unknown task id ({})", .0.reason())]
     UnknownTask(#[source] TaskIdError),
-    /// The id names a task another replica holds; forwarding is not built yet.
-    #[error("the task is held by another replica")]
+    /// The id names a task another replica holds, and this one cannot reach it: no link to
+    /// other replicas here, no owner URL in the id, or a forwarded request that reached a
+    /// replica which is not the owner.
+    #[error("the task is held by another replica, which this one cannot reach")]
     OtherOwner,
+    /// The task's owner answered a forwarded request with this error (already the fixed
+    /// object it would have sent its own client).
+    #[error("the owner replica refused: {}", .error.message)]
+    OwnerRefused { error: ErrorObject, status: u16 },
+    /// The task's owner could not be reached or did not answer in time: it is gone.
+    #[error("the replica running the task is gone")]
+    OwnerGone(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The task's owner answered a forwarded request with something that is not an answer.
+    #[error("the replica running the task did not answer usably")]
+    OwnerFailed(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// `tasks.max_tasks` live tasks are held on this replica.
     #[error("too many tasks on this replica (the limit is {limit})")]
     Full { limit: usize },
@@ -48,6 +60,9 @@ impl TaskError {
             Self::ExtensionRequired => "extension_required",
             Self::UnknownTask(_) => "unknown_task",
             Self::OtherOwner => "other_owner",
+            Self::OwnerRefused { .. } => "owner_refused",
+            Self::OwnerGone(_) => "owner_gone",
+            Self::OwnerFailed(_) => "owner_failed",
             Self::Full { .. } => "full",
             Self::PrincipalFull { .. } => "principal_full",
             Self::Upstream(_) => "upstream_error",

@@ -68,6 +68,8 @@ pub(super) struct LiveTask {
     state: Mutex<State>,
     /// Woken by `tasks/cancel`.
     cancel: Notify,
+    /// The task's span: its lifecycle is logged in it.
+    pub(super) span: tracing::Span,
 }
 
 /// What the driver saw end the task, for the metric.
@@ -129,7 +131,14 @@ impl LiveTask {
                 updated_ms: spec.created_ms,
             }),
             cancel: Notify::new(),
+            span: tracing::Span::none(),
         }
+    }
+
+    /// The task, its lifecycle logged in `span`.
+    pub(super) fn with_span(mut self, span: tracing::Span) -> Self {
+        self.span = span;
+        self
     }
 
     /// What the client sees now.

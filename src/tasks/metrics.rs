@@ -12,6 +12,11 @@ pub struct TaskMetrics {
     pub total: IntCounterVec,
     /// Tasks held on this replica (running or finished and not yet expired).
     pub live: IntGauge,
+    /// Task requests about another replica's task, by outcome: `stored` (served from the
+    /// result store), `answered`, `refused` (the owner's error relayed), `gone` (the owner
+    /// unreachable), `failed` (its answer unusable); and on the owner, `unauthenticated`
+    /// (a forwarded request whose replica MAC did not verify).
+    pub forwards: IntCounterVec,
 }
 
 // === impl TaskMetrics ===
@@ -25,15 +30,24 @@ impl TaskMetrics {
                 &["outcome"],
             )?,
             live: IntGauge::new("tasks_live", "Tasks held on this replica, running or finished.")?,
+            forwards: IntCounterVec::new(
+                Opts::new("task_forwards_total", "Task requests about another replica's task, by outcome."),
+                &["outcome"],
+            )?,
         })
     }
 
     /// Every series to register.
     pub fn collectors(&self) -> Vec<Box<dyn Collector>> {
-        vec![Box::new(self.total.clone()), Box::new(self.live.clone())]
+        vec![Box::new(self.total.clone()), Box::new(self.live.clone()), Box::new(self.forwards.clone())]
     }
 
     pub(super) fn count(&self, outcome: &str) {
         self.total.with_label_values(&[outcome]).inc();
+    }
+
+    /// Counts a task request about another replica's task (or one forwarded here) by outcome.
+    pub fn forward(&self, outcome: &'static str) {
+        self.forwards.with_label_values(&[outcome]).inc();
     }
 }

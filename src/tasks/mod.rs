@@ -10,19 +10,28 @@
 //! ([`crate::mrtr::TaskSealer`]: owner replica, handle, upstream task, principal, expiry). The
 //! live state (the pinned session, the open `tasks/result` request, pending questions, the
 //! result) stays in a bounded table on this replica ([`table`]); [`live`] drives each task.
-//! `tasks/get`, `tasks/update` and `tasks/cancel` open the id, find the task and answer from it.
+//! `tasks/get`, `tasks/update` and `tasks/cancel` open the id, find the task and answer from it
+//! ([`serve`]); those that reach another replica are served from the shared result store or
+//! forwarded to the owner ([`forward`]). A finished task is written to that store when there
+//! is one ([`store`]). Each task has a tracing span (handle, tool, principal) its lifecycle is logged
+//! in.
 //!
 //! The user-facing account is `docs/src/tasks.md`; the translation of the two dialects is in
 //! [`wire`]. Errors are [`TaskError`], converted for the client in `src/error.rs`.
 
 mod error;
+pub mod forward;
 mod live;
 mod metrics;
+mod serve;
+pub mod store;
 mod table;
 pub mod wire;
 
 pub use error::TaskError;
+pub use forward::{LinkFailure, OwnerAnswer, OwnerCall, OwnerCalling, TaskLink, TaskOp};
 pub use metrics::TaskMetrics;
+pub use store::ResultStore;
 pub use wire::{extension_declared, TaskSupport, EXTENSION};
 
 use std::collections::HashMap;
@@ -30,10 +39,12 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use self::live::{LiveTask, Spec};
+use self::store::Records;
 use self::table::Table;
 use self::wire::Created;
 use crate::config::TasksConfig;
@@ -56,6 +67,10 @@ pub struct Tasks {
     table: Table,
     catalogue: Catalogue,
     metrics: TaskMetrics,
+    /// Reaches the owners of tasks other replicas hold (`[cluster]` configured).
+    link: Option<Arc<dyn TaskLink>>,
+    /// Where finished tasks are kept for every replica (`state.redis_url` set).
+    records: Option<Records>,
 }
 
 /// Each tool's `execution.taskSupport`, learnt from the upstream's tool lists: the tools that
@@ -119,7 +134,14 @@ impl Tasks {
     ) -> Self {
         let table = Table::new(cfg.max_tasks, cfg.max_per_principal);
         let catalogue = Catalogue::default();
-        Self { cfg, pool, keys, owner: String::new(), version, table, catalogue, metrics }
+        let owner = String::new();
+        Self { cfg, pool, keys, owner, version, table, catalogue, metrics, link: None, records: None }
+    }
+
+    /// Keeps finished tasks in `store` too, for every replica to serve.
+    pub fn with_store(mut self, store: Arc<dyn ResultStore>) -> Self {
+        self.records = Some(Records::new(store, self.keys.clone(), self.cfg.max_result_bytes));
+        self
     }
 
     /// Seals `url` (`cluster.advertise_url`) as the owner of the tasks started here.
@@ -146,6 +168,7 @@ impl Tasks {
     ) -> Result<Started, TaskError> {
         self.table.check_room(principal, Instant::now()).inspect_err(|e| self.metrics.count(e.label()))?;
         let session = self.pool.take_unpooled(&key, &capabilities).await.map_err(TaskError::Unavailable)?;
+        let tool = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         if let Some(p) = params.as_object_mut() {
             p.insert("task".into(), json!({ "ttl": self.cfg.ttl.as_millis() as u64 }));
         }
@@ -174,7 +197,8 @@ impl Tasks {
             poll: self.cfg.poll_interval,
             max_result_bytes: self.cfg.max_result_bytes,
         };
-        let task = Arc::new(LiveTask::new(spec));
+        let span = tracing::info_span!("task", handle = %claims.handle, tool, principal = %principal);
+        let task = Arc::new(LiveTask::new(spec).with_span(span));
         let sealed = TaskSealer::shared(self.keys.current()).seal(&claims).map_err(TaskError::Seal);
         let inserted = sealed.and_then(|id| {
             let held = self.table.insert(claims.handle.clone(), task.clone(), Instant::now())?;
@@ -193,69 +217,22 @@ impl Tasks {
         self.metrics.live.set(held as i64);
         self.metrics.count("created");
         let snapshot = task.snapshot();
-        tokio::spawn(live::drive(task, self.metrics.clone(), unix_ms));
+        tracing::info!(parent: &task.span, status = snapshot.status, "task created");
+        tokio::spawn(self.run(task, claims.handle));
         Ok(Started::Task(wire::create_result(&id, &snapshot)))
     }
 
-    /// `tasks/get`: the detailed task. A running task without open questions asks the
-    /// upstream's `tasks/get` for its status message (and a cancel of its own).
-    pub async fn get(&self, principal: &str, task_id: &str) -> Result<Value, TaskError> {
-        let Some(task) = self.find(principal, task_id)? else {
-            return Ok(lost(task_id));
-        };
-        if task.is_running() && task.snapshot().input_requests.is_none() {
-            let params = json!({ "taskId": task.upstream_task });
-            let asked = tokio::time::timeout(
-                defaults::TASK_UPSTREAM_TIMEOUT,
-                task.session.request("tasks/get", Some(params)),
-            );
-            if let Ok(Ok(Outcome::Result(raw))) = asked.await {
-                if let Ok(v) = serde_json::from_str::<Value>(raw.get()) {
-                    let (status, message) = wire::read_status(&v);
-                    task.note_upstream(status, message, unix_ms());
-                }
+    /// Drives `task` to its end, then keeps it in the result store if there is one; in the
+    /// task's span.
+    fn run(&self, task: Arc<LiveTask>, handle: String) -> impl std::future::Future<Output = ()> + 'static {
+        let (metrics, records, span) = (self.metrics.clone(), self.records.clone(), task.span.clone());
+        async move {
+            live::drive(task.clone(), metrics, unix_ms).await;
+            if let Some(records) = records {
+                records.keep(&handle, &task).await;
             }
         }
-        Ok(wire::detailed(task_id, &task.snapshot()))
-    }
-
-    /// `tasks/update`: delivers the answers to the pending questions they name (a partial set
-    /// is fine, unknown keys are ignored).
-    pub async fn update(
-        &self,
-        principal: &str,
-        task_id: &str,
-        answers: Map<String, Value>,
-    ) -> Result<(), TaskError> {
-        let Some(task) = self.find(principal, task_id)? else { return Ok(()) };
-        for (id, result) in task.take_answers(answers, unix_ms()) {
-            if let Err(e) = task.session.respond(&id, result).await {
-                tracing::info!(error = %e, "delivering a task's answer upstream");
-            }
-        }
-        Ok(())
-    }
-
-    /// `tasks/cancel`: cancels a running task (upstream too, by its driver); a finished or
-    /// lost one is acknowledged the same way.
-    pub async fn cancel(&self, principal: &str, task_id: &str) -> Result<(), TaskError> {
-        if let Some(task) = self.find(principal, task_id)? {
-            task.cancel(unix_ms());
-        }
-        Ok(())
-    }
-
-    /// Opens the id and finds its task; `Ok(None)` when the id is good but this replica, its
-    /// owner, no longer holds it (it restarted).
-    fn find(&self, principal: &str, task_id: &str) -> Result<Option<Arc<LiveTask>>, TaskError> {
-        let sealer = TaskSealer::shared(self.keys.current());
-        let claims = sealer.open(task_id, principal, unix_ms() / 1000).map_err(TaskError::UnknownTask)?;
-        if claims.owner != self.owner {
-            return Err(TaskError::OtherOwner);
-        }
-        let now = Instant::now();
-        self.metrics.live.set(self.table.sweep(now) as i64);
-        Ok(self.table.get(&claims.handle, now))
+        .instrument(span)
     }
 }
 

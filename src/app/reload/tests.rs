@@ -28,6 +28,7 @@ fn state(file: &Path) -> StateConfig {
         clock_skew: defaults::CLOCK_SKEW,
         max_token_bytes: defaults::MAX_TOKEN_BYTES,
         single_use: None,
+        redis_url: None,
         key_file: Some(file.to_path_buf()),
         key_file_poll: Duration::from_millis(10),
     }

@@ -1,5 +1,6 @@
-//! Validation of `[limits]` (rates and bursts) and of `state.single_use` (which needs a Redis
-//! URL the client crate accepts). Kept apart from the other sections so each stays short.
+//! Validation of `[limits]` (rates and bursts), of `state.redis_url` (a URL the Redis client
+//! crate accepts) and of `state.single_use` (which needs one). Kept apart from the other
+//! sections so each stays short.
 
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
@@ -43,6 +44,17 @@ fn rate(field: &str, raw: &RawRate, max_rounds: u32) -> Result<Rate, ConfigError
     Ok(Rate { period: Duration::from_secs_f64(1.0 / per_sec), burst })
 }
 
+/// `state.redis_url`, parsed once here so a bad URL fails at load time, whatever uses it; the
+/// message never repeats the URL, which may hold a password.
+pub(super) fn redis_url(url: Option<Secret>) -> Result<Option<Secret>, ConfigError> {
+    if let Some(url) = &url {
+        redis::Client::open(url.expose())
+            .map_err(|_| ConfigError::invalid("state.redis_url", "not a redis:// or redis+unix:// URL"))?;
+    }
+    Ok(url)
+}
+
+/// `state.single_use` over the checked `state.redis_url`.
 pub(super) fn single_use(
     on: Option<bool>,
     url: Option<Secret>,
@@ -53,10 +65,6 @@ pub(super) fn single_use(
     let Some(redis_url) = url else {
         return Err(ConfigError::invalid("state.redis_url", "state.single_use needs a redis_url"));
     };
-    // Parsed once here so a bad URL fails at load time; the message never repeats the URL,
-    // which may hold a password.
-    redis::Client::open(redis_url.expose())
-        .map_err(|_| ConfigError::invalid("state.redis_url", "not a redis:// or redis+unix:// URL"))?;
     Ok(Some(SingleUseConfig { redis_url }))
 }
 
@@ -75,6 +83,12 @@ mod tests {
         assert!(c.state.single_use.is_none());
         let c = Config::from_toml("[state]\nredis_url = \"redis://127.0.0.1:1\"").unwrap();
         assert!(c.state.single_use.is_none(), "a URL alone does not turn single use on");
+        assert!(c.state.redis_url.is_some(), "but it is kept, for finished tasks");
+        let e = err("[state]\nredis_url = \"http://user:hunter2@x\"");
+        assert!(
+            e.starts_with("state.redis_url:") && !e.contains("hunter2"),
+            "checked without single use: {e}"
+        );
     }
 
     #[test]

@@ -31,14 +31,22 @@ pub(super) fn tasks(raw: RawTasks) -> Result<TasksConfig, ConfigError> {
     if poll_interval.is_zero() || poll_interval > ttl {
         return Err(ConfigError::invalid("tasks.poll_interval_ms", "must be positive and at most the ttl"));
     }
+    let max_result_bytes =
+        positive("tasks.max_result_bytes", raw.max_result_bytes.unwrap_or(d::TASKS_MAX_RESULT_BYTES))?;
+    if max_result_bytes > d::TASKS_MAX_RESULT_BYTES_LIMIT {
+        return Err(ConfigError::invalid(
+            "tasks.max_result_bytes",
+            format!(
+                "must be at most {} (a result travels between replicas)",
+                d::TASKS_MAX_RESULT_BYTES_LIMIT
+            ),
+        ));
+    }
     Ok(TasksConfig {
         enabled: raw.enabled.unwrap_or(d::TASKS_ENABLED),
         max_tasks,
         max_per_principal,
-        max_result_bytes: positive(
-            "tasks.max_result_bytes",
-            raw.max_result_bytes.unwrap_or(d::TASKS_MAX_RESULT_BYTES),
-        )?,
+        max_result_bytes,
         ttl,
         poll_interval,
     })
@@ -57,6 +65,9 @@ mod tests {
         assert_eq!(small.max_per_principal, 4, "capped by the total");
         let zero = RawTasks { max_result_bytes: Some(0), ..Default::default() };
         assert!(tasks(zero).unwrap_err().to_string().contains("tasks.max_result_bytes"));
+        let huge =
+            RawTasks { max_result_bytes: Some(d::TASKS_MAX_RESULT_BYTES_LIMIT + 1), ..Default::default() };
+        assert!(tasks(huge).unwrap_err().to_string().contains("tasks.max_result_bytes"));
         let forever = RawTasks { ttl_secs: Some(MAX_TTL_SECS + 1), ..Default::default() };
         assert!(tasks(forever).unwrap_err().to_string().contains("tasks.ttl_secs"));
         let slow = RawTasks { ttl_secs: Some(1), poll_interval_ms: Some(2_000), ..Default::default() };

@@ -1,0 +1,232 @@
+//! Tasks across replicas (`src/tasks/forward.rs`, `src/cluster/tasks.rs`): `tasks/get`,
+//! `tasks/update` and `tasks/cancel` that reach a replica other than the task's owner are
+//! forwarded to the owner over the internal listener; a finished task is kept in Redis, when
+//! `state.redis_url` is set, and served from there by any replica, its owner killed or not;
+//! without Redis a killed owner's task is `failed`, saying so, at once. Each replica runs the
+//! scripted legacy task server (`tests/fixtures/task_server.py`) over stdio, so a task lives
+//! only in its owner's upstream process.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use mrtr_gateway::app::Gateway;
+use mrtr_gateway::config::Config;
+use mrtr_gateway::tasks::EXTENSION;
+use serde_json::{json, Value};
+
+use crate::common::harness::{metric, test_key};
+use crate::common::process::{address_in_use, on_free_port, GatewayProcess};
+use crate::common::redis::RedisServer;
+use crate::common::stdio::serial;
+use crate::common::{bounded, eventually, Client, HarnessError, Reply, TestResult};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/task_server.py");
+
+/// The fixture's log (what its processes ran and cancelled), removed on drop.
+struct FixtureLog(PathBuf);
+
+impl FixtureLog {
+    fn new() -> Self {
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        Self(std::env::temp_dir().join(format!("task-replicas-{}-{nanos}.log", std::process::id())))
+    }
+
+    fn events(&self, event: &str) -> usize {
+        std::fs::read_to_string(&self.0).unwrap_or_default().lines().filter(|l| *l == event).count()
+    }
+}
+
+impl Drop for FixtureLog {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A replica's configuration: its internal listener on `port`, advertised, the fixture behind
+/// it, and Redis when given.
+fn replica_toml(port: u16, log: &Path, redis: Option<&str>) -> String {
+    let command = vec!["python3", FIXTURE, "--log", log.to_str().unwrap_or_default()];
+    let redis = redis.map(|url| format!("redis_url = {url:?}\n")).unwrap_or_default();
+    format!(
+        "[front]\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"127.0.0.1:0\"\n[log]\nlevel = \"warn\"\n\
+         [state]\nkeys = [{:?}]\n{redis}\
+         [cluster]\nlisten = \"127.0.0.1:{port}\"\nadvertise_url = \"http://127.0.0.1:{port}\"\n\
+         [upstream]\ncommand = {command:?}\n",
+        test_key("k1", 0x11),
+    )
+}
+
+/// A replica in this process.
+async fn replica(log: &FixtureLog, redis: Option<&str>) -> TestResult<(Gateway, Client)> {
+    on_free_port(address_in_use, |port| async move {
+        let gateway = Gateway::start(Config::from_toml(&replica_toml(port, &log.0, redis))?).await?;
+        eventually("the stdio upstream to answer initialize", || gateway.ready.is_ready()).await?;
+        let client = Client::new(gateway.url("/mcp"));
+        Ok((gateway, client))
+    })
+    .await
+}
+
+/// A replica as a process of its own, to be killed.
+async fn replica_process(log: &FixtureLog, redis: Option<&str>, dir: &Path) -> TestResult<GatewayProcess> {
+    let config = dir.join("owner.toml");
+    on_free_port(address_in_use, |port| {
+        let (config, toml) = (config.clone(), replica_toml(port, &log.0, redis));
+        async move {
+            std::fs::write(&config, toml)?;
+            GatewayProcess::spawn_args(&["--config", &config.display().to_string()], Stdio::null()).await
+        }
+    })
+    .await
+}
+
+fn with_extension() -> Value {
+    json!({"elicitation": {}, "extensions": {EXTENSION: {}}})
+}
+
+async fn start_task(client: &Client, tool: &str) -> TestResult<String> {
+    let reply = client.call_tool(tool, json!({})).caps(with_extension()).send().await?;
+    let result = reply.result()?;
+    if result["resultType"] != "task" {
+        return Err(HarnessError::Unexpected(format!("wanted a CreateTaskResult, got {}", reply.body)));
+    }
+    Ok(result["taskId"].as_str().unwrap_or_default().to_owned())
+}
+
+async fn task(
+    client: &Client,
+    method: &str,
+    task_id: &str,
+    extra: Option<(&str, Value)>,
+) -> TestResult<Reply> {
+    let mut call = client.request(method).header("mcp-name", task_id).param("taskId", json!(task_id));
+    if let Some((key, value)) = extra {
+        call = call.param(key, value);
+    }
+    call.caps(with_extension()).send().await
+}
+
+/// Polls `tasks/get` on `client` until the task reports `status` (or ends).
+async fn until(client: &Client, task_id: &str, status: &str) -> TestResult<Value> {
+    bounded(&format!("the task to be {status}"), async {
+        loop {
+            let result = task(client, "tasks/get", task_id, None).await?.result()?.clone();
+            let now = result["status"].as_str().unwrap_or_default();
+            if now == status || ["completed", "failed", "cancelled"].contains(&now) {
+                return Ok::<_, HarnessError>(result);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await?
+}
+
+fn forwards(gateway: &Gateway, outcome: &str) -> f64 {
+    metric(gateway, &format!("mrtr_gateway_task_forwards_total{{outcome=\"{outcome}\"}}"))
+}
+
+#[tokio::test]
+async fn get_update_and_cancel_on_a_replica_that_is_not_the_owner_reach_the_owner() -> TestResult {
+    let _serial = serial().await;
+    let log = FixtureLog::new();
+    let (a, client_a) = replica(&log, None).await?;
+    let (b, client_b) = replica(&log, None).await?;
+
+    // A question inside a task started on a, seen and answered on b.
+    let asking = start_task(&client_a, "ask_job").await?;
+    let waiting = until(&client_b, &asking, "input_required").await?;
+    assert_eq!(waiting["taskId"], asking.as_str(), "{waiting}");
+    let requests = waiting["inputRequests"].as_object().cloned().unwrap_or_default();
+    let key = requests.keys().next().cloned().unwrap_or_default();
+    assert_eq!(requests[&key]["params"]["message"], "Your name?", "{waiting}");
+    let answers = json!({key.as_str(): {"action": "accept", "content": {"name": "Ada"}}});
+    let ack = task(&client_b, "tasks/update", &asking, Some(("inputResponses", answers))).await?;
+    assert_eq!(*ack.result()?, json!({"resultType": "complete"}));
+    let done = until(&client_b, &asking, "completed").await?;
+    assert_eq!(done["result"]["content"][0]["text"], "Hello, Ada", "{done}");
+
+    // A running task cancelled from b: the owner cancels it upstream.
+    let slow = start_task(&client_a, "slow_job").await?;
+    assert_eq!(until(&client_b, &slow, "working").await?["status"], "working");
+    let ack = task(&client_b, "tasks/cancel", &slow, None).await?;
+    assert_eq!(*ack.result()?, json!({"resultType": "complete"}));
+    assert_eq!(until(&client_a, &slow, "cancelled").await?["status"], "cancelled");
+    eventually("the upstream task to be cancelled", || log.events("cancel slow_job") == 1).await?;
+
+    assert_eq!(log.events("run ask_job") + log.events("run slow_job"), 2, "each task ran once, on a");
+    let forwarded = forwards(&b, "answered");
+    assert!(forwarded >= 4.0, "b forwarded every request: {forwarded}");
+    assert_eq!(forwards(&a, "answered"), 0.0, "a served its own tasks");
+    // An id that does not open is refused where it arrives, never forwarded.
+    let forged = task(&client_b, "tasks/get", "t1.AAAA", None).await?;
+    forged.expect_error(StatusCode::BAD_REQUEST, -32602)?;
+    assert_eq!(forwards(&b, "answered"), forwarded);
+    bounded("replica a to drain", a.shutdown()).await?;
+    bounded("replica b to drain", b.shutdown()).await
+}
+
+#[tokio::test]
+async fn a_stored_result_is_served_after_its_owner_was_killed() -> TestResult {
+    let _serial = serial().await;
+    let redis = RedisServer::start().await?;
+    let (log, dir) = (FixtureLog::new(), tempfile::tempdir()?);
+    let owner = replica_process(&log, Some(&redis.url()), dir.path()).await?;
+    let (b, client_b) = replica(&log, Some(&redis.url())).await?;
+
+    let task_id = start_task(&owner.client, "count_job").await?;
+    // b asks Redis first: once the owner stored the finished task, b serves it from there.
+    bounded("b to serve the finished task from Redis", async {
+        loop {
+            let result = task(&client_b, "tasks/get", &task_id, None).await?.result()?.clone();
+            if result["status"] == "completed" && forwards(&b, "stored") >= 1.0 {
+                return Ok::<_, HarnessError>(());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await??;
+
+    drop(owner); // SIGKILL: the owner's table and upstream process die with it.
+    let served = task(&client_b, "tasks/get", &task_id, None).await?;
+    let result = served.result()?;
+    assert_eq!(
+        (result["status"].as_str(), result["taskId"].as_str()),
+        (Some("completed"), Some(task_id.as_str()))
+    );
+    assert_eq!(result["result"]["content"][0]["text"], "run 1", "{result}");
+    // A finished task's cancel is acknowledged, as on its owner.
+    let ack = task(&client_b, "tasks/cancel", &task_id, None).await?;
+    assert_eq!(*ack.result()?, json!({"resultType": "complete"}));
+    assert_eq!(log.events("run count_job"), 1);
+    bounded("replica b to drain", b.shutdown()).await
+}
+
+#[tokio::test]
+async fn without_redis_a_killed_owners_task_fails_at_once_saying_why() -> TestResult {
+    let _serial = serial().await;
+    let (log, dir) = (FixtureLog::new(), tempfile::tempdir()?);
+    let owner = replica_process(&log, None, dir.path()).await?;
+    let (b, client_b) = replica(&log, None).await?;
+    let task_id = start_task(&owner.client, "slow_job").await?;
+    assert_eq!(until(&client_b, &task_id, "working").await?["status"], "working", "forwarded to the owner");
+
+    drop(owner);
+    let asked = Instant::now();
+    let failed = task(&client_b, "tasks/get", &task_id, None).await?;
+    let result = failed.result()?;
+    assert_eq!(result["status"], "failed", "{result}");
+    let message = result["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("the replica running this task is gone"), "{message}");
+    for method in ["tasks/cancel", "tasks/update"] {
+        let extra = (method == "tasks/update").then(|| ("inputResponses", json!({})));
+        let refused = task(&client_b, method, &task_id, extra).await?;
+        let message = refused.expect_error(StatusCode::SERVICE_UNAVAILABLE, -32603)?;
+        assert!(message.starts_with("the replica running this task is gone"), "{method}: {message}");
+    }
+    assert!(asked.elapsed() < Duration::from_secs(3), "no hang: {:?}", asked.elapsed());
+    assert_eq!(forwards(&b, "gone"), 3.0);
+    bounded("replica b to drain", b.shutdown()).await
+}
