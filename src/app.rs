@@ -347,7 +347,7 @@ pub(crate) fn front_state_with(
 ) -> Result<FrontState, AppError> {
     let version = cfg.upstream.protocol_version;
     let tasks = cfg.tasks.enabled.then(|| {
-        let tasks = Tasks::new(cfg.tasks, pool.clone(), keys.clone(), version, metrics.tasks.clone());
+        let tasks = Tasks::new(cfg.tasks.clone(), pool.clone(), keys.clone(), version, metrics.tasks.clone());
         Arc::new(match &cfg.cluster.advertise_url {
             Some(url) => tasks.with_owner(&url.to_string()),
             None => tasks,

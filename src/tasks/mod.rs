@@ -11,17 +11,21 @@
 //! live state (the pinned session, the open `tasks/result` request, pending questions, the
 //! result) stays in a bounded table on this replica ([`table`]); [`live`] drives each task.
 //! `tasks/get`, `tasks/update` and `tasks/cancel` open the id, find the task and answer from it.
+//! An ordinary call may become a task too, when the configuration says so ([`long`]): the same
+//! table, ids and requests serve it.
 //!
 //! The user-facing account is `docs/src/tasks.md`; the translation of the two dialects is in
 //! [`wire`]. Errors are [`TaskError`], converted for the client in `src/error.rs`.
 
 mod error;
 mod live;
+mod long;
 mod metrics;
 mod table;
 pub mod wire;
 
 pub use error::TaskError;
+pub use long::Trigger;
 pub use metrics::TaskMetrics;
 pub use wire::{extension_declared, TaskSupport, EXTENSION};
 
@@ -33,7 +37,7 @@ use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
-use self::live::{LiveTask, Spec};
+use self::live::{LiveTask, Origin, Spec};
 use self::table::Table;
 use self::wire::Created;
 use crate::config::TasksConfig;
@@ -161,8 +165,6 @@ impl Tasks {
             }
         };
         let now_ms = unix_ms();
-        let expires_at = (now_ms + self.cfg.ttl.as_millis() as u64).div_ceil(1000);
-        let claims = TaskClaims::new(&self.owner, &created.task_id, principal, expires_at);
         let spec = Spec {
             principal: principal.clone(),
             upstream_task: created.task_id,
@@ -173,37 +175,45 @@ impl Tasks {
             ttl: self.cfg.ttl,
             poll: self.cfg.poll_interval,
             max_result_bytes: self.cfg.max_result_bytes,
+            origin: Origin::LegacyTask,
         };
         let task = Arc::new(LiveTask::new(spec));
-        let sealed = TaskSealer::shared(self.keys.current()).seal(&claims).map_err(TaskError::Seal);
-        let inserted = sealed.and_then(|id| {
-            let held = self.table.insert(claims.handle.clone(), task.clone(), Instant::now())?;
-            Ok((id, held))
-        });
-        let (id, held) = match inserted {
-            Ok(ok) => ok,
+        let id = match self.hold(&task, now_ms) {
+            Ok(id) => id,
             Err(e) => {
                 // Lost a race for the last slot: the upstream task is cancelled with it.
                 task.cancel(now_ms);
                 tokio::spawn(live::drive(task, self.metrics.clone(), unix_ms));
-                self.metrics.count(e.label());
                 return Err(e);
             }
         };
-        self.metrics.live.set(held as i64);
-        self.metrics.count("created");
         let snapshot = task.snapshot();
         tokio::spawn(live::drive(task, self.metrics.clone(), unix_ms));
         Ok(Started::Task(wire::create_result(&id, &snapshot)))
     }
 
-    /// `tasks/get`: the detailed task. A running task without open questions asks the
+    /// Seals an id for `task`, created at `now_ms`, and puts it in the table within the bounds
+    /// (a `tasks/get` for it resolves from then on); counts it created, or its refusal.
+    fn hold(&self, task: &Arc<LiveTask>, now_ms: u64) -> Result<String, TaskError> {
+        let expires_at = (now_ms + self.cfg.ttl.as_millis() as u64).div_ceil(1000);
+        let claims = TaskClaims::new(&self.owner, &task.upstream_task, &task.principal, expires_at);
+        let sealed = TaskSealer::shared(self.keys.current()).seal(&claims).map_err(TaskError::Seal);
+        let (id, held) = sealed
+            .and_then(|id| Ok((id, self.table.insert(claims.handle, task.clone(), Instant::now())?)))
+            .inspect_err(|e| self.metrics.count(e.label()))?;
+        self.metrics.live.set(held as i64);
+        self.metrics.count("created");
+        Ok(id)
+    }
+
+    /// `tasks/get`: the detailed task. A running legacy task without open questions asks the
     /// upstream's `tasks/get` for its status message (and a cancel of its own).
     pub async fn get(&self, principal: &str, task_id: &str) -> Result<Value, TaskError> {
         let Some(task) = self.find(principal, task_id)? else {
             return Ok(lost(task_id));
         };
-        if task.is_running() && task.snapshot().input_requests.is_none() {
+        let legacy = task.origin == Origin::LegacyTask;
+        if legacy && task.is_running() && task.snapshot().input_requests.is_none() {
             let params = json!({ "taskId": task.upstream_task });
             let asked = tokio::time::timeout(
                 defaults::TASK_UPSTREAM_TIMEOUT,
