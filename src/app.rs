@@ -353,7 +353,7 @@ pub(crate) fn front_state_with(
     let mut tasks = cfg
         .tasks
         .enabled
-        .then(|| Tasks::new(cfg.tasks, pool.clone(), keys.clone(), version, metrics.tasks.clone()));
+        .then(|| Tasks::new(cfg.tasks.clone(), pool.clone(), keys.clone(), version, metrics.tasks.clone()));
     if let Some(url) = &cfg.cluster.advertise_url {
         let owner_run = cfg.mrtr.total_timeout + cfg.cluster.connect_timeout + FRONT_TIMEOUT_SLACK;
         // A forwarded retry comes from one front request: the front's bound bounds them.

@@ -318,6 +318,9 @@ pub const TASKS_MAX_RESULT_BYTES: usize = 1024 * 1024;
 pub const TASKS_TTL: Duration = Duration::from_secs(600);
 /// `pollIntervalMs` suggested to clients.
 pub const TASKS_POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// How long an ordinary call of a client that declared the tasks extension runs before it
+/// becomes a task (`tasks.long_after_ms`); zero: never by duration.
+pub const TASKS_LONG_AFTER: Duration = Duration::ZERO;
 /// Longest `taskId` accepted from a client or sealed for one (not configurable).
 pub const TASK_ID_MAX_BYTES: usize = 1024;
 /// Questions one task may have pending at once (not configurable).

@@ -293,8 +293,9 @@ impl Default for SubscriptionsConfig {
     }
 }
 
-/// Legacy task tools served as 2026-07-28 tasks: whether, and their bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Legacy task tools served as 2026-07-28 tasks: whether, and their bounds; and which
+/// ordinary calls become tasks too.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TasksConfig {
     pub enabled: bool,
     /// Running tasks one replica holds at once (and finished ones kept for `tasks/get`).
@@ -307,6 +308,10 @@ pub struct TasksConfig {
     pub ttl: Duration,
     /// The poll interval suggested to clients.
     pub poll_interval: Duration,
+    /// Tools whose calls become tasks at once (exact names).
+    pub long_tools: Vec<String>,
+    /// How long an ordinary call runs before it becomes a task; `None`: never by duration.
+    pub long_after: Option<Duration>,
 }
 
 impl Default for TasksConfig {
@@ -319,6 +324,8 @@ impl Default for TasksConfig {
             max_result_bytes: d::TASKS_MAX_RESULT_BYTES,
             ttl: d::TASKS_TTL,
             poll_interval: d::TASKS_POLL_INTERVAL,
+            long_tools: Vec::new(),
+            long_after: Some(d::TASKS_LONG_AFTER).filter(|after| !after.is_zero()),
         }
     }
 }
@@ -398,12 +405,13 @@ impl Config {
 /// (`MRTR_GATEWAY__STATE__KEYS=k1,k2`). Every other variable is one value, so a comma in a
 /// string (a command line, a URL) stays. `tests/it/references/config.rs` fails on a list key
 /// missing here.
-const LIST_KEYS: [&str; 8] = [
+const LIST_KEYS: [&str; 9] = [
     "state.keys",
     "front.allowed_origins",
     "upstream.env_passthrough",
     "upstream.roots",
     "mrtr.side_effecting",
+    "tasks.long_tools",
     "auth.authorization_servers",
     "auth.scopes_supported",
     "auth.bearer_methods_supported",

@@ -428,6 +428,14 @@ pub struct RawTasks {
     pub ttl_secs: Option<u64>,
     /// The `pollIntervalMs` suggested to clients, in milliseconds. Default 500.
     pub poll_interval_ms: Option<u64>,
+    /// Tools without task support whose calls, by a client that declared the extension, become
+    /// tasks at once: the call runs on upstream on this replica while the client polls it.
+    /// Default none.
+    pub long_tools: Option<Vec<String>>,
+    /// Other calls by such a client become tasks once they have run this long, in
+    /// milliseconds (a call that finishes first answers in-line). Default 0: never; else
+    /// shorter than the ttl and than `upstream.request_timeout_ms`.
+    pub long_after_ms: Option<u64>,
 }
 
 /// `[cluster]`: how replicas reach each other's parked calls.

@@ -26,14 +26,20 @@ pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
     let mrtr = mrtr(raw.mrtr, authenticated)?;
     let legacy = legacy(raw.legacy, authenticated)?;
     let legacy_sessions = if legacy.enabled { legacy.max_sessions } else { 0 };
+    let upstream =
+        upstream(raw.upstream, (subscriptions.upstream_sessions(), legacy_sessions), authenticated)?;
+    let tasks = tasks::tasks(raw.tasks)?;
+    if tasks.long_after.is_some_and(|after| after >= upstream.request_timeout) {
+        // Until it becomes a task, the call is bounded by the request timeout.
+        return Err(ConfigError::invalid(
+            "tasks.long_after_ms",
+            "must be shorter than upstream.request_timeout_ms",
+        ));
+    }
     Ok(Config {
         front: front(raw.front)?,
         admin_listen: admin(raw.admin)?,
-        upstream: upstream(
-            raw.upstream,
-            (subscriptions.upstream_sessions(), legacy_sessions),
-            authenticated,
-        )?,
+        upstream,
         limits: limits::limits(raw.limits, mrtr.max_rounds)?,
         mrtr,
         state: state(raw.state)?,
@@ -41,7 +47,7 @@ pub fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         log: log(raw.log)?,
         legacy,
         subscriptions,
-        tasks: tasks::tasks(raw.tasks)?,
+        tasks,
         cluster: park::cluster(raw.cluster)?,
         tracing: tracing::tracing(raw.tracing)?,
         elicitation: elicitation(raw.elicitation)?,

@@ -6,7 +6,9 @@
 //! A `required` tool called without the extension is refused with `-32021` naming it (the
 //! conformance suite's code; the extension's text says `-32003`, docs/src/tasks.md). Any other
 //! call runs as before, without the legacy `task` param a client may have sent: the gateway,
-//! not the client, decides what runs as a task upstream.
+//! not the client, decides what runs as a task upstream. A call of a tool without task support
+//! may still become a task when the configuration says so (`tasks.long_tools`,
+//! `tasks.long_after_ms`): [`Tasks::start_long`] keeps it running upstream as one.
 
 use std::sync::Arc;
 
@@ -20,7 +22,17 @@ use crate::bridge::upstream_params;
 use crate::error::FrontError;
 use crate::protocol::jsonrpc::result_bytes;
 use crate::protocol::methods::{MrtrMethod, TaskMethod};
-use crate::tasks::{extension_declared, Started, TaskError, TaskSupport, Tasks};
+use crate::tasks::{extension_declared, Started, TaskError, TaskSupport, Tasks, Trigger};
+
+/// How a `tools/call` runs.
+enum Route {
+    /// As any call, through the bridge.
+    Inline,
+    /// As a legacy task upstream.
+    LegacyTask,
+    /// As an ordinary call upstream, kept running as a task.
+    Long(Trigger),
+}
 
 /// A `tools/call`: started as a task, or run as any call.
 pub(super) async fn tools_call(state: &Arc<FrontState>, mut call: Call) -> Outcome {
@@ -28,20 +40,23 @@ pub(super) async fn tools_call(state: &Arc<FrontState>, mut call: Call) -> Outco
         params.remove("task");
     }
     let Some(tasks) = state.tasks.clone() else { return state.mrtr(call, MrtrMethod::ToolsCall).await };
-    match runs_as_task(state, &tasks, &call).await {
-        Ok(true) => start(state, &tasks, &call).await,
-        Ok(false) => state.mrtr(call, MrtrMethod::ToolsCall).await,
+    match route(state, &tasks, &call).await {
+        Ok(Route::LegacyTask) => start(state, &tasks, &call, None).await,
+        Ok(Route::Long(trigger)) => start(state, &tasks, &call, Some(trigger)).await,
+        Ok(Route::Inline) => state.mrtr(call, MrtrMethod::ToolsCall).await,
         Err(e) => Outcome::error(Some(&call.id), &e),
     }
 }
 
-/// Whether the call starts a task; `-32021` for a `required` tool without the extension. A
-/// retry of an input round (it carries a `requestState`) is never a new task.
-async fn runs_as_task(state: &FrontState, tasks: &Tasks, call: &Call) -> Result<bool, FrontError> {
+/// Whether the call starts a task, and which; `-32021` for a `required` tool without the
+/// extension. A retry of an input round (it carries a `requestState`) is never a new task.
+async fn route(state: &FrontState, tasks: &Tasks, call: &Call) -> Result<Route, FrontError> {
     let params = call.params.as_ref();
-    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else { return Ok(false) };
+    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+        return Ok(Route::Inline);
+    };
     if params.is_some_and(|p| p.get("requestState").is_some()) {
-        return Ok(false);
+        return Ok(Route::Inline);
     }
     let support = match tasks.catalogue().support(name) {
         Some(s) => s,
@@ -55,18 +70,26 @@ async fn runs_as_task(state: &FrontState, tasks: &Tasks, call: &Call) -> Result<
         }
     };
     let declared = extension_declared(&call.meta.capabilities);
+    let long = || declared.then(|| tasks.long_trigger(name, &call.principal)).flatten();
     match support {
         TaskSupport::Required if !declared => Err(TaskError::ExtensionRequired.into()),
-        TaskSupport::Required | TaskSupport::Optional => Ok(declared),
-        TaskSupport::Forbidden => Ok(false),
+        TaskSupport::Required | TaskSupport::Optional if declared => Ok(Route::LegacyTask),
+        TaskSupport::Required | TaskSupport::Optional => Ok(Route::Inline),
+        TaskSupport::Forbidden => Ok(long().map_or(Route::Inline, Route::Long)),
     }
 }
 
-async fn start(state: &FrontState, tasks: &Tasks, call: &Call) -> Outcome {
+/// Starts the call as a legacy task upstream, or as a long call when `long` says when it
+/// becomes a task.
+async fn start(state: &FrontState, tasks: &Arc<Tasks>, call: &Call, long: Option<Trigger>) -> Outcome {
     let key = (call.principal.clone(), call.caps.fingerprint());
     let capabilities = call.caps.legacy_initialize(state.upstream_version);
     let params = upstream_params(call.params.as_ref());
-    let bytes = match tasks.start(&call.principal, key, capabilities, params).await {
+    let started = match long {
+        None => tasks.start(&call.principal, key, capabilities, params).await,
+        Some(trigger) => tasks.start_long(&call.principal, key, capabilities, params, trigger).await,
+    };
+    let bytes = match started {
         Ok(Started::Task(created)) => {
             serde_json::value::to_raw_value(&created).map(|raw| result_bytes(&call.id, &raw))
         }

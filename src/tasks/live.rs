@@ -28,11 +28,20 @@ use crate::upstream::{Session, UpstreamError, UpstreamEvent};
 
 /// Where a task is.
 #[derive(Debug, Clone, PartialEq)]
-enum Phase {
+pub(super) enum Phase {
     Working,
     Completed(Value),
     Failed(Value),
     Cancelled,
+}
+
+/// What runs upstream behind a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// A legacy task (`task: {ttl}` on `tools/call`), driven here.
+    LegacyTask,
+    /// An ordinary `tools/call` kept running as a task, driven by `long.rs`.
+    LongCall,
 }
 
 /// A question the upstream asked inside the task and is waiting on.
@@ -60,6 +69,7 @@ pub(super) struct LiveTask {
     pub(super) upstream_task: String,
     pub(super) session: Session,
     pub(super) expires: Instant,
+    pub(super) origin: Origin,
     version: LegacyVersion,
     created: String,
     ttl_ms: u64,
@@ -67,7 +77,7 @@ pub(super) struct LiveTask {
     max_result_bytes: usize,
     state: Mutex<State>,
     /// Woken by `tasks/cancel`.
-    cancel: Notify,
+    pub(super) cancel: Notify,
     /// The task's span: its lifecycle is logged in it.
     pub(super) span: tracing::Span,
 }
@@ -93,6 +103,7 @@ pub(super) struct Spec {
     pub ttl: Duration,
     pub poll: Duration,
     pub max_result_bytes: usize,
+    pub origin: Origin,
 }
 
 // === impl Ending ===
@@ -118,6 +129,7 @@ impl LiveTask {
             upstream_task: spec.upstream_task,
             session: spec.session,
             expires: Instant::now() + spec.ttl,
+            origin: spec.origin,
             version: spec.version,
             created: wire::iso8601(spec.created_ms),
             ttl_ms: spec.ttl.as_millis() as u64,
@@ -239,7 +251,7 @@ impl LiveTask {
         true
     }
 
-    fn finish(&self, phase: Phase, now_ms: u64) -> bool {
+    pub(super) fn finish(&self, phase: Phase, now_ms: u64) -> bool {
         let mut state = self.state.lock();
         if state.phase != Phase::Working {
             return false;
@@ -252,7 +264,7 @@ impl LiveTask {
 
     /// The task's terminal phase from the `tasks/result` answer: a result (a tool error
     /// included) is `completed`, a JSON-RPC error `failed`; either over the size bound fails.
-    fn settle(&self, outcome: Outcome) -> Phase {
+    pub(super) fn settle(&self, outcome: Outcome) -> Phase {
         match outcome {
             Outcome::Result(raw) if raw.get().len() <= self.max_result_bytes => {
                 match serde_json::from_str::<Value>(raw.get()) {
@@ -277,7 +289,7 @@ impl LiveTask {
 }
 
 /// An error object the gateway makes itself (never upstream text).
-fn gateway_error(message: &str) -> Value {
+pub(super) fn gateway_error(message: &str) -> Value {
     json!({ "code": codes::INTERNAL_ERROR, "message": message })
 }
 
@@ -343,7 +355,13 @@ async fn run(task: &LiveTask, now_ms: &impl Fn() -> u64) -> Ending {
 }
 
 /// Remembers a question for `tasks/get`, or refuses it upstream when it cannot be asked.
-async fn surface(task: &LiveTask, id: RequestId, method: &str, params: Option<&Value>, now_ms: u64) {
+pub(super) async fn surface(
+    task: &LiveTask,
+    id: RequestId,
+    method: &str,
+    params: Option<&Value>,
+    now_ms: u64,
+) {
     let refusal = match translate::input_request(method, params) {
         Ok((kind, request)) => {
             if task.ask(id.clone(), kind, request, now_ms) {

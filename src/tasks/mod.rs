@@ -14,7 +14,8 @@
 //! ([`serve`]); those that reach another replica are served from the shared result store or
 //! forwarded to the owner ([`forward`]). A finished task is written to that store when there
 //! is one ([`store`]). Each task has a tracing span (handle, tool, principal) its lifecycle is logged
-//! in.
+//! in. An ordinary call may become a task too, when the configuration says so ([`long`]): the
+//! same table, ids and requests serve it.
 //!
 //! The user-facing account is `docs/src/tasks.md`; the translation of the two dialects is in
 //! [`wire`]. Errors are [`TaskError`], converted for the client in `src/error.rs`.
@@ -22,6 +23,7 @@
 mod error;
 pub mod forward;
 mod live;
+mod long;
 mod metrics;
 mod serve;
 pub mod store;
@@ -30,6 +32,7 @@ pub mod wire;
 
 pub use error::TaskError;
 pub use forward::{LinkFailure, OwnerAnswer, OwnerCall, OwnerCalling, TaskLink, TaskOp};
+pub use long::Trigger;
 pub use metrics::TaskMetrics;
 pub use store::ResultStore;
 pub use wire::{extension_declared, TaskSupport, EXTENSION};
@@ -43,7 +46,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use self::live::{LiveTask, Spec};
+use self::live::{LiveTask, Origin, Spec};
 use self::store::Records;
 use self::table::Table;
 use self::wire::Created;
@@ -184,8 +187,6 @@ impl Tasks {
             }
         };
         let now_ms = unix_ms();
-        let expires_at = (now_ms + self.cfg.ttl.as_millis() as u64).div_ceil(1000);
-        let claims = TaskClaims::new(&self.owner, &created.task_id, principal, expires_at);
         let spec = Spec {
             principal: principal.clone(),
             upstream_task: created.task_id,
@@ -196,30 +197,38 @@ impl Tasks {
             ttl: self.cfg.ttl,
             poll: self.cfg.poll_interval,
             max_result_bytes: self.cfg.max_result_bytes,
+            origin: Origin::LegacyTask,
         };
-        let span = tracing::info_span!("task", handle = %claims.handle, tool, principal = %principal);
-        let task = Arc::new(LiveTask::new(spec).with_span(span));
-        let sealed = TaskSealer::shared(self.keys.current()).seal(&claims).map_err(TaskError::Seal);
-        let inserted = sealed.and_then(|id| {
-            let held = self.table.insert(claims.handle.clone(), task.clone(), Instant::now())?;
-            Ok((id, held))
-        });
-        let (id, held) = match inserted {
-            Ok(ok) => ok,
+        let task = Arc::new(LiveTask::new(spec).with_span(task_span(&tool, principal)));
+        let (id, handle) = match self.hold(&task, now_ms) {
+            Ok(held) => held,
             Err(e) => {
                 // Lost a race for the last slot: the upstream task is cancelled with it.
                 task.cancel(now_ms);
                 tokio::spawn(live::drive(task, self.metrics.clone(), unix_ms));
-                self.metrics.count(e.label());
                 return Err(e);
             }
         };
-        self.metrics.live.set(held as i64);
-        self.metrics.count("created");
         let snapshot = task.snapshot();
         tracing::info!(parent: &task.span, status = snapshot.status, "task created");
-        tokio::spawn(self.run(task, claims.handle));
+        tokio::spawn(self.run(task, handle));
         Ok(Started::Task(wire::create_result(&id, &snapshot)))
+    }
+
+    /// Seals an id for `task`, created at `now_ms`, and puts it in the table within the bounds
+    /// (a `tasks/get` for it resolves from then on); counts it created, or its refusal. Returns
+    /// the id and the task's handle, which its span records from then on.
+    fn hold(&self, task: &Arc<LiveTask>, now_ms: u64) -> Result<(String, String), TaskError> {
+        let expires_at = (now_ms + self.cfg.ttl.as_millis() as u64).div_ceil(1000);
+        let claims = TaskClaims::new(&self.owner, &task.upstream_task, &task.principal, expires_at);
+        let sealed = TaskSealer::shared(self.keys.current()).seal(&claims).map_err(TaskError::Seal);
+        let (id, held) = sealed
+            .and_then(|id| Ok((id, self.table.insert(claims.handle.clone(), task.clone(), Instant::now())?)))
+            .inspect_err(|e| self.metrics.count(e.label()))?;
+        task.span.record("handle", claims.handle.as_str());
+        self.metrics.live.set(held as i64);
+        self.metrics.count("created");
+        Ok((id, claims.handle))
     }
 
     /// Drives `task` to its end, then keeps it in the result store if there is one; in the
@@ -234,6 +243,11 @@ impl Tasks {
         }
         .instrument(span)
     }
+}
+
+/// A task's span: its handle is recorded once the task is held.
+fn task_span(tool: &str, principal: &str) -> tracing::Span {
+    tracing::info_span!("task", handle = tracing::field::Empty, tool, principal)
 }
 
 /// The upstream's answer to the task-augmented call.

@@ -7,7 +7,7 @@
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
-use super::live::LiveTask;
+use super::live::{LiveTask, Origin};
 use super::{lost, unix_ms, wire, TaskError, TaskOp, Tasks};
 use crate::defaults;
 use crate::mrtr::{TaskClaims, TaskSealer};
@@ -101,10 +101,11 @@ impl Tasks {
         }
     }
 
-    /// The detailed task. A running task without open questions asks the upstream's
+    /// The detailed task. A running legacy task without open questions asks the upstream's
     /// `tasks/get` for its status message (and a cancel of its own).
     async fn refreshed(&self, task: &LiveTask, task_id: &str) -> Value {
-        if task.is_running() && task.snapshot().input_requests.is_none() {
+        let legacy = task.origin == Origin::LegacyTask;
+        if legacy && task.is_running() && task.snapshot().input_requests.is_none() {
             let params = json!({ "taskId": task.upstream_task });
             let asked = tokio::time::timeout(
                 defaults::TASK_UPSTREAM_TIMEOUT,

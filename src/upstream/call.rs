@@ -123,6 +123,13 @@ impl Call {
         self
     }
 
+    /// Bounds the call by `deadline` instead of the request timeout: a call kept running as a
+    /// task lives as long as its task (`src/tasks/long.rs`).
+    pub fn set_deadline(&mut self, deadline: Instant) {
+        self.timeout = deadline.saturating_duration_since(Instant::now());
+        self.deadline = deadline;
+    }
+
     /// The upstream id of this call (the session's own, never the front's).
     pub fn id(&self) -> &RequestId {
         &self.id

@@ -1,5 +1,6 @@
-//! Validation of `[tasks]`: every bound positive, a principal's bound within the total, and a
-//! time to live the upstream can be asked for in milliseconds.
+//! Validation of `[tasks]`: every bound positive, a principal's bound within the total, a
+//! time to live the upstream can be asked for in milliseconds, and which ordinary calls become
+//! tasks (named tools; a duration within the ttl).
 
 use std::time::Duration;
 
@@ -49,7 +50,26 @@ pub(super) fn tasks(raw: RawTasks) -> Result<TasksConfig, ConfigError> {
         max_result_bytes,
         ttl,
         poll_interval,
+        long_tools: long_tools(raw.long_tools)?,
+        long_after: long_after(raw.long_after_ms, ttl)?,
     })
+}
+
+fn long_tools(raw: Option<Vec<String>>) -> Result<Vec<String>, ConfigError> {
+    let tools = raw.unwrap_or_default();
+    if tools.iter().any(String::is_empty) {
+        return Err(ConfigError::invalid("tasks.long_tools", "a tool name must not be empty"));
+    }
+    Ok(tools)
+}
+
+/// `None` when zero (off); a call must become a task before its task would expire.
+fn long_after(raw: Option<u64>, ttl: Duration) -> Result<Option<Duration>, ConfigError> {
+    let after = raw.map_or(d::TASKS_LONG_AFTER, Duration::from_millis);
+    if after >= ttl {
+        return Err(ConfigError::invalid("tasks.long_after_ms", "must be shorter than tasks.ttl_secs"));
+    }
+    Ok(Some(after).filter(|after| !after.is_zero()))
 }
 
 #[cfg(test)]
@@ -72,5 +92,24 @@ mod tests {
         assert!(tasks(forever).unwrap_err().to_string().contains("tasks.ttl_secs"));
         let slow = RawTasks { ttl_secs: Some(1), poll_interval_ms: Some(2_000), ..Default::default() };
         assert!(tasks(slow).unwrap_err().to_string().contains("tasks.poll_interval_ms"));
+    }
+
+    #[test]
+    fn long_calls_are_off_by_default_and_bounded_by_the_ttl() {
+        let cfg = tasks(RawTasks::default()).unwrap();
+        assert_eq!((cfg.long_tools.len(), cfg.long_after), (0, None));
+        let zero = RawTasks { long_after_ms: Some(0), ..Default::default() };
+        assert_eq!(tasks(zero).unwrap().long_after, None, "zero is off");
+        let on = RawTasks {
+            long_tools: Some(vec!["crawl".into()]),
+            long_after_ms: Some(2_000),
+            ..Default::default()
+        };
+        let on = tasks(on).unwrap();
+        assert_eq!((on.long_tools, on.long_after), (vec!["crawl".to_owned()], Some(Duration::from_secs(2))));
+        let late = RawTasks { ttl_secs: Some(2), long_after_ms: Some(2_000), ..Default::default() };
+        assert!(tasks(late).unwrap_err().to_string().contains("tasks.long_after_ms"));
+        let unnamed = RawTasks { long_tools: Some(vec![String::new()]), ..Default::default() };
+        assert!(tasks(unnamed).unwrap_err().to_string().contains("tasks.long_tools"));
     }
 }

@@ -69,6 +69,18 @@ fn errors_name_the_field() {
 }
 
 #[test]
+fn a_call_becomes_a_task_before_its_request_times_out() {
+    let late = err("[upstream]\nrequest_timeout_ms = 5000\n[tasks]\nlong_after_ms = 5000");
+    assert!(
+        late.starts_with("tasks.long_after_ms:") && late.contains("upstream.request_timeout_ms"),
+        "{late}"
+    );
+    let ok =
+        Config::from_toml("[upstream]\nrequest_timeout_ms = 5000\n[tasks]\nlong_after_ms = 4999").unwrap();
+    assert_eq!(ok.tasks.long_after, Some(Duration::from_millis(4999)));
+}
+
+#[test]
 fn unknown_fields_are_refused() {
     let e = err("[front]\nlisten_addr = \"127.0.0.1:1\"");
     assert!(e.contains("listen_addr"), "{e}");
