@@ -55,12 +55,38 @@ pub(super) fn accepted() -> Response<FrontBody> {
 }
 
 /// The bytes of a complete response: `result` with `resultType` and `extra` fields spliced in.
+/// Written in one pass into one buffer: the result (an upstream's, of any size) is copied once
+/// and never parsed again; it is valid JSON already, and the splice keeps it so.
 pub(super) fn complete_bytes(id: &RequestId, result: &RawValue, extra: &str) -> Vec<u8> {
-    let spliced = stamp(result.get(), extra);
-    match RawValue::from_string(spliced) {
-        Ok(raw) => result_bytes(id, &raw),
-        Err(_) => result_bytes(id, result),
+    let object = result.get();
+    if object.contains("\"resultType\"") {
+        let spliced = stamp_parsed(object, extra);
+        return match RawValue::from_string(spliced) {
+            Ok(raw) => result_bytes(id, &raw),
+            Err(_) => result_bytes(id, result),
+        };
     }
+    let Some(body) = object.trim_start().strip_prefix('{') else { return result_bytes(id, result) };
+    let mut out = Vec::with_capacity(object.len() + extra.len() + 80);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    if serde_json::to_writer(&mut out, id).is_err() {
+        return result_bytes(id, result);
+    }
+    out.extend_from_slice(b",\"result\":");
+    splice(&mut out, body, extra);
+    out.push(b'}');
+    out
+}
+
+/// Writes `{"resultType":"complete"` + `extra` + the rest of an object whose opening brace was
+/// taken off (`body`).
+fn splice(out: &mut Vec<u8>, body: &str, extra: &str) {
+    out.extend_from_slice(br#"{"resultType":"complete""#);
+    out.extend_from_slice(extra.as_bytes());
+    if !body.trim_start().starts_with('}') {
+        out.push(b',');
+    }
+    out.extend_from_slice(body.trim_start().as_bytes());
 }
 
 /// The bytes of an `input_required` response.
@@ -95,18 +121,10 @@ pub(super) fn stamp(object: &str, extra: &str) -> String {
         return stamp_parsed(object, extra);
     }
     let trimmed = object.trim_start();
-    let body = trimmed.strip_prefix('{').unwrap_or(trimmed);
-    let empty = body.trim_start().starts_with('}');
-    let mut out = String::with_capacity(object.len() + 32 + extra.len());
-    out.push_str(r#"{"resultType":"complete""#);
-    out.push_str(extra);
-    if empty {
-        out.push('}');
-    } else {
-        out.push(',');
-        out.push_str(body);
-    }
-    out
+    let Some(body) = trimmed.strip_prefix('{') else { return object.to_owned() };
+    let mut out = Vec::with_capacity(object.len() + 32 + extra.len());
+    splice(&mut out, body, extra);
+    String::from_utf8(out).unwrap_or_else(|_| object.to_owned())
 }
 
 fn stamp_parsed(object: &str, extra: &str) -> String {
@@ -137,6 +155,38 @@ mod tests {
             v,
             json!({"resultType":"complete","ttlMs":5,"cacheScope":"private","tools":[{"name":"a"}]})
         );
+    }
+
+    #[test]
+    fn complete_bytes_are_the_envelope_with_the_result_spliced() {
+        let cases = [
+            (r#"{"content":[{"type":"text","text":"h\u00e9 \"x\""}]}"#, ""),
+            (" { } ", r#","ttlMs":5,"cacheScope":"private""#),
+            (r#"{"resultType":"weird","x":1}"#, r#","ttlMs":0"#),
+            (r#"{ "isError": true }"#, ""),
+        ];
+        for (result, extra) in cases {
+            let raw = RawValue::from_string(result.into()).unwrap();
+            for id in [RequestId::Number(-7), RequestId::String("a\"b".into())] {
+                let bytes = complete_bytes(&id, &raw, extra);
+                let v: Value = serde_json::from_slice(&bytes).unwrap();
+                let mut want: Value = serde_json::from_str(result).unwrap();
+                want["resultType"] = json!("complete");
+                if !extra.is_empty() {
+                    let fields: Value = serde_json::from_str(&format!("{{{}}}", &extra[1..])).unwrap();
+                    want.as_object_mut().unwrap().extend(fields.as_object().unwrap().clone());
+                }
+                assert_eq!(
+                    v,
+                    json!({"jsonrpc": "2.0", "id": serde_json::to_value(&id).unwrap(), "result": want})
+                );
+                if !result.contains("resultType") {
+                    // Spliced, not rewritten: the upstream's own text follows the stamp.
+                    let text = String::from_utf8(bytes).unwrap();
+                    assert!(text.contains(result.trim().trim_start_matches('{').trim_start()), "{text}");
+                }
+            }
+        }
     }
 
     #[test]
