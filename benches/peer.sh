@@ -13,11 +13,13 @@ VERSION="0.6.0"
 ROOT="$PWD/target/tools/mcp-proxy"
 BIN="$ROOT/bin/mcp-proxy"
 
-if ! [[ -x "$BIN" ]] || [[ "$("$BIN" --version 2>/dev/null)" != *"$VERSION"* ]]; then
+# It prints no version of its own: the install leaves a stamp naming the one installed.
+if ! [[ -x "$BIN" ]] || [[ "$(cat "$ROOT/installed-version" 2>/dev/null)" != "$VERSION" ]]; then
   echo "peer.sh: installing mcp-proxy $VERSION into target/tools/mcp-proxy" >&2
   # Only its metrics feature: the others (OAuth, OpenAPI, WebSocket, OpenTelemetry, discovery)
   # are not on a plain call's path and would only lengthen the build.
   cargo install --locked --root "$ROOT" --no-default-features --features metrics "mcp-proxy@$VERSION"
+  echo "$VERSION" >"$ROOT/installed-version"
 fi
 export PROXY_BENCH_PEER="$BIN"
 if [[ "${1:-}" == "callgrind" ]]; then

@@ -418,12 +418,17 @@ mod peer {
     /// The demo's `echo` as the peer lists it (its default separator is `/`).
     pub(super) const TOOL: &str = "bench/echo";
     const START_CAP: Duration = Duration::from_secs(30);
+    /// The version the peer's client negotiates with the demo. It does not send the
+    /// `MCP-Protocol-Version` header the transport asks of a client after `initialize`, which
+    /// the demo requires, so its config adds it to every request.
+    const LEGACY_VERSION: &str = "2025-11-25";
 
     /// A running peer; killed when dropped.
     pub(super) struct Peer {
         pub(super) url: String,
         child: Child,
         config: std::path::PathBuf,
+        log: std::path::PathBuf,
     }
 
     impl Peer {
@@ -434,25 +439,33 @@ mod peer {
             let config = std::env::temp_dir().join(format!("proxy-bench-peer-{}.toml", std::process::id()));
             let toml = format!(
                 "[proxy]\nname = \"bench-peer\"\n[proxy.listen]\nhost = \"127.0.0.1\"\nport = {port}\n\n\
-                 [[backends]]\nname = \"{BACKEND}\"\ntransport = \"http\"\nurl = \"{upstream}\"\n"
+                 [[backends]]\nname = \"{BACKEND}\"\ntransport = \"http\"\nurl = \"{upstream}\"\n\
+                 headers = {{ \"MCP-Protocol-Version\" = \"{LEGACY_VERSION}\" }}\n"
             );
             std::fs::write(&config, toml).expect("peer config");
+            let log = config.with_extension("log");
             let child = Command::new(bin)
                 .arg("--config")
                 .arg(&config)
                 .env("RUST_LOG", "error")
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::inherit())
+                .stderr(std::fs::File::create(&log).expect("peer log"))
                 .spawn()
                 .unwrap_or_else(|e| panic!("PROXY_BENCH_PEER: cannot start {bin}: {e}"));
-            let peer = Self { url: format!("http://127.0.0.1:{port}/mcp"), child, config };
+            // Its endpoint is the root path.
+            let mut peer = Self { url: format!("http://127.0.0.1:{port}/"), child, config, log };
             let started = Instant::now();
             while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-                assert!(
-                    started.elapsed() < START_CAP,
-                    "the peer did not listen on {port} within {START_CAP:?}"
-                );
+                let exited = peer.child.try_wait().ok().flatten();
+                if exited.is_some() || started.elapsed() > START_CAP {
+                    let said = std::fs::read_to_string(&peer.log).unwrap_or_default();
+                    let tail: Vec<&str> = said.lines().rev().take(10).collect();
+                    panic!(
+                        "the peer did not listen on {port} ({exited:?}); its log ends:\n{}",
+                        tail.join("\n")
+                    );
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             peer
@@ -464,6 +477,7 @@ mod peer {
             let _ = self.child.kill();
             let _ = self.child.wait();
             let _ = std::fs::remove_file(&self.config);
+            let _ = std::fs::remove_file(&self.log);
         }
     }
 
