@@ -25,6 +25,10 @@
 # front of server-everything, each pair behind a round-robin proxy of its own
 # (park.sh), the clients' rounds alternating between the replicas so that every
 # retry is forwarded to the replica holding its parked call.
+# Then the tasks extension: the conformance suite's tasks scenarios through gateways
+# in front of the legacy tasks fixture, and server-everything's task tool
+# (simulate-research-query) through gateway-everything and gateway-stdio-everything
+# to a client speaking the extension (py_tasks_check.py).
 # Then server-everything in `sse` mode behind a gateway with --upstream-sse,
 # and the stdio front launched by the Python client's stdio transport
 # (mrtr-gateway stdio, spawning the fixture). Then `mrtr-gateway check` against
@@ -431,6 +435,20 @@ tasks_conformance_checks() {
   done
 }
 
+# server-everything's legacy task tool (simulate-research-query, taskSupport "required") served
+# as a task of the tasks extension, to mcp 2.3.0 speaking the extension through its extension API
+# (py_tasks_check.py): through gateway-everything (Streamable HTTP upstream) and
+# gateway-stdio-everything (stdio upstream), each listing compared with a legacy client's straight
+# at the same server (over HTTP, or a process of its own over stdio).
+tasks_everything_checks() {
+  run_checks "py:everything-tasks-http" "$PROGRAM_SECONDS" "$PY_MODERN" "$HERE/py_tasks_check.py" \
+    --target everything-tasks-http --url "http://127.0.0.1:$P_G1/mcp" \
+    --direct-url "http://127.0.0.1:$P_EVERYTHING/mcp" --timeout "$CHECK_SECONDS"
+  run_checks "py:everything-tasks-stdio" "$PROGRAM_SECONDS" "$PY_MODERN" "$HERE/py_tasks_check.py" \
+    --target everything-tasks-stdio --url "http://127.0.0.1:$P_S1/mcp" \
+    --direct-command "node '$EVERYTHING_JS' stdio" --timeout "$CHECK_SECONDS"
+}
+
 # === report ===
 
 print_matrix() {
@@ -489,6 +507,7 @@ with_gateways() {
   legacy_client_stdio_checks
   conformance_stdio
   tasks_conformance_checks
+  tasks_everything_checks
   sse_upstream_checks
   stdio_front_checks
   schema_checks
