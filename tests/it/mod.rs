@@ -56,6 +56,7 @@ mod stdio_front;
 mod stdio_pool;
 mod subscriptions;
 mod tasks;
+mod tasks_legacy_clients;
 mod tool_report;
 mod url_elicitation;
 
