@@ -635,6 +635,13 @@ pylegacy() {
     --server "$2" --url "$3" --timeout "$CHECK_SECONDS" "${@:4}"
 }
 
+# tslegacy_tasks TARGET URL: the TypeScript SDK 1.x client's own 2025-11-25 tasks
+# (ts_legacy_tasks_check.mjs) with server-everything's task tool.
+tslegacy_tasks() {
+  run_checks "ts-legacy:$1" "$PROGRAM_SECONDS" node "$HERE/ts_legacy_tasks_check.mjs" --target "$1" --url "$2" \
+    --timeout "$CHECK_SECONDS"
+}
+
 # same_legacy_tools DIRECT VIA: the checks the legacy client passed through the
 # gateway (VIA) are exactly those it passed against the server directly (DIRECT).
 same_legacy_tools() {
@@ -649,11 +656,14 @@ same_legacy_tools() {
 }
 
 # A legacy client on the gateway's one endpoint: relayed in-band to the HTTP
-# upstreams, compared with the same client straight at each server.
+# upstreams, compared with the same client straight at each server; and the
+# TypeScript SDK 1.x client's own tasks, straight at server-everything and through it.
 legacy_client_checks() {
   pylegacy everything-legacy-direct everything "http://127.0.0.1:$P_EVERYTHING/mcp"
   pylegacy everything-legacy-via-gateway everything "http://127.0.0.1:$P_G1/mcp"
   same_legacy_tools everything-legacy-direct everything-legacy-via-gateway
+  tslegacy_tasks everything-legacy-tasks-direct "http://127.0.0.1:$P_EVERYTHING/mcp"
+  tslegacy_tasks everything-legacy-tasks-via-gateway "http://127.0.0.1:$P_G1/mcp"
   pylegacy fixture-legacy-direct fixture "http://127.0.0.1:$P_FIXTURE/mcp"
   pylegacy fixture-legacy-via-gateway fixture "http://127.0.0.1:$P_G2/mcp"
   same_legacy_tools fixture-legacy-direct fixture-legacy-via-gateway
@@ -664,6 +674,7 @@ legacy_client_checks() {
 legacy_client_stdio_checks() {
   pylegacy everything-legacy-stdio everything "http://127.0.0.1:$P_S1/mcp"
   same_legacy_tools everything-legacy-direct everything-legacy-stdio
+  tslegacy_tasks everything-legacy-tasks-stdio "http://127.0.0.1:$P_S1/mcp"
   pylegacy fixture-legacy-stdio fixture "http://127.0.0.1:$P_S5/mcp"
   same_legacy_tools fixture-legacy-direct fixture-legacy-stdio
 }
@@ -679,6 +690,7 @@ print_legacy_summary() {
   say ""
   say "== legacy clients =="
   grep -E '^(PASS|FAIL) legacy-client ' "$RESULTS" || say "(not run)"
+  grep -E '^(PASS|FAIL) ts-legacy ' "$RESULTS" || true
   say "gateway in front of the fixture, 2025-11-25 wire (legacy path):"
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-gateway-legacy.txt" 2>/dev/null || say "(not run)"
 }
