@@ -6,7 +6,10 @@
 //! `tasks/get` until it answers. So the driver keeps that request open for the task's life,
 //! remembers each question under a key minted once per task, and `tasks/update` answers the
 //! waiting upstream request directly. The same request ends with the task's result or error,
-//! which is the only way a legacy server tells a tool error from a protocol error.
+//! which is the only way a legacy server tells a tool error from a protocol error. The
+//! `notifications/progress` the server sends during the task (on that request's stream, or on
+//! one that ties nothing to a call: the task's session carries nothing else) become the task's
+//! status message, as does a new message in the upstream's own `tasks/get`: the latest wins.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,9 +24,9 @@ use super::metrics::TaskMetrics;
 use super::wire::{self, Snapshot};
 use crate::defaults;
 use crate::mrtr::translate::{self, InputKind, LegacyVersion};
-use crate::protocol::codes;
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::RequestId;
+use crate::protocol::{codes, methods};
 use crate::upstream::{Session, UpstreamError, UpstreamEvent};
 
 /// Where a task is.
@@ -47,6 +50,8 @@ struct Question {
 struct State {
     phase: Phase,
     status_message: Option<String>,
+    /// The message the upstream's `tasks/get` said last: only a new one replaces a progress note.
+    upstream_message: Option<String>,
     pending: BTreeMap<String, Question>,
     /// Keys are unique over the task's life: a counter, never reused.
     asked: u32,
@@ -123,6 +128,7 @@ impl LiveTask {
             max_result_bytes: spec.max_result_bytes,
             state: Mutex::new(State {
                 phase: Phase::Working,
+                upstream_message: spec.status_message.clone(),
                 status_message: spec.status_message,
                 pending: BTreeMap::new(),
                 asked: 0,
@@ -170,11 +176,22 @@ impl LiveTask {
         if state.phase != Phase::Working {
             return;
         }
-        if let Some(m) = message {
-            state.status_message = Some(m.chars().take(defaults::MAX_QUOTED_CHARS * 4).collect());
+        if let Some(m) = message.map(bounded).filter(|m| state.upstream_message.as_ref() != Some(m)) {
+            state.upstream_message = Some(m.clone());
+            state.status_message = Some(m);
         }
         if status == Some("cancelled") {
             state.phase = Phase::Cancelled;
+            state.updated_ms = now_ms;
+        }
+    }
+
+    /// Takes a `notifications/progress` the upstream sent during the task as its status message.
+    fn note_progress(&self, params: Option<&Value>, now_ms: u64) {
+        let Some(message) = params.and_then(wire::progress_message) else { return };
+        let mut state = self.state.lock();
+        if state.phase == Phase::Working {
+            state.status_message = Some(bounded(&message));
             state.updated_ms = now_ms;
         }
     }
@@ -267,6 +284,11 @@ impl LiveTask {
     }
 }
 
+/// A status message within the gateway's bound on quoted server text.
+fn bounded(message: &str) -> String {
+    message.chars().take(defaults::MAX_QUOTED_CHARS * 4).collect()
+}
+
 /// An error object the gateway makes itself (never upstream text).
 fn gateway_error(message: &str) -> Value {
     json!({ "code": codes::INTERNAL_ERROR, "message": message })
@@ -311,7 +333,11 @@ async fn run(task: &LiveTask, now_ms: &impl Fn() -> u64) -> Ending {
                 Ok(Some(UpstreamEvent::Request { id, method, params })) => {
                     surface(task, id, &method, params.as_ref(), now_ms()).await;
                 }
-                Ok(Some(UpstreamEvent::Notification { .. })) => {}
+                Ok(Some(UpstreamEvent::Notification { method, params })) => {
+                    if method == methods::PROGRESS {
+                        task.note_progress(params.as_ref(), now_ms());
+                    }
+                }
                 Ok(Some(UpstreamEvent::Response(outcome))) => {
                     let phase = task.settle(outcome);
                     let ending =

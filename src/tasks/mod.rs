@@ -146,9 +146,7 @@ impl Tasks {
     ) -> Result<Started, TaskError> {
         self.table.check_room(principal, Instant::now()).inspect_err(|e| self.metrics.count(e.label()))?;
         let session = self.pool.take_unpooled(&key, &capabilities).await.map_err(TaskError::Unavailable)?;
-        if let Some(p) = params.as_object_mut() {
-            p.insert("task".into(), json!({ "ttl": self.cfg.ttl.as_millis() as u64 }));
-        }
+        wire::augment(&mut params, self.cfg.ttl.as_millis() as u64);
         let created = match create(&session, params).await {
             Ok(Created::Task(t)) => t,
             Ok(Created::Result(result)) => {

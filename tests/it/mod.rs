@@ -57,6 +57,7 @@ mod stdio_pool;
 mod subscriptions;
 mod tasks;
 mod tasks_legacy_clients;
+mod tasks_progress;
 mod tool_report;
 mod url_elicitation;
 
