@@ -359,9 +359,15 @@ async fn run(task: &LiveTask, now_ms: &impl Fn() -> u64) -> Ending {
     }
 }
 
-/// Remembers a question for `tasks/get`, or refuses it upstream when it cannot be asked.
+/// Remembers a question for `tasks/get`, or refuses it upstream when it cannot be asked. A
+/// request that does not name the task in its related-task `_meta` is not the task's (a server
+/// may ask its session something of its own, say `roots/list` after `initialize`): it is refused
+/// as one no call can be asked.
 async fn surface(task: &LiveTask, id: RequestId, method: &str, params: Option<&Value>, now_ms: u64) {
     let refusal = match translate::input_request(method, params) {
+        _ if wire::related_task(params) != Some(task.upstream_task.as_str()) => {
+            "the request names no task of this session, and no client request is in flight to ask"
+        }
         Ok((kind, request)) => {
             if task.ask(id.clone(), kind, request, now_ms) {
                 return;

@@ -91,6 +91,12 @@ pub fn progress_message(params: &Value) -> Option<String> {
     })
 }
 
+/// The task a legacy message names in its related-task `_meta` (2025-11-25: a server's request
+/// associated with a task must carry it).
+pub fn related_task(params: Option<&Value>) -> Option<&str> {
+    params?.get("_meta")?.get(RELATED_TASK)?.get("taskId")?.as_str()
+}
+
 /// Reads a legacy `CreateTaskResult` (`{task: {...}}`), or a plain result.
 pub fn read_created(result: Value) -> Result<Created, &'static str> {
     let Some(task) = result.get("task") else {
@@ -269,6 +275,14 @@ mod tests {
         let mut theirs = json!({"name": "t", "_meta": {"progressToken": 7, "other": "x"}});
         augment(&mut theirs, 5_000);
         assert_eq!(theirs["_meta"], json!({"progressToken": 7, "other": "x"}), "the client's token is kept");
+    }
+
+    #[test]
+    fn the_related_task_is_read() {
+        let related = json!({"message": "?", "_meta": {RELATED_TASK: {"taskId": "u-1"}}});
+        assert_eq!(related_task(Some(&related)), Some("u-1"));
+        assert_eq!(related_task(Some(&json!({"message": "?"}))), None);
+        assert_eq!(related_task(None), None);
     }
 
     #[test]

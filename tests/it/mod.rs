@@ -56,8 +56,8 @@ mod stdio_front;
 mod stdio_pool;
 mod subscriptions;
 mod tasks;
+mod tasks_inside;
 mod tasks_legacy_clients;
-mod tasks_progress;
 mod tool_report;
 mod url_elicitation;
 
