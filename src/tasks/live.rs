@@ -27,6 +27,7 @@ use crate::mrtr::translate::{self, InputKind, LegacyVersion};
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::RequestId;
 use crate::protocol::{codes, methods};
+use crate::tool_report::TaskEvent;
 use crate::upstream::{Session, UpstreamError, UpstreamEvent};
 
 /// Where a task is.
@@ -61,6 +62,8 @@ struct State {
 /// One task, shared by the table and its driver.
 #[derive(Debug)]
 pub(super) struct LiveTask {
+    /// The tool it runs, for the migration report.
+    pub(super) tool: String,
     pub(super) principal: Arc<str>,
     pub(super) upstream_task: String,
     pub(super) session: Session,
@@ -87,6 +90,7 @@ pub(super) enum Ending {
 
 /// How a task was made: its pinned session and its bounds.
 pub(super) struct Spec {
+    pub tool: String,
     pub principal: Arc<str>,
     pub upstream_task: String,
     pub session: Session,
@@ -117,6 +121,7 @@ impl Ending {
 impl LiveTask {
     pub(super) fn new(spec: Spec) -> Self {
         Self {
+            tool: spec.tool,
             principal: spec.principal,
             upstream_task: spec.upstream_task,
             session: spec.session,
@@ -235,16 +240,19 @@ impl LiveTask {
         true
     }
 
-    fn ask(&self, upstream: RequestId, kind: InputKind, request: Value, now_ms: u64) -> bool {
+    /// Keeps a question for `tasks/get`; `None` when it cannot be asked, else whether it starts
+    /// an input round (no other question was pending).
+    fn ask(&self, upstream: RequestId, kind: InputKind, request: Value, now_ms: u64) -> Option<bool> {
         let mut state = self.state.lock();
         if state.phase != Phase::Working || state.pending.len() >= defaults::TASK_MAX_PENDING_QUESTIONS {
-            return false;
+            return None;
         }
+        let new_round = state.pending.is_empty();
         state.asked += 1;
         let key = format!("{}-{}", kind.key_prefix(), state.asked);
         state.pending.insert(key, Question { upstream, kind, request });
         state.updated_ms = now_ms;
-        true
+        Some(new_round)
     }
 
     fn finish(&self, phase: Phase, now_ms: u64) -> bool {
@@ -298,7 +306,7 @@ fn gateway_error(message: &str) -> Value {
 /// result, honours a cancel and the expiry; then cancels upstream if needed and closes the
 /// pinned session. `now_ms` reads the wall clock for the timestamps.
 pub(super) async fn drive(task: Arc<LiveTask>, metrics: TaskMetrics, now_ms: impl Fn() -> u64) {
-    let ending = run(&task, &now_ms).await;
+    let ending = run(&task, &metrics, &now_ms).await;
     if matches!(ending, Ending::Cancelled | Ending::Expired) {
         let params = json!({ "taskId": task.upstream_task });
         let cancel = task.session.request("tasks/cancel", Some(params));
@@ -308,17 +316,17 @@ pub(super) async fn drive(task: Arc<LiveTask>, metrics: TaskMetrics, now_ms: imp
             other => tracing::debug!(answer = ?other.map(|r| r.map(|_| ())), "upstream tasks/cancel"),
         }
     }
-    metrics.count(ending.label());
+    metrics.ended(&task.tool, ending);
     tracing::info!(task = %task.upstream_task, ending = ending.label(), "task ended");
     if let Err(e) = task.session.close().await {
         tracing::debug!(error = %e, "closing a task's upstream session");
     }
 }
 
-async fn run(task: &LiveTask, now_ms: &impl Fn() -> u64) -> Ending {
+async fn run(task: &LiveTask, metrics: &TaskMetrics, now_ms: &impl Fn() -> u64) -> Ending {
     let params = json!({ "taskId": task.upstream_task });
     'reopen: loop {
-        let mut call = task.session.call("tasks/result", Some(params.clone()));
+        let mut call = task.session.call(methods::TASKS_RESULT, Some(params.clone()));
         loop {
             let event = tokio::select! {
                 biased;
@@ -331,7 +339,9 @@ async fn run(task: &LiveTask, now_ms: &impl Fn() -> u64) -> Ending {
             };
             match event {
                 Ok(Some(UpstreamEvent::Request { id, method, params })) => {
-                    surface(task, id, &method, params.as_ref(), now_ms()).await;
+                    if surface(task, id, &method, params.as_ref(), now_ms()).await {
+                        metrics.tool(&task.tool, TaskEvent::InputRound);
+                    }
                 }
                 Ok(Some(UpstreamEvent::Notification { method, params })) => {
                     if method == methods::PROGRESS {
@@ -359,25 +369,24 @@ async fn run(task: &LiveTask, now_ms: &impl Fn() -> u64) -> Ending {
     }
 }
 
-/// Remembers a question for `tasks/get`, or refuses it upstream when it cannot be asked. A
-/// request that does not name the task in its related-task `_meta` is not the task's (a server
-/// may ask its session something of its own, say `roots/list` after `initialize`): it is refused
-/// as one no call can be asked.
-async fn surface(task: &LiveTask, id: RequestId, method: &str, params: Option<&Value>, now_ms: u64) {
+/// Remembers a question for `tasks/get`, or refuses it upstream when it cannot be asked; true
+/// when it starts an input round. A request that does not name the task in its related-task
+/// `_meta` is not the task's (a server may ask its session something of its own, say
+/// `roots/list` after `initialize`): it is refused as one no call can be asked.
+async fn surface(task: &LiveTask, id: RequestId, method: &str, params: Option<&Value>, now_ms: u64) -> bool {
     let refusal = match translate::input_request(method, params) {
         _ if wire::related_task(params) != Some(task.upstream_task.as_str()) => {
             "the request names no task of this session, and no client request is in flight to ask"
         }
-        Ok((kind, request)) => {
-            if task.ask(id.clone(), kind, request, now_ms) {
-                return;
-            }
-            "the task has too many open questions"
-        }
+        Ok((kind, request)) => match task.ask(id.clone(), kind, request, now_ms) {
+            Some(new_round) => return new_round,
+            None => "the task has too many open questions",
+        },
         Err(_) => "the gateway cannot relay this request inside a task",
     };
     let error = ErrorObject { code: codes::METHOD_NOT_FOUND, message: refusal.to_owned(), data: None };
     if let Err(e) = task.session.respond(&id, Err(error)).await {
         tracing::debug!(error = %e, "refusing a task's server request");
     }
+    false
 }

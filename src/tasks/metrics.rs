@@ -1,8 +1,14 @@
 //! The task bridge's series, registered on the gateway's registry: tasks by outcome and the
-//! tasks live on this replica. Every label value is a fixed word.
+//! tasks live on this replica. Every label value is a fixed word. Each tool's tasks are also
+//! counted in the migration report (`crate::tool_report`), whose handle the wiring sets.
+
+use std::sync::Arc;
 
 use prometheus::core::Collector;
 use prometheus::{IntCounterVec, IntGauge, Opts};
+
+use super::live::Ending;
+use crate::tool_report::{TaskEvent, ToolReport};
 
 /// Task metrics; clones share the series.
 #[derive(Debug, Clone)]
@@ -12,6 +18,8 @@ pub struct TaskMetrics {
     pub total: IntCounterVec,
     /// Tasks held on this replica (running or finished and not yet expired).
     pub live: IntGauge,
+    /// The migration report, which counts each tool's tasks; `None` until the wiring sets it.
+    pub tools: Option<Arc<ToolReport>>,
 }
 
 // === impl TaskMetrics ===
@@ -25,6 +33,7 @@ impl TaskMetrics {
                 &["outcome"],
             )?,
             live: IntGauge::new("tasks_live", "Tasks held on this replica, running or finished.")?,
+            tools: None,
         })
     }
 
@@ -35,5 +44,29 @@ impl TaskMetrics {
 
     pub(super) fn count(&self, outcome: &str) {
         self.total.with_label_values(&[outcome]).inc();
+    }
+
+    /// Counts a task of `tool` the upstream created.
+    pub(super) fn created(&self, tool: &str) {
+        self.count("created");
+        self.tool(tool, TaskEvent::Created);
+    }
+
+    /// Counts how a task of `tool` ended.
+    pub(super) fn ended(&self, tool: &str, ending: Ending) {
+        self.count(ending.label());
+        let event = match ending {
+            Ending::Completed => TaskEvent::Completed,
+            Ending::Cancelled => TaskEvent::Cancelled,
+            Ending::Failed | Ending::Expired | Ending::Lost => TaskEvent::Failed,
+        };
+        self.tool(tool, event);
+    }
+
+    /// Counts one more event of a task of `tool` in the migration report.
+    pub(super) fn tool(&self, tool: &str, event: TaskEvent) {
+        if let Some(report) = &self.tools {
+            report.task(tool, event);
+        }
     }
 }

@@ -145,6 +145,7 @@ impl Tasks {
         mut params: Value,
     ) -> Result<Started, TaskError> {
         self.table.check_room(principal, Instant::now()).inspect_err(|e| self.metrics.count(e.label()))?;
+        let tool = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         let session = self.pool.take_unpooled(&key, &capabilities).await.map_err(TaskError::Unavailable)?;
         wire::augment(&mut params, self.cfg.ttl.as_millis() as u64);
         let created = match create(&session, params).await {
@@ -162,6 +163,7 @@ impl Tasks {
         let expires_at = (now_ms + self.cfg.ttl.as_millis() as u64).div_ceil(1000);
         let claims = TaskClaims::new(&self.owner, &created.task_id, principal, expires_at);
         let spec = Spec {
+            tool,
             principal: principal.clone(),
             upstream_task: created.task_id,
             session: session.clone(),
@@ -189,7 +191,7 @@ impl Tasks {
             }
         };
         self.metrics.live.set(held as i64);
-        self.metrics.count("created");
+        self.metrics.created(&task.tool);
         let snapshot = task.snapshot();
         tokio::spawn(live::drive(task, self.metrics.clone(), unix_ms));
         Ok(Started::Task(wire::create_result(&id, &snapshot)))

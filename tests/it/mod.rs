@@ -58,6 +58,7 @@ mod subscriptions;
 mod tasks;
 mod tasks_inside;
 mod tasks_legacy_clients;
+mod tasks_report;
 mod tool_report;
 mod url_elicitation;
 
