@@ -11,6 +11,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use prometheus::core::Collector;
@@ -98,7 +99,7 @@ pub struct Metrics {
     /// Keys in the state key ring in use.
     pub state_keys: IntGauge,
     /// The per-tool migration report of this replica, which feeds the `tool_*` series.
-    pub tools: crate::tool_report::ToolReport,
+    pub tools: Arc<crate::tool_report::ToolReport>,
     /// The `subscriptions/listen` bridge's: open streams, their upstream sessions, deliveries.
     pub subscriptions: crate::subscriptions::ListenMetrics,
     /// The task bridge's: tasks by outcome, tasks held.
@@ -209,7 +210,7 @@ impl Metrics {
                 &["result"],
             )?,
             state_keys: gauge(&registry, "state_keys", "Keys in the state key ring in use.")?,
-            tools: crate::tool_report::ToolReport::new(ToolSeries {
+            tools: Arc::new(crate::tool_report::ToolReport::new(ToolSeries {
                 calls: counter(
                     &registry,
                     "tool_calls_total",
@@ -268,7 +269,13 @@ impl Metrics {
                         &["tool", "reason", "action"],
                     )?,
                 },
-            }),
+                tasks: counter(
+                    &registry,
+                    "tool_tasks_total",
+                    "Tasks of the tasks extension, by tool and event (created, completed, failed, cancelled, input_rounds).",
+                    &["tool", "event"],
+                )?,
+            })),
             parked_calls: gauge(&registry, "parked_calls", "Upstream calls parked on this replica.")?,
             park_outcomes: counter(
                 &registry,
@@ -290,6 +297,8 @@ impl Metrics {
         // One series for every share: the legacy relay and the pool count on the registered one.
         m.legacy.share_refusals = m.share_refusals.clone();
         m.pool.share_refusals = m.share_refusals.clone();
+        // The task bridge counts each tool's tasks in the migration report.
+        m.tasks.tools = Some(m.tools.clone());
         let features = [
             m.pool.collectors(),
             m.legacy.collectors(),

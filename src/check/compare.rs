@@ -219,7 +219,8 @@ mod tests {
     #[test]
     fn a_call_breaks_when_it_fails_only_through_the_gateway() {
         let q = |s: &str| Question { method: "elicitation/create".into(), summary: s.into() };
-        let run = |outcome, rounds: Vec<Vec<Question>>| GatewayRun { outcome, rounds, error: None };
+        let run =
+            |outcome, rounds: Vec<Vec<Question>>| GatewayRun { outcome, rounds, error: None, task: false };
         let report = |direct, gateway| CallReport {
             tool: "greet".into(),
             arguments: json!({}),
@@ -230,6 +231,7 @@ mod tests {
             verdict: None,
             advice: None,
             park_advised: false,
+            tasks: None,
         };
         let same = report(Outcome::Complete, vec![run(Outcome::Complete, vec![vec![q("form: name?")]])]);
         assert!(call(&same).is_empty());

@@ -1,7 +1,9 @@
 //! The server as a legacy client sees it: one session opened with the gateway's own upstream
 //! code ([`crate::upstream::Session`], the same seam the pool drives), declaring what the
 //! check's 2026-07-28 client declares, then its lists and the tried calls, questions answered
-//! in-band.
+//! in-band. A tool the server runs only as a legacy task is called as one, as a legacy client
+//! must: `tools/call` with `task: {ttl}`, then `tasks/result`, which carries the task's
+//! questions and ends with its result.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,10 +58,22 @@ impl Direct {
         DirectView { side, items }
     }
 
-    /// Calls `call.tool`, answering its questions.
-    pub(super) async fn call(&self, call: &TriedCall) -> DirectCall {
+    /// Calls `call.tool` (as a legacy task when `as_task`), answering its questions.
+    pub(super) async fn call(&self, call: &TriedCall, as_task: bool) -> DirectCall {
         let mut questions = Vec::new();
-        let run = self.run(call, &mut questions);
+        let run = async {
+            if !as_task {
+                let params = json!({"name": call.tool, "arguments": call.arguments});
+                return self.run(call, methods::TOOLS_CALL, params, &mut questions).await;
+            }
+            let ttl = self.call_timeout.as_millis() as u64;
+            let params = json!({"name": call.tool, "arguments": call.arguments, "task": {"ttl": ttl}});
+            let created = self.run(call, methods::TOOLS_CALL, params, &mut questions).await?;
+            let task_id = created.pointer("/task/taskId").cloned();
+            let task_id = task_id
+                .ok_or_else(|| format!("the server answered the task request with no task: {created}"))?;
+            self.run(call, methods::TASKS_RESULT, json!({"taskId": task_id}), &mut questions).await
+        };
         let (outcome, error) = match tokio::time::timeout(self.call_timeout, run).await {
             Ok(Ok(result)) => (super::outcome_of(&result), None),
             Ok(Err(e)) => (Outcome::Error, Some(e)),
@@ -68,9 +82,15 @@ impl Direct {
         DirectCall { outcome, questions, error }
     }
 
-    async fn run(&self, call: &TriedCall, questions: &mut Vec<Question>) -> Result<Value, String> {
-        let params = json!({"name": call.tool, "arguments": call.arguments});
-        let mut running = self.session.call(methods::TOOLS_CALL, Some(params));
+    /// `method(params)` on the session, answering the server's requests, until its response.
+    async fn run(
+        &self,
+        call: &TriedCall,
+        method: &str,
+        params: Value,
+        questions: &mut Vec<Question>,
+    ) -> Result<Value, String> {
+        let mut running = self.session.call(method, Some(params));
         loop {
             match running.next_event().await.map_err(|e| crate::logging::chain(&e))? {
                 Some(UpstreamEvent::Request { id, method, params }) => {

@@ -2,7 +2,7 @@
 //! loopback ports, in front of the same server, as one replica with no authentication, rate
 //! limits, TLS or cluster link, so that what the report shows is what the gateway itself does
 //! to the server's traffic. Its `/admin/tools` report gives what only it can count: schema
-//! repairs and refusals, sensitive questions and replay divergences.
+//! repairs and refusals, sensitive questions, replay divergences and each tool's tasks.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::http::Http;
-use super::report::Finding;
+use super::report::{Finding, TaskCounts};
 use crate::app::{AppError, Gateway};
 use crate::config::{AuthConfig, Config, LimitsConfig};
 
@@ -25,6 +25,8 @@ pub(super) struct ToolFigures {
     pub divergences: u64,
     pub verdict: Option<String>,
     pub advice: Option<String>,
+    /// Its tasks, when it ran any.
+    pub tasks: Option<TaskCounts>,
 }
 
 /// The findings of `/admin/tools`: per tool, and what the schema checks did.
@@ -100,6 +102,7 @@ impl AdminReport {
                 divergences: tool.get("divergences").and_then(Value::as_u64).unwrap_or(0),
                 verdict: text("verdict"),
                 advice: text("advice"),
+                tasks: tool.get("tasks").and_then(task_counts),
             };
             let schema = tool.get("schema");
             report.repairs.extend(counts(&name, schema.and_then(|s| s.get("repairs"))));
@@ -118,6 +121,19 @@ impl AdminReport {
     pub(super) fn tool(&self, tool: &str) -> Option<&ToolFigures> {
         self.tools.iter().find(|(name, _)| name == tool).map(|(_, f)| f)
     }
+}
+
+/// A tool's `tasks` counts; `None` when it created none.
+fn task_counts(tasks: &Value) -> Option<TaskCounts> {
+    let n = |field: &str| tasks.get(field).and_then(Value::as_u64).unwrap_or(0);
+    let counts = TaskCounts {
+        created: n("created"),
+        completed: n("completed"),
+        failed: n("failed"),
+        cancelled: n("cancelled"),
+        input_rounds: n("input_rounds"),
+    };
+    (counts.created > 0).then_some(counts)
 }
 
 /// `{"<reason>": n}` as findings of `tool`, zero counts left out.
@@ -157,6 +173,15 @@ mod tests {
         assert_eq!(parsed.refusals, vec![finding("login", "not_an_object", 2)]);
         assert_eq!(parsed.sensitive, vec![finding("login", "password", 3)]);
         assert_eq!(parsed.tool("login").and_then(|f| f.verdict.clone()), None);
+        assert_eq!(parsed.tool("login").and_then(|f| f.tasks), None, "no tasks field, no tasks");
+
+        let tasks = json!({"tools": [{"tool": "research", "verdict": "task", "tasks": {"created": 2,
+            "completed": 1, "failed": 0, "cancelled": 1, "input_rounds": 3}},
+            {"tool": "plain", "tasks": {"created": 0, "completed": 0, "failed": 0, "cancelled": 0, "input_rounds": 0}}]});
+        let parsed = AdminReport::parse(&tasks);
+        let want = TaskCounts { created: 2, completed: 1, failed: 0, cancelled: 1, input_rounds: 3 };
+        assert_eq!(parsed.tool("research").and_then(|f| f.tasks), Some(want));
+        assert_eq!(parsed.tool("plain").and_then(|f| f.tasks), None);
         assert_eq!(AdminReport::parse(&json!(null)), AdminReport::default());
     }
 }

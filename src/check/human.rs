@@ -159,17 +159,27 @@ fn calls(out: &mut String, calls: &[CallReport]) {
         for (i, run) in c.gateway.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "    through the gateway, run {}: {}{} after {} round(s){}",
+                "    through the gateway, run {}: {}{}{} after {} round(s){}",
                 i + 1,
                 run.outcome.as_str(),
+                if run.task { " as a task" } else { "" },
                 error(&run.error),
                 run.rounds.len(),
                 rounds(&run.rounds)
             );
         }
+        if let Some(t) = &c.tasks {
+            let _ = writeln!(
+                out,
+                "    tasks in the gateway: {} created, {} completed, {} failed, {} cancelled, {} input round(s)",
+                t.created, t.completed, t.failed, t.cancelled, t.input_rounds
+            );
+        }
         let verdict =
             c.verdict.as_deref().map(|v| format!("; the gateway's verdict: {v}")).unwrap_or_default();
+        let as_tasks = !c.gateway.is_empty() && c.gateway.iter().all(|r| r.task);
         let replay = match (c.stable, c.park_advised) {
+            (true, _) if as_tasks => "it ran as a task, nothing replayed, alike each time".to_owned(),
             (true, _) => "replay is stable".to_owned(),
             (false, true) => {
                 format!("replay is not stable ({} divergence(s)): park this tool", c.divergences)

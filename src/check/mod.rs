@@ -7,7 +7,9 @@
 //! directly through the upstream seam ([`direct`], on [`crate::upstream::Session`]), and a
 //! 2026-07-28 client speaks to it through an embedded gateway ([`gateway`], the real
 //! [`crate::app::Gateway`] on loopback ports) over HTTP ([`modern`]). Both read the same lists
-//! ([`lists`]) and try the same calls ([`calls`]), answering questions alike ([`answers`]);
+//! ([`lists`]) and try the same calls ([`calls`]), answering questions alike ([`answers`]); a
+//! tool the server runs as a legacy task is called as one directly, and followed as a task of
+//! the tasks extension through the gateway ([`tasks`]), whose counts per tool the report shows;
 //! [`compare`] finds what differs and what breaks, [`report`] is the JSON report and [`human`]
 //! its readable form; [`progress`] shows the waits on stderr; [`target`] names the server.
 //!
@@ -26,6 +28,7 @@ mod modern;
 mod progress;
 pub mod report;
 mod target;
+mod tasks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,11 +114,13 @@ pub async fn run(mut cfg: Config, calls: &Calls, progress: Progress) -> Result<R
     if demo.is_some() {
         target.display = format!("the embedded demo server at {}", target.display);
     }
-    let modern_caps: Value =
+    let mut modern_caps: Value =
         serde_json::from_str(CLIENT_CAPABILITIES).map_err(|e| CheckError::Setup(e.to_string()))?;
     let legacy_caps = ClientCaps::from_modern(&modern_caps)
         .map_err(|e| CheckError::Setup(e.to_string()))?
         .legacy_initialize(cfg.upstream.protocol_version);
+    // Only the 2026-07-28 client speaks the tasks extension; the legacy one has its own tasks.
+    modern_caps["extensions"] = json!({ crate::tasks::EXTENSION: {} });
 
     let (direct, direct_calls) = check_directly(&cfg, &target, &legacy_caps, calls, progress).await?;
     let timeout = cfg.mrtr.total_timeout + cfg.upstream.request_timeout;
@@ -125,7 +130,7 @@ pub async fn run(mut cfg: Config, calls: &Calls, progress: Progress) -> Result<R
     let embedded = progress
         .step("starting the embedded gateway", Embedded::start(gateway::embedded_config(cfg), wait))
         .await?;
-    let modern = Modern::new(&http, embedded.url(&path), modern_caps, max_rounds);
+    let modern = Modern::new(&http, embedded.url(&path), modern_caps, (max_rounds, timeout));
     let through = progress.step("listing through the gateway", modern.view()).await;
     let mut runs = Vec::new();
     for call in &calls.calls {
@@ -177,10 +182,20 @@ async fn check_directly(
     let view = progress.step("listing directly", direct.view()).await;
     let mut done = Vec::new();
     for call in &calls.calls {
-        done.push(progress.step(&format!("calling {} directly", call.tool), direct.call(call)).await);
+        let as_task = runs_as_task(&view, &call.tool);
+        done.push(
+            progress.step(&format!("calling {} directly", call.tool), direct.call(call, as_task)).await,
+        );
     }
     direct.close().await;
     Ok((view, done))
+}
+
+/// Whether the server runs `tool` only as a legacy task (`execution.taskSupport` `required`), so
+/// a legacy client must call it as one.
+fn runs_as_task(view: &DirectView, tool: &str) -> bool {
+    let listed = view.items.tools.iter().flatten().find(|t| ListKind::Tools.name_of(t) == tool);
+    listed.and_then(compare::task_support) == Some("required")
 }
 
 /// With no server named, the embedded demo server, started here on loopback.
@@ -204,7 +219,8 @@ fn call_report(
     let figures = admin.tool(&call.tool).cloned().unwrap_or_default();
     let same_questions = gateway.windows(2).all(|w| w[0].rounds == w[1].rounds);
     let stable = same_questions && figures.divergences == 0;
-    let asked = gateway.iter().any(|r| !r.rounds.is_empty());
+    // Park mode is advice for replayed rounds; a task's questions are answered live.
+    let asked = gateway.iter().any(|r| !r.rounds.is_empty() && !r.task);
     CallReport {
         tool: call.tool.clone(),
         arguments: Value::Object(call.arguments.clone()),
@@ -215,6 +231,7 @@ fn call_report(
         verdict: figures.verdict,
         advice: figures.advice,
         park_advised: asked && !stable,
+        tasks: figures.tasks,
     }
 }
 

@@ -1,8 +1,11 @@
 //! The server as a 2026-07-28 client sees it through the embedded gateway: `server/discover`,
 //! the lists, and the tried calls, each retried with its answers until it completes (the MRTR
-//! rounds), twice, so that the report can say whether the questions stay the same.
+//! rounds), twice, so that the report can say whether the questions stay the same. The client
+//! declares the tasks extension, so a call the gateway serves as a task is followed to its end
+//! ([`super::tasks`]).
 
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
 use serde_json::{json, Map, Value};
@@ -22,6 +25,8 @@ pub(super) struct Modern<'a> {
     next_id: AtomicI64,
     /// Most rounds a call is retried for before the check gives up on it.
     max_rounds: u32,
+    /// Longest a call's task is followed.
+    task_wait: Duration,
 }
 
 /// What the gateway side saw of the server.
@@ -36,8 +41,13 @@ type Answer = Result<Value, String>;
 // === impl Modern ===
 
 impl<'a> Modern<'a> {
-    pub(super) fn new(http: &'a Http, url: String, capabilities: Value, max_rounds: u32) -> Self {
-        Self { http, url, capabilities, next_id: AtomicI64::new(1), max_rounds }
+    pub(super) fn new(
+        http: &'a Http,
+        url: String,
+        capabilities: Value,
+        (max_rounds, task_wait): (u32, Duration),
+    ) -> Self {
+        Self { http, url, capabilities, next_id: AtomicI64::new(1), max_rounds, task_wait }
     }
 
     /// `server/discover` and the lists its capabilities offer.
@@ -77,7 +87,7 @@ impl<'a> Modern<'a> {
             params.as_object_mut().into_iter().for_each(|p| p.extend(retry.clone()));
             let result = match self.request(methods::TOOLS_CALL, Some(&call.tool), params).await {
                 Ok(result) => result,
-                Err(e) => return GatewayRun { outcome: Outcome::Error, rounds, error: Some(e) },
+                Err(e) => return GatewayRun { outcome: Outcome::Error, rounds, error: Some(e), task: false },
             };
             match result.get("resultType").and_then(Value::as_str) {
                 Some("input_required") => {
@@ -85,21 +95,34 @@ impl<'a> Modern<'a> {
                     rounds.push(questions);
                     retry = next;
                 }
+                Some("task") => {
+                    return super::tasks::follow(self, call, &result, rounds, self.task_wait).await
+                }
                 Some("complete") | None => {
-                    return GatewayRun { outcome: super::outcome_of(&result), rounds, error: None };
+                    return GatewayRun {
+                        outcome: super::outcome_of(&result),
+                        rounds,
+                        error: None,
+                        task: false,
+                    };
                 }
                 Some(other) => {
                     let error = Some(format!("unexpected resultType {other:?}"));
-                    return GatewayRun { outcome: Outcome::Error, rounds, error };
+                    return GatewayRun { outcome: Outcome::Error, rounds, error, task: false };
                 }
             }
         }
         let error = Some(format!("still asking after {} rounds", self.max_rounds + 1));
-        GatewayRun { outcome: Outcome::Error, rounds, error }
+        GatewayRun { outcome: Outcome::Error, rounds, error, task: false }
     }
 
     /// Sends `method(params)` with the 2026-07-28 envelope; `name` is the `Mcp-Name` header.
-    async fn request(&self, method: &'static str, name: Option<&str>, mut params: Value) -> Answer {
+    pub(super) async fn request(
+        &self,
+        method: &'static str,
+        name: Option<&str>,
+        mut params: Value,
+    ) -> Answer {
         let envelope = json!({meta::PROTOCOL_VERSION: MODERN_VERSION, meta::CLIENT_CAPABILITIES: self.capabilities,
             meta::CLIENT_INFO: {"name": "mrtr-gateway-check", "version": env!("CARGO_PKG_VERSION")}});
         if let Some(p) = params.as_object_mut() {
@@ -138,23 +161,33 @@ impl Lister for Modern<'_> {
 /// The questions of an `input_required` result, sorted, and the retry's fields: the answers
 /// by key and the state echoed.
 fn answer_round(call: &TriedCall, result: &Value) -> (Vec<Question>, Map<String, Value>) {
-    let mut questions = Vec::new();
-    let mut responses = Map::new();
-    if let Some(requests) = result.get("inputRequests").and_then(Value::as_object) {
-        for (key, request) in requests {
-            let method = request.get("method").and_then(Value::as_str).unwrap_or_default();
-            let params = request.get("params");
-            questions.push(question(method, params));
-            if let Some(answer) = call.answers.answer(method, params) {
-                responses.insert(key.clone(), answer);
-            }
-        }
-    }
-    questions.sort();
+    let empty = Map::new();
+    let requests = result.get("inputRequests").and_then(Value::as_object).unwrap_or(&empty);
+    let (questions, responses) = answer_requests(call, requests);
     let mut retry = Map::new();
     retry.insert("inputResponses".to_owned(), Value::Object(responses));
     if let Some(state) = result.get("requestState") {
         retry.insert("requestState".to_owned(), state.clone());
     }
     (questions, retry)
+}
+
+/// The questions of a set of `inputRequests`, sorted, and the answers by key (a question the
+/// check does not answer is left out).
+pub(super) fn answer_requests(
+    call: &TriedCall,
+    requests: &Map<String, Value>,
+) -> (Vec<Question>, Map<String, Value>) {
+    let mut questions = Vec::new();
+    let mut responses = Map::new();
+    for (key, request) in requests {
+        let method = request.get("method").and_then(Value::as_str).unwrap_or_default();
+        let params = request.get("params");
+        questions.push(question(method, params));
+        if let Some(answer) = call.answers.answer(method, params) {
+            responses.insert(key.clone(), answer);
+        }
+    }
+    questions.sort();
+    (questions, responses)
 }

@@ -129,6 +129,19 @@ pub struct CallReport {
     pub advice: Option<String>,
     /// Replay is not stable for this tool: run it in park mode (`mrtr.tool_modes`).
     pub park_advised: bool,
+    /// The tool's tasks of the tasks extension, as the gateway counted them (`/admin/tools`);
+    /// null when it ran none.
+    pub tasks: Option<TaskCounts>,
+}
+
+/// A tool's tasks: created, how they ended, and their input rounds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TaskCounts {
+    pub created: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub input_rounds: u64,
 }
 
 /// The call made directly, questions answered in-band.
@@ -144,9 +157,12 @@ pub struct DirectCall {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GatewayRun {
     pub outcome: Outcome,
-    /// The questions of each `input_required` round, in order (as many as rounds).
+    /// The questions of each `input_required` round, in order (as many as rounds); for a task,
+    /// each set of new questions its `tasks/get` showed.
     pub rounds: Vec<Vec<Question>>,
     pub error: Option<String>,
+    /// The call became a task of the tasks extension, followed to its end.
+    pub task: bool,
 }
 
 /// How a call ended.

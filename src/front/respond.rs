@@ -113,20 +113,8 @@ pub(super) fn cache_fields(ttl_ms: u64, scope: &str) -> String {
     format!(r#","ttlMs":{ttl_ms},"cacheScope":"{scope}""#)
 }
 
-/// Inserts `"resultType":"complete"` plus `extra` (which starts with a comma, or is empty) at
-/// the front of a JSON object's text. A result that already names a `resultType` (a server that
-/// speaks some 2026 already) takes the slow path: parsed, set, written back.
-pub(super) fn stamp(object: &str, extra: &str) -> String {
-    if object.contains("\"resultType\"") {
-        return stamp_parsed(object, extra);
-    }
-    let trimmed = object.trim_start();
-    let Some(body) = trimmed.strip_prefix('{') else { return object.to_owned() };
-    let mut out = Vec::with_capacity(object.len() + 32 + extra.len());
-    splice(&mut out, body, extra);
-    String::from_utf8(out).unwrap_or_else(|_| object.to_owned())
-}
-
+/// A result that already names a `resultType` (a server that speaks some 2026 already) takes
+/// the slow path: parsed, set, written back.
 fn stamp_parsed(object: &str, extra: &str) -> String {
     let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(object) else { return object.to_owned() };
     map.insert("resultType".into(), Value::String("complete".into()));
@@ -144,17 +132,34 @@ mod tests {
 
     use super::*;
 
+    /// The result of the complete response made of `object` and `extra`, as text.
+    fn stamped(object: &str, extra: &str) -> String {
+        let raw = RawValue::from_string(object.into()).unwrap();
+        let v: Value = serde_json::from_slice(&complete_bytes(&RequestId::Number(0), &raw, extra)).unwrap();
+        let text = String::from_utf8(complete_bytes(&RequestId::Number(0), &raw, extra)).unwrap();
+        let result = &text[text.find(r#""result":"#).unwrap() + 9..text.len() - 1];
+        assert_eq!(serde_json::from_str::<Value>(result).unwrap(), v["result"]);
+        result.to_owned()
+    }
+
     #[test]
     fn stamp_splices_without_reordering() {
-        assert_eq!(stamp(r#"{"content":[]}"#, ""), r#"{"resultType":"complete","content":[]}"#);
-        assert_eq!(stamp("{ }", ""), r#"{"resultType":"complete"}"#);
-        assert_eq!(stamp("{}", r#","ttlMs":0"#), r#"{"resultType":"complete","ttlMs":0}"#);
-        let s = stamp(r#"{"tools":[{"name":"a"}]}"#, &cache_fields(5, "private"));
+        assert_eq!(stamped(r#"{"content":[]}"#, ""), r#"{"resultType":"complete","content":[]}"#);
+        assert_eq!(stamped("{ }", ""), r#"{"resultType":"complete"}"#);
+        assert_eq!(stamped("{}", r#","ttlMs":0"#), r#"{"resultType":"complete","ttlMs":0}"#);
+        let s = stamped(r#"{"tools":[{"name":"a"}]}"#, &cache_fields(5, "private"));
         let v: Value = serde_json::from_str(&s).unwrap();
         assert_eq!(
             v,
             json!({"resultType":"complete","ttlMs":5,"cacheScope":"private","tools":[{"name":"a"}]})
         );
+    }
+
+    #[test]
+    fn stamp_overrides_an_existing_result_type() {
+        let s = stamped(r#"{"resultType":"weird","x":1}"#, "");
+        let v: Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(v, json!({"resultType":"complete","x":1}));
     }
 
     #[test]
@@ -187,13 +192,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn stamp_overrides_an_existing_result_type() {
-        let s = stamp(r#"{"resultType":"weird","x":1}"#, "");
-        let v: Value = serde_json::from_str(&s).unwrap();
-        assert_eq!(v, json!({"resultType":"complete","x":1}));
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
 pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
 pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
 pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+/// Legacy (2025-11-25) experimental tasks: the request that waits for a task's result (and
+/// carries its questions); the extension removed it.
+pub const TASKS_RESULT: &str = "tasks/result";
 /// Legacy resource subscriptions, which `subscriptions/listen` is bridged onto.
 pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
 pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";

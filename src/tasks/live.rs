@@ -6,7 +6,10 @@
 //! `tasks/get` until it answers. So the driver keeps that request open for the task's life,
 //! remembers each question under a key minted once per task, and `tasks/update` answers the
 //! waiting upstream request directly. The same request ends with the task's result or error,
-//! which is the only way a legacy server tells a tool error from a protocol error.
+//! which is the only way a legacy server tells a tool error from a protocol error. The
+//! `notifications/progress` the server sends during the task (on that request's stream, or on
+//! one that ties nothing to a call: the task's session carries nothing else) become the task's
+//! status message, as does a new message in the upstream's own `tasks/get`: the latest wins.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,9 +24,10 @@ use super::metrics::TaskMetrics;
 use super::wire::{self, Snapshot};
 use crate::defaults;
 use crate::mrtr::translate::{self, InputKind, LegacyVersion};
-use crate::protocol::codes;
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::RequestId;
+use crate::protocol::{codes, methods};
+use crate::tool_report::TaskEvent;
 use crate::upstream::{Session, UpstreamError, UpstreamEvent};
 
 /// Where a task is.
@@ -56,6 +60,8 @@ struct Question {
 struct State {
     phase: Phase,
     status_message: Option<String>,
+    /// The message the upstream's `tasks/get` said last: only a new one replaces a progress note.
+    upstream_message: Option<String>,
     pending: BTreeMap<String, Question>,
     /// Keys are unique over the task's life: a counter, never reused.
     asked: u32,
@@ -65,6 +71,8 @@ struct State {
 /// One task, shared by the table and its driver.
 #[derive(Debug)]
 pub(super) struct LiveTask {
+    /// The tool it runs, for the migration report.
+    pub(super) tool: String,
     pub(super) principal: Arc<str>,
     pub(super) upstream_task: String,
     pub(super) session: Session,
@@ -94,6 +102,7 @@ pub(super) enum Ending {
 
 /// How a task was made: its pinned session and its bounds.
 pub(super) struct Spec {
+    pub tool: String,
     pub principal: Arc<str>,
     pub upstream_task: String,
     pub session: Session,
@@ -125,6 +134,7 @@ impl Ending {
 impl LiveTask {
     pub(super) fn new(spec: Spec) -> Self {
         Self {
+            tool: spec.tool,
             principal: spec.principal,
             upstream_task: spec.upstream_task,
             session: spec.session,
@@ -137,6 +147,7 @@ impl LiveTask {
             max_result_bytes: spec.max_result_bytes,
             state: Mutex::new(State {
                 phase: Phase::Working,
+                upstream_message: spec.status_message.clone(),
                 status_message: spec.status_message,
                 pending: BTreeMap::new(),
                 asked: 0,
@@ -191,11 +202,22 @@ impl LiveTask {
         if state.phase != Phase::Working {
             return;
         }
-        if let Some(m) = message {
-            state.status_message = Some(m.chars().take(defaults::MAX_QUOTED_CHARS * 4).collect());
+        if let Some(m) = message.map(bounded).filter(|m| state.upstream_message.as_ref() != Some(m)) {
+            state.upstream_message = Some(m.clone());
+            state.status_message = Some(m);
         }
         if status == Some("cancelled") {
             state.phase = Phase::Cancelled;
+            state.updated_ms = now_ms;
+        }
+    }
+
+    /// Takes a `notifications/progress` the upstream sent during the task as its status message.
+    fn note_progress(&self, params: Option<&Value>, now_ms: u64) {
+        let Some(message) = params.and_then(wire::progress_message) else { return };
+        let mut state = self.state.lock();
+        if state.phase == Phase::Working {
+            state.status_message = Some(bounded(&message));
             state.updated_ms = now_ms;
         }
     }
@@ -239,16 +261,19 @@ impl LiveTask {
         true
     }
 
-    fn ask(&self, upstream: RequestId, kind: InputKind, request: Value, now_ms: u64) -> bool {
+    /// Keeps a question for `tasks/get`; `None` when it cannot be asked, else whether it starts
+    /// an input round (no other question was pending).
+    fn ask(&self, upstream: RequestId, kind: InputKind, request: Value, now_ms: u64) -> Option<bool> {
         let mut state = self.state.lock();
         if state.phase != Phase::Working || state.pending.len() >= defaults::TASK_MAX_PENDING_QUESTIONS {
-            return false;
+            return None;
         }
+        let new_round = state.pending.is_empty();
         state.asked += 1;
         let key = format!("{}-{}", kind.key_prefix(), state.asked);
         state.pending.insert(key, Question { upstream, kind, request });
         state.updated_ms = now_ms;
-        true
+        Some(new_round)
     }
 
     pub(super) fn finish(&self, phase: Phase, now_ms: u64) -> bool {
@@ -288,6 +313,11 @@ impl LiveTask {
     }
 }
 
+/// A status message within the gateway's bound on quoted server text.
+fn bounded(message: &str) -> String {
+    message.chars().take(defaults::MAX_QUOTED_CHARS * 4).collect()
+}
+
 /// An error object the gateway makes itself (never upstream text).
 pub(super) fn gateway_error(message: &str) -> Value {
     json!({ "code": codes::INTERNAL_ERROR, "message": message })
@@ -297,7 +327,7 @@ pub(super) fn gateway_error(message: &str) -> Value {
 /// result, honours a cancel and the expiry; then cancels upstream if needed and closes the
 /// pinned session. `now_ms` reads the wall clock for the timestamps.
 pub(super) async fn drive(task: Arc<LiveTask>, metrics: TaskMetrics, now_ms: impl Fn() -> u64) {
-    let ending = run(&task, &now_ms).await;
+    let ending = run(&task, &metrics, &now_ms).await;
     if matches!(ending, Ending::Cancelled | Ending::Expired) {
         let params = json!({ "taskId": task.upstream_task });
         let cancel = task.session.request("tasks/cancel", Some(params));
@@ -307,17 +337,17 @@ pub(super) async fn drive(task: Arc<LiveTask>, metrics: TaskMetrics, now_ms: imp
             other => tracing::debug!(answer = ?other.map(|r| r.map(|_| ())), "upstream tasks/cancel"),
         }
     }
-    metrics.count(ending.label());
+    metrics.ended(&task.tool, ending);
     tracing::info!(task = %task.upstream_task, ending = ending.label(), "task ended");
     if let Err(e) = task.session.close().await {
         tracing::debug!(error = %e, "closing a task's upstream session");
     }
 }
 
-async fn run(task: &LiveTask, now_ms: &impl Fn() -> u64) -> Ending {
+async fn run(task: &LiveTask, metrics: &TaskMetrics, now_ms: &impl Fn() -> u64) -> Ending {
     let params = json!({ "taskId": task.upstream_task });
     'reopen: loop {
-        let mut call = task.session.call("tasks/result", Some(params.clone()));
+        let mut call = task.session.call(methods::TASKS_RESULT, Some(params.clone()));
         loop {
             let event = tokio::select! {
                 biased;
@@ -330,9 +360,15 @@ async fn run(task: &LiveTask, now_ms: &impl Fn() -> u64) -> Ending {
             };
             match event {
                 Ok(Some(UpstreamEvent::Request { id, method, params })) => {
-                    surface(task, id, &method, params.as_ref(), now_ms()).await;
+                    if surface(task, id, &method, params.as_ref(), now_ms()).await {
+                        metrics.tool(&task.tool, TaskEvent::InputRound);
+                    }
                 }
-                Ok(Some(UpstreamEvent::Notification { .. })) => {}
+                Ok(Some(UpstreamEvent::Notification { method, params })) => {
+                    if method == methods::PROGRESS {
+                        task.note_progress(params.as_ref(), now_ms());
+                    }
+                }
                 Ok(Some(UpstreamEvent::Response(outcome))) => {
                     let phase = task.settle(outcome);
                     let ending =
@@ -354,25 +390,33 @@ async fn run(task: &LiveTask, now_ms: &impl Fn() -> u64) -> Ending {
     }
 }
 
-/// Remembers a question for `tasks/get`, or refuses it upstream when it cannot be asked.
+/// Remembers a question for `tasks/get`, or refuses it upstream when it cannot be asked; true
+/// when it starts an input round. A request on a legacy task's session that does not name the
+/// task in its related-task `_meta` is not the task's (a server may ask its session something
+/// of its own, say `roots/list` after `initialize`): it is refused as one no call can be asked.
+/// A long call's questions are its own: they come on its call's stream.
 pub(super) async fn surface(
     task: &LiveTask,
     id: RequestId,
     method: &str,
     params: Option<&Value>,
     now_ms: u64,
-) {
+) -> bool {
     let refusal = match translate::input_request(method, params) {
-        Ok((kind, request)) => {
-            if task.ask(id.clone(), kind, request, now_ms) {
-                return;
-            }
-            "the task has too many open questions"
+        _ if task.origin == Origin::LegacyTask
+            && wire::related_task(params) != Some(task.upstream_task.as_str()) =>
+        {
+            "the request names no task of this session, and no client request is in flight to ask"
         }
+        Ok((kind, request)) => match task.ask(id.clone(), kind, request, now_ms) {
+            Some(new_round) => return new_round,
+            None => "the task has too many open questions",
+        },
         Err(_) => "the gateway cannot relay this request inside a task",
     };
     let error = ErrorObject { code: codes::METHOD_NOT_FOUND, message: refusal.to_owned(), data: None };
     if let Err(e) = task.session.respond(&id, Err(error)).await {
         tracing::debug!(error = %e, "refusing a task's server request");
     }
+    false
 }

@@ -28,6 +28,7 @@ use super::live::{self, Ending, LiveTask, Origin, Phase, Spec};
 use super::{unix_ms, wire, Started, TaskError, Tasks};
 use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::{methods, RequestId};
+use crate::tool_report::TaskEvent;
 use crate::upstream::{Call, Lease, PoolKey, UpstreamError, UpstreamEvent};
 
 /// The progress token a long call is sent with when its client gave none: a leased session
@@ -165,7 +166,7 @@ impl Driver {
             },
         };
         let ending = self.inside(&task).await;
-        self.tasks.metrics.count(ending.label());
+        self.tasks.metrics.ended(&self.tool, ending);
         tracing::info!(task = %task.upstream_task, ending = ending.label(), "long call's task ended");
         match ending {
             Ending::Cancelled => self.abandon(CANCELLED).await,
@@ -258,6 +259,7 @@ impl Driver {
         let tasks = &self.tasks;
         let now_ms = unix_ms();
         let spec = Spec {
+            tool: self.tool.clone(),
             principal: self.principal.clone(),
             upstream_task: format!("call:{}", self.call.id()),
             session: self.lease.session().clone(),
@@ -269,7 +271,8 @@ impl Driver {
             max_result_bytes: tasks.cfg.max_result_bytes,
             origin: Origin::LongCall,
         };
-        let task = Arc::new(LiveTask::new(spec).with_span(super::task_span(&self.tool, &self.principal)));
+        let span = super::task_span(&spec.tool, &spec.principal);
+        let task = Arc::new(LiveTask::new(spec).with_span(span));
         let (task_id, _handle) = tasks.hold(&task, now_ms)?;
         self.call.set_deadline(task.expires);
         Ok((task, task_id))
@@ -320,7 +323,9 @@ impl Driver {
     async fn surface(&mut self, task: &LiveTask, id: RequestId, method: &str, params: Option<Value>) {
         self.asked = true;
         self.retire |= method == methods::ROOTS_LIST;
-        live::surface(task, id, method, params.as_ref(), unix_ms()).await;
+        if live::surface(task, id, method, params.as_ref(), unix_ms()).await {
+            self.tasks.metrics.tool(&self.tool, TaskEvent::InputRound);
+        }
     }
 
     fn answer(&mut self, first: First) {

@@ -1,8 +1,14 @@
 //! The task bridge's series, registered on the gateway's registry: tasks by outcome and the
-//! tasks live on this replica. Every label value is a fixed word.
+//! tasks live on this replica. Every label value is a fixed word. Each tool's tasks are also
+//! counted in the migration report (`crate::tool_report`), whose handle the wiring sets.
+
+use std::sync::Arc;
 
 use prometheus::core::Collector;
 use prometheus::{IntCounterVec, IntGauge, Opts};
+
+use super::live::Ending;
+use crate::tool_report::{TaskEvent, ToolReport};
 
 /// Task metrics; clones share the series.
 #[derive(Debug, Clone)]
@@ -17,6 +23,8 @@ pub struct TaskMetrics {
     /// unreachable), `failed` (its answer unusable); and on the owner, `unauthenticated`
     /// (a forwarded request whose replica MAC did not verify).
     pub forwards: IntCounterVec,
+    /// The migration report, which counts each tool's tasks; `None` until the wiring sets it.
+    pub tools: Option<Arc<ToolReport>>,
 }
 
 // === impl TaskMetrics ===
@@ -34,6 +42,7 @@ impl TaskMetrics {
                 Opts::new("task_forwards_total", "Task requests about another replica's task, by outcome."),
                 &["outcome"],
             )?,
+            tools: None,
         })
     }
 
@@ -49,5 +58,29 @@ impl TaskMetrics {
     /// Counts a task request about another replica's task (or one forwarded here) by outcome.
     pub fn forward(&self, outcome: &'static str) {
         self.forwards.with_label_values(&[outcome]).inc();
+    }
+
+    /// Counts a task of `tool` the upstream created.
+    pub(super) fn created(&self, tool: &str) {
+        self.count("created");
+        self.tool(tool, TaskEvent::Created);
+    }
+
+    /// Counts how a task of `tool` ended.
+    pub(super) fn ended(&self, tool: &str, ending: Ending) {
+        self.count(ending.label());
+        let event = match ending {
+            Ending::Completed => TaskEvent::Completed,
+            Ending::Cancelled => TaskEvent::Cancelled,
+            Ending::Failed | Ending::Expired | Ending::Lost => TaskEvent::Failed,
+        };
+        self.tool(tool, event);
+    }
+
+    /// Counts one more event of a task of `tool` in the migration report.
+    pub(super) fn tool(&self, tool: &str, event: TaskEvent) {
+        if let Some(report) = &self.tools {
+            report.task(tool, event);
+        }
     }
 }

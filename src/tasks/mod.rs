@@ -170,11 +170,9 @@ impl Tasks {
         mut params: Value,
     ) -> Result<Started, TaskError> {
         self.table.check_room(principal, Instant::now()).inspect_err(|e| self.metrics.count(e.label()))?;
-        let session = self.pool.take_unpooled(&key, &capabilities).await.map_err(TaskError::Unavailable)?;
         let tool = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-        if let Some(p) = params.as_object_mut() {
-            p.insert("task".into(), json!({ "ttl": self.cfg.ttl.as_millis() as u64 }));
-        }
+        let session = self.pool.take_unpooled(&key, &capabilities).await.map_err(TaskError::Unavailable)?;
+        wire::augment(&mut params, self.cfg.ttl.as_millis() as u64);
         let created = match create(&session, params).await {
             Ok(Created::Task(t)) => t,
             Ok(Created::Result(result)) => {
@@ -188,6 +186,7 @@ impl Tasks {
         };
         let now_ms = unix_ms();
         let spec = Spec {
+            tool,
             principal: principal.clone(),
             upstream_task: created.task_id,
             session: session.clone(),
@@ -199,7 +198,8 @@ impl Tasks {
             max_result_bytes: self.cfg.max_result_bytes,
             origin: Origin::LegacyTask,
         };
-        let task = Arc::new(LiveTask::new(spec).with_span(task_span(&tool, principal)));
+        let span = task_span(&spec.tool, principal);
+        let task = Arc::new(LiveTask::new(spec).with_span(span));
         let (id, handle) = match self.hold(&task, now_ms) {
             Ok(held) => held,
             Err(e) => {
@@ -227,7 +227,7 @@ impl Tasks {
             .inspect_err(|e| self.metrics.count(e.label()))?;
         task.span.record("handle", claims.handle.as_str());
         self.metrics.live.set(held as i64);
-        self.metrics.count("created");
+        self.metrics.created(&task.tool);
         Ok((id, claims.handle))
     }
 

@@ -14,6 +14,10 @@ use serde_json::{json, Map, Value};
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// The legacy `_meta` key tying a message to its task; the extension drops it.
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+/// The `progressToken` the gateway gives a task's upstream call when the client gave none: a
+/// legacy server reports progress only on a request that carries one, and the task's session
+/// carries nothing else, so any token will do.
+const PROGRESS_TOKEN: &str = "mrtr-gateway-task";
 
 /// A tool's `execution.taskSupport`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +65,36 @@ pub enum Created {
     Task(LegacyTask),
     /// A plain result: the server ran the tool at once (it may, for an `optional` tool).
     Result(Value),
+}
+
+/// Makes `tools/call` params a legacy task request: `task: {ttl}`, and a `progressToken` (the
+/// client's, else the gateway's) so that the server reports the task's progress.
+pub fn augment(params: &mut Value, ttl_ms: u64) {
+    let Some(p) = params.as_object_mut() else { return };
+    p.insert("task".into(), json!({ "ttl": ttl_ms }));
+    let meta = p.entry("_meta").or_insert_with(|| json!({}));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.entry(crate::protocol::meta::PROGRESS_TOKEN).or_insert_with(|| json!(PROGRESS_TOKEN));
+    }
+}
+
+/// The status message a legacy `notifications/progress` makes: its `message`, else
+/// `progress X/Y`, or `progress X` without a total; `None` without a numeric `progress`.
+pub fn progress_message(params: &Value) -> Option<String> {
+    if let Some(message) = params.get("message").and_then(Value::as_str).filter(|m| !m.is_empty()) {
+        return Some(message.to_owned());
+    }
+    let progress = params.get("progress").filter(|v| v.is_number())?;
+    Some(match params.get("total").filter(|v| v.is_number()) {
+        Some(total) => format!("progress {progress}/{total}"),
+        None => format!("progress {progress}"),
+    })
+}
+
+/// The task a legacy message names in its related-task `_meta` (2025-11-25: a server's request
+/// associated with a task must carry it).
+pub fn related_task(params: Option<&Value>) -> Option<&str> {
+    params?.get("_meta")?.get(RELATED_TASK)?.get("taskId")?.as_str()
 }
 
 /// Reads a legacy `CreateTaskResult` (`{task: {...}}`), or a plain result.
@@ -230,6 +264,38 @@ mod tests {
         assert!(matches!(read_created(json!({"content": []})), Ok(Created::Result(_))));
         assert!(read_created(json!({"task": {}})).is_err());
         assert!(read_created(json!({})).is_err());
+    }
+
+    #[test]
+    fn a_task_request_carries_its_ttl_and_a_progress_token() {
+        let mut params = json!({"name": "t", "arguments": {}});
+        augment(&mut params, 5_000);
+        assert_eq!(params["task"], json!({"ttl": 5_000}));
+        assert_eq!(params["_meta"]["progressToken"], PROGRESS_TOKEN);
+        let mut theirs = json!({"name": "t", "_meta": {"progressToken": 7, "other": "x"}});
+        augment(&mut theirs, 5_000);
+        assert_eq!(theirs["_meta"], json!({"progressToken": 7, "other": "x"}), "the client's token is kept");
+    }
+
+    #[test]
+    fn the_related_task_is_read() {
+        let related = json!({"message": "?", "_meta": {RELATED_TASK: {"taskId": "u-1"}}});
+        assert_eq!(related_task(Some(&related)), Some("u-1"));
+        assert_eq!(related_task(Some(&json!({"message": "?"}))), None);
+        assert_eq!(related_task(None), None);
+    }
+
+    #[test]
+    fn progress_becomes_a_status_message() {
+        let message = |p: Value| progress_message(&p);
+        assert_eq!(
+            message(json!({"progress": 1, "total": 3, "message": "fetching"})).as_deref(),
+            Some("fetching")
+        );
+        assert_eq!(message(json!({"progress": 2, "total": 3})).as_deref(), Some("progress 2/3"));
+        assert_eq!(message(json!({"progress": 2.5, "message": ""})).as_deref(), Some("progress 2.5"));
+        assert_eq!(message(json!({"progressToken": 1})), None);
+        assert_eq!(message(json!({"progress": "half"})), None);
     }
 
     #[test]

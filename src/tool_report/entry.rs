@@ -29,6 +29,8 @@ pub(super) struct Entry {
     pub(super) schema: super::findings::SchemaCounts,
     /// Its sensitive questions, by [`Sensitive::index`].
     pub(super) sensitive: [u64; Sensitive::ALL.len()],
+    /// Its tasks of the tasks extension.
+    pub(super) tasks: super::tasks::TaskCounts,
     series: Children,
 }
 
@@ -72,6 +74,7 @@ impl Entry {
             latency: Histogram::new(LATENCY_BUCKETS),
             schema: super::findings::SchemaCounts::default(),
             sensitive: [0; Sensitive::ALL.len()],
+            tasks: super::tasks::TaskCounts::default(),
             series: children,
         }
     }

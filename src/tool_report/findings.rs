@@ -158,7 +158,7 @@ fn log_finding(tool: &str, finding: Finding, detail: &str) {
 
 impl Table {
     /// The label of `tool`'s entry, made now if it has none and the report has room.
-    fn admit(&mut self, series: &super::ToolSeries, tool: Option<&str>) -> String {
+    pub(super) fn admit(&mut self, series: &super::ToolSeries, tool: Option<&str>) -> String {
         let Some(tool) = tool else {
             self.other.get_or_insert_with(|| super::Entry::new(series, OTHER));
             return OTHER.to_owned();
@@ -175,7 +175,7 @@ impl Table {
         OTHER.to_owned()
     }
 
-    fn entry_mut(&mut self, label: &str) -> Option<&mut super::Entry> {
+    pub(super) fn entry_mut(&mut self, label: &str) -> Option<&mut super::Entry> {
         match label {
             OTHER => self.other.as_mut(),
             tool => self.tools.get_mut(tool),

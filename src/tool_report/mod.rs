@@ -11,7 +11,9 @@
 //!   parked call instead;
 //! - a *call* ends with the run that completes, fails or is abandoned (its client went away);
 //!   the rounds of a completed call are the `input_required` rounds before it;
-//! - each run that ends a round adds its questions, and each replay that diverged is counted.
+//! - each run that ends a round adds its questions, and each replay that diverged is counted;
+//! - a tool served as a task of the tasks extension counts its tasks instead ([`tasks`]):
+//!   created, completed, failed, cancelled, and their input rounds.
 //!
 //! Why per replica and bounded: like the gather memory, this is what one process has seen, not
 //! state any call depends on. It holds at most [`defaults::TOOL_REPORT_MAX_TOOLS`] tools, each
@@ -24,6 +26,7 @@ mod entry;
 mod findings;
 mod histogram;
 mod summary;
+mod tasks;
 mod verdict;
 
 use std::collections::HashMap;
@@ -34,7 +37,8 @@ use prometheus::{HistogramVec, IntCounterVec};
 
 pub use findings::SchemaSeries;
 pub use histogram::IntBuckets;
-pub use summary::{Calls, Counts, Latency, Report, Schema, ServedCounts, ToolSummary};
+pub use summary::{Calls, Counts, Latency, Report, Schema, ServedCounts, TaskSummary, ToolSummary};
+pub use tasks::TaskEvent;
 pub use verdict::Verdict;
 
 use crate::defaults;
@@ -57,6 +61,8 @@ pub struct ToolSeries {
     pub run_duration: HistogramVec,
     /// The 2026-07-28 schema checks' repairs, refusals and sensitive questions.
     pub schema: SchemaSeries,
+    /// Tasks of the tasks extension, by tool and [`TaskEvent`].
+    pub tasks: IntCounterVec,
 }
 
 /// The name of the entry that sums every tool without one of its own (no tool is named with

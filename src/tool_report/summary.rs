@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::entry::Entry;
 use super::findings::SchemaCounts;
 use super::histogram::{Histogram, IntBuckets};
+use super::tasks::TaskEvent;
 use super::verdict::{Figures, Verdict};
 use super::Served;
 use crate::schema::{ListKind, Refusal, Repair, Sensitive};
@@ -57,6 +58,18 @@ pub struct ToolSummary {
     pub schema: Schema,
     /// Its questions that asked for a secret, by reason (whatever was done with them).
     pub sensitive: BTreeMap<&'static str, u64>,
+    /// Its tasks of the tasks extension.
+    pub tasks: TaskSummary,
+}
+
+/// A tool's tasks: how many were created, how they ended, and their input rounds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TaskSummary {
+    pub created: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub input_rounds: u64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -107,6 +120,7 @@ impl ToolSummary {
             rounds: e.questions.count(),
             divergences: e.divergences,
             mean_rounds: e.rounds.mean(),
+            tasks: e.tasks.get(TaskEvent::Created),
         };
         let verdict = if folded { Verdict::Folded } else { Verdict::of(&figures) };
         Self {
@@ -130,6 +144,13 @@ impl ToolSummary {
             latency_ms: latency(&e.latency),
             schema: schema(&e.schema),
             sensitive: nonzero(Sensitive::ALL.iter().map(|r| (r.as_str(), e.sensitive[r.index()]))),
+            tasks: TaskSummary {
+                created: e.tasks.get(TaskEvent::Created),
+                completed: e.tasks.get(TaskEvent::Completed),
+                failed: e.tasks.get(TaskEvent::Failed),
+                cancelled: e.tasks.get(TaskEvent::Cancelled),
+                input_rounds: e.tasks.get(TaskEvent::InputRound),
+            },
         }
     }
 }

@@ -179,3 +179,33 @@ fn the_memory_of_logged_pairs_is_bounded() {
     }
     assert!(!table.logged.first("one more", "r"), "past the bound nothing new is logged");
 }
+
+#[test]
+fn a_tools_tasks_are_counted_with_their_input_rounds() {
+    let m = Metrics::new().unwrap();
+    for event in [TaskEvent::Created, TaskEvent::InputRound, TaskEvent::InputRound, TaskEvent::Completed] {
+        m.tools.task("research", event);
+    }
+    m.tools.task("research", TaskEvent::Created);
+    m.tools.task("research", TaskEvent::Cancelled);
+    m.tools.task("broken", TaskEvent::Created);
+    m.tools.task("broken", TaskEvent::Failed);
+    let report = m.tools.snapshot();
+    let research = entry(&report, "research");
+    let want = TaskSummary { created: 2, completed: 1, failed: 0, cancelled: 1, input_rounds: 2 };
+    assert_eq!(research.tasks, want);
+    assert_eq!((research.verdict, research.runs), (Verdict::Task, 0), "a task is not a run");
+    assert_eq!((entry(&report, "broken").tasks.failed, entry(&report, "broken").verdict), (1, Verdict::Task));
+    assert_eq!(series(&m, r#"mrtr_gateway_tool_tasks_total{event="input_rounds",tool="research"}"#), 2.0);
+    let json: serde_json::Value = serde_json::from_slice(&m.tools.to_json().unwrap()).unwrap();
+    let listed = json["tools"].as_array().unwrap().iter().find(|t| t["tool"] == "research").unwrap();
+    assert_eq!(
+        listed["tasks"],
+        serde_json::json!({"created": 2, "completed": 1, "failed": 0, "cancelled": 1, "input_rounds": 2})
+    );
+    // Past the bound, tasks count in the (other) entry like everything else.
+    for i in 0..defaults::TOOL_REPORT_MAX_TOOLS {
+        m.tools.task(&format!("tool-{i:04}"), TaskEvent::Created);
+    }
+    assert_eq!(entry(&m.tools.snapshot(), OTHER).tasks.created, 2, "the two past the bound");
+}

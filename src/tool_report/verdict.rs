@@ -17,6 +17,8 @@ pub(super) struct Figures {
     pub divergences: u64,
     /// Mean rounds per completed call.
     pub mean_rounds: Option<f64>,
+    /// Tasks created (of the tasks extension).
+    pub tasks: u64,
 }
 
 /// What the report advises for one tool.
@@ -37,6 +39,9 @@ pub enum Verdict {
     /// It asked questions, but no call of it has completed on this replica.
     #[serde(rename = "unfinished")]
     Unfinished,
+    /// It runs as a task of the tasks extension, and asks nothing in-line.
+    #[serde(rename = "task")]
+    Task,
     /// It never asks the client anything.
     #[serde(rename = "plain")]
     Plain,
@@ -60,6 +65,8 @@ impl Verdict {
             Self::InBandFriendly
         } else if f.rounds > 0 {
             Self::Unfinished
+        } else if f.tasks > 0 {
+            Self::Task
         } else {
             Self::Plain
         }
@@ -86,6 +93,10 @@ impl Verdict {
                 "it asked questions but no call of it has completed here yet (clients gave up, or \
                  their retries reached another replica)"
             }
+            Self::Task => {
+                "it runs as a task: its questions are answered live through tasks/update and nothing \
+                 is replayed, so it can stay behind the gateway until the server is ported"
+            }
             Self::Plain => "it never asks the client anything: the gateway relays it as it is",
             Self::Folded => {
                 "the sum of the tools past the report's bound, and of the runs of tools that have no \
@@ -100,7 +111,14 @@ mod tests {
     use super::*;
 
     fn figures(completed: u64, failed: u64, rounds: u64, divergences: u64, mean: f64) -> Figures {
-        Figures { completed, failed, rounds, divergences, mean_rounds: (completed > 0).then_some(mean) }
+        Figures {
+            completed,
+            failed,
+            rounds,
+            divergences,
+            mean_rounds: (completed > 0).then_some(mean),
+            tasks: 0,
+        }
     }
 
     #[test]
@@ -113,5 +131,8 @@ mod tests {
         assert_eq!(Verdict::of(&figures(0, 0, 1, 0, 0.0)), Verdict::Unfinished);
         assert_eq!(Verdict::of(&figures(3, 0, 0, 0, 0.0)), Verdict::Plain);
         assert_eq!(Verdict::of(&Figures::default()), Verdict::Plain);
+        let tasks = Figures { tasks: 2, ..figures(3, 0, 0, 0, 0.0) };
+        assert_eq!(Verdict::of(&tasks), Verdict::Task, "a task tool that asks nothing in-line");
+        assert_eq!(Verdict::of(&Figures { tasks: 2, ..figures(1, 0, 1, 0, 1.0) }), Verdict::InBandFriendly);
     }
 }

@@ -23,11 +23,18 @@ def counts(tools, prompts=None, resources=None, templates=None):
     return {"tools": tools, "prompts": prompts, "resources": resources, "resource_templates": templates}
 
 
-def call(tool, direct_questions, rounds, verdict, outcome="complete"):
+def call(tool, direct_questions, rounds, verdict, outcome="complete", tasks=None):
     """A call that completes both ways, asking as many questions directly as its rounds through
-    the gateway hold, the same in both runs."""
-    return {"tool": tool, "direct": (outcome, direct_questions), "gateway": [(outcome, rounds)] * 2,
-            "stable": True, "verdict": verdict, "park_advised": False}
+    the gateway hold, the same in both runs; `tasks` are the gateway's counts of the tool's tasks
+    (both runs), for a tool it serves as a task."""
+    as_task = tasks is not None
+    return {"tool": tool, "direct": (outcome, direct_questions), "gateway": [(outcome, rounds, as_task)] * 2,
+            "stable": True, "verdict": verdict, "park_advised": False, "tasks": tasks}
+
+
+def tasks(created, completed, input_rounds, failed=0, cancelled=0):
+    return {"created": created, "completed": completed, "failed": failed, "cancelled": cancelled,
+            "input_rounds": input_rounds}
 
 
 EXPECTED = {
@@ -46,6 +53,9 @@ EXPECTED = {
             call("trigger-elicitation-request", 1, 1, "in-band friendly"),
             call("trigger-sampling-request", 1, 1, "in-band friendly"),
             call("get-roots-list", 1, 1, "in-band friendly"),
+            # Its one question inside the task, directly on the legacy task's tasks/result, and
+            # through the gateway a task of the extension with one input round per run.
+            call("simulate-research-query", 1, 1, "task", tasks=tasks(2, 2, 2)),
         ],
     },
     "filesystem": {
@@ -91,7 +101,8 @@ def calls_file(server, scratch):
     """The calls each server is tried with (paths inside the check's scratch folder)."""
     arguments = {
         "everything": {"echo": {"message": "hello"}, "get-sum": {"a": 2, "b": 3},
-                       "trigger-sampling-request": {"prompt": "Say hi", "maxTokens": 20}},
+                       "trigger-sampling-request": {"prompt": "Say hi", "maxTokens": 20},
+                       "simulate-research-query": {"topic": "python", "ambiguous": True}},
         "filesystem": {"list_directory": {"path": f"{scratch}/fs"},
                        "read_text_file": {"path": f"{scratch}/fs/a.txt"}},
         "git": {"git_status": {"repo_path": f"{scratch}/git"},
@@ -134,10 +145,11 @@ def verify(server, report, status):
         summary = {
             "tool": got["tool"],
             "direct": (got["direct"]["outcome"], len(got["direct"]["questions"])),
-            "gateway": [(run["outcome"], len(run["rounds"])) for run in got["gateway"]],
+            "gateway": [(run["outcome"], len(run["rounds"]), run.get("task")) for run in got["gateway"]],
             "stable": got["stable"],
             "verdict": got["verdict"],
             "park_advised": got["park_advised"],
+            "tasks": got.get("tasks"),
         }
         check(f"call.{got['tool']}", summary, expected)
     for verdict, field, detail in results:

@@ -25,6 +25,10 @@
 # front of server-everything, each pair behind a round-robin proxy of its own
 # (park.sh), the clients' rounds alternating between the replicas so that every
 # retry is forwarded to the replica holding its parked call.
+# Then the tasks extension: the conformance suite's tasks scenarios through gateways
+# in front of the legacy tasks fixture, and server-everything's task tool
+# (simulate-research-query) through gateway-everything and gateway-stdio-everything
+# to a client speaking the extension (py_tasks_check.py).
 # Then server-everything in `sse` mode behind a gateway with --upstream-sse,
 # and the stdio front launched by the Python client's stdio transport
 # (mrtr-gateway stdio, spawning the fixture). Then `mrtr-gateway check` against
@@ -431,6 +435,20 @@ tasks_conformance_checks() {
   done
 }
 
+# server-everything's legacy task tool (simulate-research-query, taskSupport "required") served
+# as a task of the tasks extension, to mcp 2.3.0 speaking the extension through its extension API
+# (py_tasks_check.py): through gateway-everything (Streamable HTTP upstream) and
+# gateway-stdio-everything (stdio upstream), each listing compared with a legacy client's straight
+# at the same server (over HTTP, or a process of its own over stdio).
+tasks_everything_checks() {
+  run_checks "py:everything-tasks-http" "$PROGRAM_SECONDS" "$PY_MODERN" "$HERE/py_tasks_check.py" \
+    --target everything-tasks-http --url "http://127.0.0.1:$P_G1/mcp" \
+    --direct-url "http://127.0.0.1:$P_EVERYTHING/mcp" --timeout "$CHECK_SECONDS"
+  run_checks "py:everything-tasks-stdio" "$PROGRAM_SECONDS" "$PY_MODERN" "$HERE/py_tasks_check.py" \
+    --target everything-tasks-stdio --url "http://127.0.0.1:$P_S1/mcp" \
+    --direct-command "node '$EVERYTHING_JS' stdio" --timeout "$CHECK_SECONDS"
+}
+
 # === report ===
 
 print_matrix() {
@@ -489,6 +507,7 @@ with_gateways() {
   legacy_client_stdio_checks
   conformance_stdio
   tasks_conformance_checks
+  tasks_everything_checks
   sse_upstream_checks
   stdio_front_checks
   schema_checks
@@ -616,6 +635,13 @@ pylegacy() {
     --server "$2" --url "$3" --timeout "$CHECK_SECONDS" "${@:4}"
 }
 
+# tslegacy_tasks TARGET URL: the TypeScript SDK 1.x client's own 2025-11-25 tasks
+# (ts_legacy_tasks_check.mjs) with server-everything's task tool.
+tslegacy_tasks() {
+  run_checks "ts-legacy:$1" "$PROGRAM_SECONDS" node "$HERE/ts_legacy_tasks_check.mjs" --target "$1" --url "$2" \
+    --timeout "$CHECK_SECONDS"
+}
+
 # same_legacy_tools DIRECT VIA: the checks the legacy client passed through the
 # gateway (VIA) are exactly those it passed against the server directly (DIRECT).
 same_legacy_tools() {
@@ -630,11 +656,14 @@ same_legacy_tools() {
 }
 
 # A legacy client on the gateway's one endpoint: relayed in-band to the HTTP
-# upstreams, compared with the same client straight at each server.
+# upstreams, compared with the same client straight at each server; and the
+# TypeScript SDK 1.x client's own tasks, straight at server-everything and through it.
 legacy_client_checks() {
   pylegacy everything-legacy-direct everything "http://127.0.0.1:$P_EVERYTHING/mcp"
   pylegacy everything-legacy-via-gateway everything "http://127.0.0.1:$P_G1/mcp"
   same_legacy_tools everything-legacy-direct everything-legacy-via-gateway
+  tslegacy_tasks everything-legacy-tasks-direct "http://127.0.0.1:$P_EVERYTHING/mcp"
+  tslegacy_tasks everything-legacy-tasks-via-gateway "http://127.0.0.1:$P_G1/mcp"
   pylegacy fixture-legacy-direct fixture "http://127.0.0.1:$P_FIXTURE/mcp"
   pylegacy fixture-legacy-via-gateway fixture "http://127.0.0.1:$P_G2/mcp"
   same_legacy_tools fixture-legacy-direct fixture-legacy-via-gateway
@@ -645,6 +674,7 @@ legacy_client_checks() {
 legacy_client_stdio_checks() {
   pylegacy everything-legacy-stdio everything "http://127.0.0.1:$P_S1/mcp"
   same_legacy_tools everything-legacy-direct everything-legacy-stdio
+  tslegacy_tasks everything-legacy-tasks-stdio "http://127.0.0.1:$P_S1/mcp"
   pylegacy fixture-legacy-stdio fixture "http://127.0.0.1:$P_S5/mcp"
   same_legacy_tools fixture-legacy-direct fixture-legacy-stdio
 }
@@ -660,6 +690,7 @@ print_legacy_summary() {
   say ""
   say "== legacy clients =="
   grep -E '^(PASS|FAIL) legacy-client ' "$RESULTS" || say "(not run)"
+  grep -E '^(PASS|FAIL) ts-legacy ' "$RESULTS" || true
   say "gateway in front of the fixture, 2025-11-25 wire (legacy path):"
   grep -h '^CONFORMANCE SUMMARY' "$RUN_DIR/conformance-gateway-legacy.txt" 2>/dev/null || say "(not run)"
 }

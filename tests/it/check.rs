@@ -96,8 +96,9 @@ async fn the_report_on_the_demo_server_field_by_field() -> TestResult {
     assert_eq!(calls.as_array().map(Vec::len), Some(4));
     let echo = &calls[0];
     assert_eq!(echo["direct"], json!({"outcome": "complete", "questions": [], "error": null}));
-    let plain = json!({"outcome": "complete", "rounds": [], "error": null});
+    let plain = json!({"outcome": "complete", "rounds": [], "error": null, "task": false});
     assert_eq!(echo["gateway"], json!([plain, plain]));
+    assert_eq!(echo["tasks"], Value::Null, "no task ran");
     assert_eq!(
         (&echo["stable"], &echo["verdict"], &echo["park_advised"]),
         (&json!(true), &json!("plain"), &json!(false))
@@ -106,7 +107,7 @@ async fn the_report_on_the_demo_server_field_by_field() -> TestResult {
     let greet = &calls[1];
     let name = question("form: What is your name?");
     assert_eq!(greet["direct"], json!({"outcome": "complete", "questions": [name], "error": null}));
-    let asked = json!({"outcome": "complete", "rounds": [[name]], "error": null});
+    let asked = json!({"outcome": "complete", "rounds": [[name]], "error": null, "task": false});
     assert_eq!(greet["gateway"], json!([asked, asked]));
     assert_eq!((&greet["stable"], &greet["divergences"]), (&json!(true), &json!(0)));
     assert_eq!((&greet["verdict"], &greet["park_advised"]), (&json!("in-band friendly"), &json!(false)));

@@ -56,8 +56,11 @@ mod stdio_front;
 mod stdio_pool;
 mod subscriptions;
 mod tasks;
+mod tasks_inside;
+mod tasks_legacy_clients;
 mod tasks_long;
 mod tasks_replicas;
+mod tasks_report;
 mod tool_report;
 mod url_elicitation;
 

@@ -18,15 +18,15 @@ use crate::common::{bounded, eventually, Client, HarnessError, Reply, TestResult
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/task_server.py");
 
-struct TaskGateway {
-    gateway: Gateway,
-    client: Client,
+pub(crate) struct TaskGateway {
+    pub(crate) gateway: Gateway,
+    pub(crate) client: Client,
     /// What the fixture's processes did: "run <tool>", "cancel <tool>" lines.
     log: PathBuf,
 }
 
 impl TaskGateway {
-    async fn start(tasks: &[&str]) -> TestResult<Self> {
+    pub(crate) async fn start(tasks: &[&str]) -> TestResult<Self> {
         let log =
             std::env::temp_dir().join(format!("task-server-{}-{}.log", std::process::id(), rand_suffix()));
         let command = vec!["python3", FIXTURE, "--log", log.to_str().unwrap_or_default()];
@@ -42,11 +42,11 @@ impl TaskGateway {
         Ok(Self { gateway, client, log })
     }
 
-    fn events(&self, event: &str) -> usize {
+    pub(crate) fn events(&self, event: &str) -> usize {
         std::fs::read_to_string(&self.log).unwrap_or_default().lines().filter(|l| *l == event).count()
     }
 
-    async fn start_task(&self, tool: &str, arguments: Value) -> TestResult<String> {
+    pub(crate) async fn start_task(&self, tool: &str, arguments: Value) -> TestResult<String> {
         let reply = self.client.call_tool(tool, arguments).caps(with_extension()).send().await?;
         let result = reply.result()?;
         if result["resultType"] != "task" {
@@ -55,7 +55,12 @@ impl TaskGateway {
         Ok(result["taskId"].as_str().unwrap_or_default().to_owned())
     }
 
-    async fn task(&self, method: &str, task_id: &str, extra: Option<(&str, Value)>) -> TestResult<Reply> {
+    pub(crate) async fn task(
+        &self,
+        method: &str,
+        task_id: &str,
+        extra: Option<(&str, Value)>,
+    ) -> TestResult<Reply> {
         let mut call =
             self.client.request(method).header("mcp-name", task_id).param("taskId", json!(task_id));
         if let Some((key, value)) = extra {
@@ -65,7 +70,7 @@ impl TaskGateway {
     }
 
     /// Polls `tasks/get` until the task reports `status` (or ends).
-    async fn until(&self, task_id: &str, status: &str) -> TestResult<Value> {
+    pub(crate) async fn until(&self, task_id: &str, status: &str) -> TestResult<Value> {
         bounded(&format!("the task to be {status}"), async {
             loop {
                 let reply = self.task("tasks/get", task_id, None).await?;
@@ -80,7 +85,7 @@ impl TaskGateway {
         .await?
     }
 
-    async fn stop(self) -> TestResult {
+    pub(crate) async fn stop(self) -> TestResult {
         let _ = std::fs::remove_file(&self.log);
         bounded("the gateway to drain", self.gateway.shutdown()).await
     }
@@ -90,7 +95,7 @@ fn rand_suffix() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
-fn with_extension() -> Value {
+pub(crate) fn with_extension() -> Value {
     json!({"elicitation": {}, "extensions": {EXTENSION: {}}})
 }
 
