@@ -43,11 +43,13 @@ for path in sys.argv[1:]:
             if line.startswith("totals:"):
                 ir += int(line.split()[1])
             continue
-        m = re.match(r"cfn=\((\d+)\)(?: (.*))?", line)
+        # A function's name is given once, where its id first appears (as fn= or cfn=).
+        m = re.match(r"(c?)fn=\((\d+)\)(?: (.*))?", line)
         if m:
-            if m.group(2):
-                names[m.group(1)] = m.group(2).strip()
-            current = names.get(m.group(1), "")
+            if m.group(3):
+                names[m.group(2)] = m.group(3).strip()
+            if m.group(1):
+                current = names.get(m.group(2), "")
             continue
         if line.startswith("calls=") and current in ("malloc", "calloc", "realloc"):
             allocs += int(line[6:].split()[0])

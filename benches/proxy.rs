@@ -418,6 +418,8 @@ mod peer {
     /// The demo's `echo` as the peer lists it (its default separator is `/`).
     pub(super) const TOOL: &str = "bench/echo";
     const START_CAP: Duration = Duration::from_secs(30);
+    /// Longest the peer gets to stop after SIGTERM (its own drain is set to 1 s).
+    const STOP_CAP: Duration = Duration::from_secs(10);
     /// The version the peer's client negotiates with the demo. It does not send the
     /// `MCP-Protocol-Version` header the transport asks of a client after `initialize`, which
     /// the demo requires, so its config adds it to every request.
@@ -438,7 +440,7 @@ mod peer {
             let port = free_port();
             let config = std::env::temp_dir().join(format!("proxy-bench-peer-{}.toml", std::process::id()));
             let toml = format!(
-                "[proxy]\nname = \"bench-peer\"\n[proxy.listen]\nhost = \"127.0.0.1\"\nport = {port}\n\n\
+                "[proxy]\nname = \"bench-peer\"\nshutdown_timeout_seconds = 1\n[proxy.listen]\nhost = \"127.0.0.1\"\nport = {port}\n\n\
                  [[backends]]\nname = \"{BACKEND}\"\ntransport = \"http\"\nurl = \"{upstream}\"\n\
                  headers = {{ \"MCP-Protocol-Version\" = \"{LEGACY_VERSION}\" }}\n"
             );
@@ -473,7 +475,14 @@ mod peer {
     }
 
     impl Drop for Peer {
+        /// SIGTERM first, so that a profiler it runs under (callgrind) writes its counts; a kill
+        /// after `STOP_CAP`.
         fn drop(&mut self) {
+            let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+            let stopped = Instant::now();
+            while matches!(self.child.try_wait(), Ok(None)) && stopped.elapsed() < STOP_CAP {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             let _ = self.child.kill();
             let _ = self.child.wait();
             let _ = std::fs::remove_file(&self.config);
