@@ -202,16 +202,19 @@ async fn one_path(client: &HttpClient, target: &Target, name: &str, n: usize) {
     );
 }
 
-/// Sequential latencies of each path, the paths taking turns request by request.
+/// Sequential latencies of each path, the paths taking turns request by request. Each turn
+/// starts one path further, so every path follows every other equally often: a path whose
+/// process still works after it answered (the peer's) slows whichever call comes next.
 async fn latencies(client: &HttpClient, paths: &[Target], n: usize) -> Vec<Vec<Duration>> {
     let mut lat: Vec<Vec<Duration>> = paths.iter().map(|_| Vec::with_capacity(n)).collect();
     let started = Instant::now();
-    for _ in 0..n {
+    for turn in 0..n {
         if started.elapsed() > TIME_CAP {
             break;
         }
-        for (l, target) in lat.iter_mut().zip(paths) {
-            l.push(timed(client, target).await);
+        for k in 0..paths.len() {
+            let i = (turn + k) % paths.len();
+            lat[i].push(timed(client, &paths[i]).await);
         }
     }
     for l in &mut lat {
