@@ -6,7 +6,8 @@
 //! - an invalid question is refused upstream as the bridge refuses it, a repaired one is shown
 //!   repaired; both counted in the migration report;
 //! - under `elicitation.sensitive = "refuse"` a password form is declined upstream and never
-//!   shown; under `warn` it is shown, and counted; a `javascript:` URL is declined either way.
+//!   shown; under `warn` it is shown, and counted; a `javascript:` URL is declined either way;
+//! - a long call's question (`screen_plain`, asked on the call's own stream) meets the same checks.
 
 use serde_json::{json, Value};
 
@@ -128,5 +129,19 @@ async fn under_warn_a_password_form_inside_a_task_is_shown_and_a_script_url_is_n
     assert!(!asked, "{done}");
     assert_eq!(upstream_got(&done), json!({"action": "decline"}), "{done}");
     assert_eq!(sensitive(&gw, "script_url", "refused"), 1.0);
+    gw.stop().await
+}
+
+#[tokio::test]
+async fn a_long_calls_password_form_is_declined_under_refuse_too() -> TestResult {
+    let _serial = serial().await;
+    let config = "[elicitation]\nsensitive = \"refuse\"";
+    let gw = TaskGateway::start_with(&["long_tools = [\"screen_plain\"]"], config).await?;
+    let task_id = gw.start_task("screen_plain", json!({"ask": "password"})).await?;
+    let (done, asked) = to_the_end(&gw, &task_id).await?;
+    assert!(!asked, "the form was never shown: {done}");
+    assert_eq!(upstream_got(&done), json!({"action": "decline"}), "{done}");
+    let series = "mrtr_gateway_sensitive_questions_total{action=\"refused\",reason=\"password_format\",tool=\"screen_plain\"}";
+    assert_eq!(metric(&gw.gateway, series), 1.0);
     gw.stop().await
 }
