@@ -353,7 +353,8 @@ pub(crate) fn front_state_with(
     let mut tasks = cfg
         .tasks
         .enabled
-        .then(|| Tasks::new(cfg.tasks.clone(), pool.clone(), keys.clone(), version, metrics.tasks.clone()));
+        .then(|| Tasks::new(cfg.tasks.clone(), pool.clone(), keys.clone(), version, metrics.tasks.clone()))
+        .map(|t| t.with_sensitive(cfg.elicitation.sensitive));
     if let Some(url) = &cfg.cluster.advertise_url {
         let owner_run = cfg.mrtr.total_timeout + cfg.cluster.connect_timeout + FRONT_TIMEOUT_SLACK;
         // A forwarded retry comes from one front request: the front's bound bounds them.

@@ -20,6 +20,17 @@ const SAMPLING_TOOLS: u8 = 1 << 3;
 const SAMPLING_CONTEXT: u8 = 1 << 4;
 const ROOTS: u8 = 1 << 5;
 
+/// The capability an upstream request of `method` needs, as the `capability` label of
+/// `capability_denials_total` names it.
+pub fn label(method: &str) -> &'static str {
+    match method {
+        ELICITATION_CREATE => "elicitation",
+        SAMPLING_CREATE_MESSAGE => "sampling",
+        ROOTS_LIST => "roots",
+        _ => "other",
+    }
+}
+
 /// Errors in declared capabilities or in an upstream request's needs.
 #[derive(Debug, thiserror::Error)]
 pub enum CapsError {

@@ -299,6 +299,8 @@ impl Metrics {
         m.pool.share_refusals = m.share_refusals.clone();
         // The task bridge counts each tool's tasks in the migration report.
         m.tasks.tools = Some(m.tools.clone());
+        // A task's questions are held to the client's capabilities too, counted as the bridge counts.
+        m.tasks.capability_denials = m.capability_denials.clone();
         let features = [
             m.pool.collectors(),
             m.legacy.collectors(),

@@ -24,12 +24,9 @@ use crate::mrtr::url_elicitations;
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::methods::MrtrMethod;
 use crate::protocol::{codes, RequestId};
-use crate::schema::question::CheckedQuestion;
+use crate::schema::question::{CheckedQuestion, INVALID_QUESTION};
 use crate::schema::{Finding, Refusal, Sensitive, SensitiveAction};
 use crate::upstream::Session;
-
-/// What the upstream is told when its question is refused as invalid.
-const INVALID_QUESTION: &str = "mrtr-gateway refused this request: it is not a valid MCP 2026-07-28 question";
 
 /// What to do with a question after [`Run::screen`].
 pub(super) enum Screened {

@@ -298,7 +298,7 @@ impl<'a> Run<'a> {
         };
         if let Some(missing) = self.req.caps.missing(&required) {
             // An `inputRequests` the client cannot serve must never be sent: fail with -32021.
-            let label = capability_label(method);
+            let label = crate::capabilities::label(method);
             self.bridge.metrics.capability_denials.with_label_values(&[label]).inc();
             return Step::Abort { refuse: id, error: FrontError::MissingCapability { required: missing } };
         }
@@ -495,15 +495,6 @@ fn error(code: i64, message: String) -> ErrorObject {
 
 pub(super) fn raw_value(raw: &RawValue) -> Value {
     serde_json::from_str(raw.get()).unwrap_or(Value::Null)
-}
-
-fn capability_label(method: &str) -> &'static str {
-    match method {
-        methods::ELICITATION_CREATE => "elicitation",
-        methods::SAMPLING_CREATE_MESSAGE => "sampling",
-        methods::ROOTS_LIST => "roots",
-        _ => "other",
-    }
 }
 
 /// Turns the upstream's final outcome into the run's reply.

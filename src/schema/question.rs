@@ -16,6 +16,11 @@ use super::reason::{Refusal, Repair};
 use super::sensitive::{self, Sensitive};
 use super::spec::Def;
 
+/// What the upstream is told when its question is refused as invalid, on every path a
+/// question takes (an ordinary call's round, a task).
+pub const INVALID_QUESTION: &str =
+    "mrtr-gateway refused this request: it is not a valid MCP 2026-07-28 question";
+
 /// What the check of one question found.
 #[derive(Debug, Default)]
 pub struct CheckedQuestion {

@@ -21,6 +21,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::metrics::TaskMetrics;
+use super::screen::{self, Rules, Screened};
 use super::wire::{self, Snapshot};
 use crate::defaults;
 use crate::mrtr::translate::{self, InputKind, LegacyVersion};
@@ -78,6 +79,8 @@ pub(super) struct LiveTask {
     pub(super) session: Session,
     pub(super) expires: Instant,
     pub(super) origin: Origin,
+    /// What its questions are held to before a client sees them.
+    rules: Rules,
     version: LegacyVersion,
     created: String,
     ttl_ms: u64,
@@ -113,6 +116,7 @@ pub(super) struct Spec {
     pub poll: Duration,
     pub max_result_bytes: usize,
     pub origin: Origin,
+    pub rules: Rules,
 }
 
 // === impl Ending ===
@@ -140,6 +144,7 @@ impl LiveTask {
             session: spec.session,
             expires: Instant::now() + spec.ttl,
             origin: spec.origin,
+            rules: spec.rules,
             version: spec.version,
             created: wire::iso8601(spec.created_ms),
             ttl_ms: spec.ttl.as_millis() as u64,
@@ -218,6 +223,15 @@ impl LiveTask {
         let mut state = self.state.lock();
         if state.phase == Phase::Working {
             state.status_message = Some(bounded(&message));
+            state.updated_ms = now_ms;
+        }
+    }
+
+    /// Tells the client, in the status message, why a question of the task was not shown.
+    fn note_refused(&self, why: String, now_ms: u64) {
+        let mut state = self.state.lock();
+        if state.phase == Phase::Working {
+            state.status_message = Some(why);
             state.updated_ms = now_ms;
         }
     }
@@ -360,7 +374,7 @@ async fn run(task: &LiveTask, metrics: &TaskMetrics, now_ms: &impl Fn() -> u64) 
             };
             match event {
                 Ok(Some(UpstreamEvent::Request { id, method, params })) => {
-                    if surface(task, id, &method, params.as_ref(), now_ms()).await {
+                    if surface(task, metrics, id, &method, params.as_ref(), now_ms()).await {
                         metrics.tool(&task.tool, TaskEvent::InputRound);
                     }
                 }
@@ -394,29 +408,52 @@ async fn run(task: &LiveTask, metrics: &TaskMetrics, now_ms: &impl Fn() -> u64) 
 /// when it starts an input round. A request on a legacy task's session that does not name the
 /// task in its related-task `_meta` is not the task's (a server may ask its session something
 /// of its own, say `roots/list` after `initialize`): it is refused as one no call can be asked.
-/// A long call's questions are its own: they come on its call's stream.
+/// A long call's questions are its own: they come on its call's stream. A question of the task
+/// passes the checks every question passes ([`screen`]) before it is kept.
 pub(super) async fn surface(
     task: &LiveTask,
+    metrics: &TaskMetrics,
     id: RequestId,
     method: &str,
     params: Option<&Value>,
     now_ms: u64,
 ) -> bool {
-    let refusal = match translate::input_request(method, params) {
-        _ if task.origin == Origin::LegacyTask
-            && wire::related_task(params) != Some(task.upstream_task.as_str()) =>
-        {
-            "the request names no task of this session, and no client request is in flight to ask"
+    let refusal = if task.origin == Origin::LegacyTask
+        && wire::related_task(params) != Some(task.upstream_task.as_str())
+    {
+        "the request names no task of this session, and no client request is in flight to ask"
+    } else if !methods::is_input_method(method) {
+        "the gateway cannot relay this request inside a task"
+    } else {
+        match screen::screen(&task.rules, metrics, &task.tool, method, params) {
+            Screened::Show(checked) => {
+                let shown = checked.repaired.as_ref().or(params);
+                match translate::input_request(method, shown) {
+                    Ok((kind, request)) => match task.ask(id.clone(), kind, request, now_ms) {
+                        Some(new_round) => {
+                            screen::shown(metrics, &task.tool, &checked);
+                            return new_round;
+                        }
+                        None => "the task has too many open questions",
+                    },
+                    Err(_) => "the gateway cannot relay this request inside a task",
+                }
+            }
+            Screened::Refuse { answer, why } => {
+                tracing::info!(parent: &task.span, method, reason = %why, "a task's question was refused");
+                answer_upstream(task, &id, answer).await;
+                task.note_refused(why, now_ms);
+                return false;
+            }
         }
-        Ok((kind, request)) => match task.ask(id.clone(), kind, request, now_ms) {
-            Some(new_round) => return new_round,
-            None => "the task has too many open questions",
-        },
-        Err(_) => "the gateway cannot relay this request inside a task",
     };
     let error = ErrorObject { code: codes::METHOD_NOT_FOUND, message: refusal.to_owned(), data: None };
-    if let Err(e) = task.session.respond(&id, Err(error)).await {
-        tracing::debug!(error = %e, "refusing a task's server request");
-    }
+    answer_upstream(task, &id, Err(error)).await;
     false
+}
+
+async fn answer_upstream(task: &LiveTask, id: &RequestId, answer: Result<Value, ErrorObject>) {
+    if let Err(e) = task.session.respond(id, answer).await {
+        tracing::debug!(error = %e, "answering a task's server request");
+    }
 }

@@ -25,6 +25,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::live::{self, Ending, LiveTask, Origin, Phase, Spec};
+use super::screen::Rules;
 use super::{unix_ms, wire, Started, TaskError, Tasks};
 use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::{methods, RequestId};
@@ -63,6 +64,8 @@ struct Driver {
     principal: Arc<str>,
     /// The tool called, named in the task's span.
     tool: String,
+    /// What the task's questions are held to.
+    rules: Rules,
     /// Before the lease: dropped first, so the session goes back without a call on it.
     call: Call,
     lease: Lease,
@@ -118,6 +121,7 @@ impl Tasks {
                 .check_room(principal, Instant::now())
                 .inspect_err(|e| self.metrics.count(e.label()))?;
         }
+        let rules = self.rules(&key);
         let lease = self.pool.lease(key, &capabilities).await.map_err(TaskError::Unavailable)?;
         let tool = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         let (params, token) = with_progress_token(params);
@@ -127,6 +131,7 @@ impl Tasks {
             tasks: self.clone(),
             principal: principal.clone(),
             tool,
+            rules,
             call,
             lease,
             token,
@@ -270,6 +275,7 @@ impl Driver {
             poll: tasks.cfg.poll_interval,
             max_result_bytes: tasks.cfg.max_result_bytes,
             origin: Origin::LongCall,
+            rules: self.rules,
         };
         let span = super::task_span(&spec.tool, &spec.principal);
         let task = Arc::new(LiveTask::new(spec).with_span(span));
@@ -323,7 +329,7 @@ impl Driver {
     async fn surface(&mut self, task: &LiveTask, id: RequestId, method: &str, params: Option<Value>) {
         self.asked = true;
         self.retire |= method == methods::ROOTS_LIST;
-        if live::surface(task, id, method, params.as_ref(), unix_ms()).await {
+        if live::surface(task, &self.tasks.metrics, id, method, params.as_ref(), unix_ms()).await {
             self.tasks.metrics.tool(&self.tool, TaskEvent::InputRound);
         }
     }

@@ -1,6 +1,8 @@
 //! The task bridge's series, registered on the gateway's registry: tasks by outcome and the
 //! tasks live on this replica. Every label value is a fixed word. Each tool's tasks are also
-//! counted in the migration report (`crate::tool_report`), whose handle the wiring sets.
+//! counted in the migration report (`crate::tool_report`), whose handle the wiring sets, and a
+//! question a task's client did not declare the capability for in the front's
+//! `capability_denials_total`, whose registered series the wiring sets too.
 
 use std::sync::Arc;
 
@@ -25,6 +27,9 @@ pub struct TaskMetrics {
     pub forwards: IntCounterVec,
     /// The migration report, which counts each tool's tasks; `None` until the wiring sets it.
     pub tools: Option<Arc<ToolReport>>,
+    /// Questions refused for an undeclared client capability, by capability: the front's
+    /// series, which the wiring sets (detached until then).
+    pub capability_denials: IntCounterVec,
 }
 
 // === impl TaskMetrics ===
@@ -43,6 +48,13 @@ impl TaskMetrics {
                 &["outcome"],
             )?,
             tools: None,
+            capability_denials: IntCounterVec::new(
+                Opts::new(
+                    "capability_denials_total",
+                    "Upstream requests refused for an undeclared client capability.",
+                ),
+                &["capability"],
+            )?,
         })
     }
 

@@ -25,6 +25,7 @@ pub mod forward;
 mod live;
 mod long;
 mod metrics;
+mod screen;
 mod serve;
 pub mod store;
 mod table;
@@ -47,13 +48,16 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use self::live::{LiveTask, Origin, Spec};
+use self::screen::Rules;
 use self::store::Records;
 use self::table::Table;
 use self::wire::Created;
+use crate::capabilities::ClientCaps;
 use crate::config::TasksConfig;
 use crate::defaults;
 use crate::mrtr::{LegacyVersion, LiveRing, TaskClaims, TaskSealer};
 use crate::protocol::jsonrpc::Outcome;
+use crate::schema::SensitivePolicy;
 use crate::upstream::{Pool, PoolKey, Session, UpstreamError};
 
 /// Most tool names whose task support is remembered; past it the catalogue starts over.
@@ -74,6 +78,8 @@ pub struct Tasks {
     link: Option<Arc<dyn TaskLink>>,
     /// Where finished tasks are kept for every replica (`state.redis_url` set).
     records: Option<Records>,
+    /// `elicitation.sensitive`: what a task's question that asks for a secret gets.
+    sensitive: SensitivePolicy,
 }
 
 /// Each tool's `execution.taskSupport`, learnt from the upstream's tool lists: the tools that
@@ -138,7 +144,20 @@ impl Tasks {
         let table = Table::new(cfg.max_tasks, cfg.max_per_principal);
         let catalogue = Catalogue::default();
         let owner = String::new();
-        Self { cfg, pool, keys, owner, version, table, catalogue, metrics, link: None, records: None }
+        let (link, records, sensitive) = (None, None, SensitivePolicy::default());
+        Self { cfg, pool, keys, owner, version, table, catalogue, metrics, link, records, sensitive }
+    }
+
+    /// Applies `policy` to the questions tasks ask that ask for a secret (`elicitation.sensitive`).
+    pub fn with_sensitive(mut self, policy: SensitivePolicy) -> Self {
+        self.sensitive = policy;
+        self
+    }
+
+    /// What the questions of a task started for the client of pool key `key` are held to: the
+    /// key's second half is the fingerprint of that request's `clientCapabilities`.
+    fn rules(&self, key: &PoolKey) -> Rules {
+        Rules { caps: ClientCaps::from_fingerprint(key.1), sensitive: self.sensitive }
     }
 
     /// Keeps finished tasks in `store` too, for every replica to serve.
@@ -171,6 +190,7 @@ impl Tasks {
     ) -> Result<Started, TaskError> {
         self.table.check_room(principal, Instant::now()).inspect_err(|e| self.metrics.count(e.label()))?;
         let tool = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let rules = self.rules(&key);
         let session = self.pool.take_unpooled(&key, &capabilities).await.map_err(TaskError::Unavailable)?;
         wire::augment(&mut params, self.cfg.ttl.as_millis() as u64);
         let created = match create(&session, params).await {
@@ -197,6 +217,7 @@ impl Tasks {
             poll: self.cfg.poll_interval,
             max_result_bytes: self.cfg.max_result_bytes,
             origin: Origin::LegacyTask,
+            rules,
         };
         let span = task_span(&spec.tool, principal);
         let task = Arc::new(LiveTask::new(spec).with_span(span));

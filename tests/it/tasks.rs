@@ -27,12 +27,17 @@ pub(crate) struct TaskGateway {
 
 impl TaskGateway {
     pub(crate) async fn start(tasks: &[&str]) -> TestResult<Self> {
+        Self::start_with(tasks, "").await
+    }
+
+    /// [`Self::start`], with `extra` TOML sections (`[elicitation]`, say) in the configuration.
+    pub(crate) async fn start_with(tasks: &[&str], extra: &str) -> TestResult<Self> {
         let log =
             std::env::temp_dir().join(format!("task-server-{}-{}.log", std::process::id(), rand_suffix()));
         let command = vec!["python3", FIXTURE, "--log", log.to_str().unwrap_or_default()];
         let toml = format!(
             "[front]\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"127.0.0.1:0\"\n[log]\nlevel = \"warn\"\n\
-             [state]\nkeys = [{:?}]\n[tasks]\n{}\n[upstream]\ncommand = {command:?}\n",
+             [state]\nkeys = [{:?}]\n[tasks]\n{}\n[upstream]\ncommand = {command:?}\n{extra}\n",
             test_key("k1", 0x11),
             tasks.join("\n"),
         );
@@ -47,7 +52,17 @@ impl TaskGateway {
     }
 
     pub(crate) async fn start_task(&self, tool: &str, arguments: Value) -> TestResult<String> {
-        let reply = self.client.call_tool(tool, arguments).caps(with_extension()).send().await?;
+        self.start_task_as(tool, arguments, with_extension()).await
+    }
+
+    /// [`Self::start_task`] by a client that declared `caps` (the extension among them).
+    pub(crate) async fn start_task_as(
+        &self,
+        tool: &str,
+        arguments: Value,
+        caps: Value,
+    ) -> TestResult<String> {
+        let reply = self.client.call_tool(tool, arguments).caps(caps).send().await?;
         let result = reply.result()?;
         if result["resultType"] != "task" {
             return Err(HarnessError::Unexpected(format!("wanted a CreateTaskResult, got {}", reply.body)));
