@@ -42,6 +42,7 @@ use tower::{Service, ServiceExt};
 use crate::defaults;
 
 mod deadline;
+mod sniff;
 
 use deadline::{Activity, Deadlines, Tracked, Watched};
 
@@ -131,7 +132,7 @@ pub async fn serve<S, B>(
         match opts.tls.clone() {
             None => conns.spawn(async move {
                 let _permit = permit;
-                conn.serve(&builder, stream, svc).await;
+                conn.serve_plain(&builder, stream, svc).await;
             }),
             Some(acceptor) => conns.spawn(async move {
                 let _permit = permit;
@@ -190,6 +191,30 @@ where
 // === impl Conn ===
 
 impl Conn {
+    /// Serves a plain connection with a builder of the protocol its first bytes tell (see
+    /// [`sniff`]), waiting for them within the handshake bound and until shutdown; the auto
+    /// builder when they do not tell by then, whose deadlines then apply as before.
+    async fn serve_plain<S, B>(mut self, builder: &Builder<TokioExecutor>, stream: TcpStream, svc: S)
+    where
+        S: hyper::service::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+        B: Body<Data = bytes::Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let deadline = self.activity.handshake_deadline(self.deadlines);
+        let known = tokio::select! {
+            biased;
+            _ = self.stop.wait_for(|stop| *stop) => None,
+            known = tokio::time::timeout_at(deadline, sniff::plain(&stream)) => known.ok().flatten(),
+        };
+        match known {
+            Some(protocol) => self.serve(&sniff::only(builder, protocol), stream, svc).await,
+            None => self.serve(builder, stream, svc).await,
+        }
+    }
+
     /// Serves a plain connection (HTTP/1.1, or h2c by prior knowledge).
     async fn serve<I, S, B>(mut self, builder: &Builder<TokioExecutor>, io: I, svc: S)
     where
@@ -232,7 +257,10 @@ impl Conn {
             accepted = handshake => accepted,
         };
         match accepted {
-            Ok(Ok(tls)) => self.serve(builder, tls, svc).await,
+            Ok(Ok(tls)) => match sniff::alpn(tls.get_ref().1.alpn_protocol()) {
+                Some(protocol) => self.serve(&sniff::only(builder, protocol), tls, svc).await,
+                None => self.serve(builder, tls, svc).await,
+            },
             Ok(Err(e)) => tracing::debug!(peer = %self.peer, error = %e, "TLS handshake failed"),
             Err(_) => tracing::debug!(peer = %self.peer, "TLS handshake not done within the handshake bound"),
         }
