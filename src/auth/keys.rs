@@ -159,6 +159,7 @@ mod tests {
             {"kty": "EC", "kid": "p521", "crv": "P-521", "x": coordinate(66), "y": coordinate(66)},
             {"kty": "OKP", "kid": "ed", "crv": "Ed25519", "x": coordinate(33)},
             {"kty": "OKP", "kid": "x", "crv": "X25519", "x": coordinate(33)},
+            {"kty": "OKP", "kid": "okp-p256", "crv": "P-256", "x": coordinate(33)},
         ]}))
         .unwrap();
         let by_kid: Vec<_> = set.iter().map(|k| (k.kid.as_deref().unwrap(), k.algorithms.clone())).collect();
