@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Mutation testing of the sealed-state core (src/mrtr), independent of the CI run.
+# Mutation testing of one module of the library, independent of the CI run.
 #
-# Installs the pinned cargo-mutants into target/tools (nothing global), then runs it as
-# .cargo/mutants.toml says: only src/mrtr is mutated and only the library's unit tests judge
-# each mutant, one at a time.
-# Mutants found to be equivalent are listed, with the reason, in src/mrtr/MUTANTS.md.
+# Installs the pinned cargo-mutants into target/tools (nothing global), then mutates one module
+# and judges each mutant by the library's unit tests only, one at a time. The default module is
+# the sealed-state core (src/mrtr), exactly as .cargo/mutants.toml says. Any other module is
+# mutated without that file (its globs would be added to the module's, not replaced), so the
+# one other thing it sets, `--lib` on every cargo command, is passed here instead.
+# Results per module, with each survivor and what became of it, are in tests/MUTANTS.md.
 #
-# Usage: tests/mutants.sh [extra cargo-mutants arguments]
-#   tests/mutants.sh                                   # every mutant (hours on 2 cores)
-#   tests/mutants.sh --sharding round-robin --shard 0/25   # a deterministic 1/25th
-#   tests/mutants.sh --in-place --shard 0/50 --sharding round-robin
+# Usage: tests/mutants.sh [MODULE] [extra cargo-mutants arguments]
+#        tests/mutants.sh --list-modules       # each module with its number of mutants
+#   tests/mutants.sh                                   # every mutant of src/mrtr (hours on 2 cores)
+#   tests/mutants.sh auth --sharding round-robin --shard 0/4   # a deterministic quarter of src/auth
+#   tests/mutants.sh bridge --in-place --shard 0/6 --sharding round-robin
 # Results are written to mutants.out/ under the target directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The modules, in one place. `X` mutates src/X.rs and src/X/**/*.rs, whichever exist; `mrtr`
+# is the default and takes its files from .cargo/mutants.toml.
+MODULES=(mrtr auth bridge front legacy upstream subscriptions capabilities error)
 
 VERSION="27.1.0"
 ROOT="$PWD/target/tools"
@@ -22,6 +29,58 @@ if ! [[ -x "$BIN" ]] || [[ "$("$BIN" mutants --version 2>/dev/null)" != "cargo-m
   echo "mutants: installing cargo-mutants $VERSION into target/tools" >&2
   cargo install --locked --root "$ROOT" "cargo-mutants@$VERSION"
 fi
+
+# The cargo-mutants arguments that select MODULE's files.
+select_module() {
+  local module="$1"
+  if [[ "$module" == "mrtr" ]]; then
+    return
+  fi
+  local found=0
+  printf '%s\n' --no-config --cargo-arg=--lib
+  if [[ -f "src/$module.rs" ]]; then
+    printf '%s\n' --file "src/$module.rs"
+    found=1
+  fi
+  if [[ -d "src/$module" ]]; then
+    printf '%s\n' --file "src/$module/**/*.rs"
+    found=1
+  fi
+  if ((found == 0)); then
+    echo "mutants: src/$module.rs and src/$module/ are both missing" >&2
+    return 1
+  fi
+}
+
+module_args() {
+  local args
+  args="$(select_module "$1")" || exit 2
+  if [[ -n "$args" ]]; then
+    mapfile -t selected <<<"$args"
+  else
+    selected=()
+  fi
+}
+
+if [[ "${1:-}" == "--list-modules" ]]; then
+  for module in "${MODULES[@]}"; do
+    module_args "$module"
+    count="$("$BIN" mutants --list "${selected[@]}" | wc -l)"
+    printf '%-14s %5d\n' "$module" "$count"
+  done
+  exit 0
+fi
+
+module="mrtr"
+if [[ $# -gt 0 && "$1" != -* ]]; then
+  module="$1"
+  shift
+  if ! printf '%s\n' "${MODULES[@]}" | grep -qx -- "$module"; then
+    echo "mutants: unknown module '$module'; one of: ${MODULES[*]}" >&2
+    exit 2
+  fi
+fi
+module_args "$module"
 
 # By default mutants are built in a copy of the tree (which rebuilds the dependencies once: the
 # copy does not keep target/'s timestamps). `--in-place` mutates this tree itself, one mutant at a
@@ -33,7 +92,7 @@ for arg in "$@"; do
   fi
 done
 
-exec "$BIN" mutants "${where[@]}" \
+exec "$BIN" mutants "${where[@]}" "${selected[@]}" \
   --timeout 120 \
   --build-timeout 1500 \
   --output target \

@@ -128,3 +128,51 @@ impl Fetcher {
             .map_err(|e| FetchError::Body { url: text.to_owned(), reason: e.to_string() })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::test_support::KeyServer;
+    use super::*;
+
+    const DISCOVERY: &str = "/.well-known/openid-configuration";
+
+    fn fetcher(source: KeySource) -> Fetcher {
+        let timeout = Duration::from_secs(10);
+        let gauge = prometheus::IntGauge::new("jwks", "open").unwrap();
+        let bound = Bound::new(4, 1, timeout, gauge);
+        Fetcher::new(source, timeout, None, &bound).unwrap()
+    }
+
+    fn jwks() -> String {
+        json!({"keys": [{"kty": "oct", "kid": "k1", "k": "c2VjcmV0"}]}).to_string()
+    }
+
+    /// The discovery document is trusted only for the issuer it was asked about.
+    #[tokio::test]
+    async fn discovery_names_the_jwks_of_the_same_issuer_only() {
+        let server = KeyServer::start().await;
+        let issuer = server.url("");
+        server.answer("/jwks", 200, jwks());
+        let discovery = |iss: &str| json!({"issuer": iss, "jwks_uri": server.url("/jwks")}).to_string();
+        server.answer(DISCOVERY, 200, discovery(&format!("{issuer}/")));
+        let keys = fetcher(KeySource::Discovery(issuer.clone())).fetch().await.unwrap();
+        assert_eq!(keys[0].kid.as_deref(), Some("k1"));
+
+        server.answer(DISCOVERY, 200, discovery("https://other.test"));
+        let e = fetcher(KeySource::Discovery(issuer)).fetch().await.err().unwrap();
+        assert_eq!(e.label(), "discovery", "{e}");
+        assert_eq!(server.hits("/jwks"), 1, "another issuer's jwks_uri is never fetched");
+    }
+
+    #[tokio::test]
+    async fn only_a_200_is_a_key_set() {
+        let server = KeyServer::start().await;
+        let source = KeySource::Jwks(server.url("/jwks").parse().unwrap());
+        let e = fetcher(source.clone()).fetch().await.err().unwrap();
+        assert_eq!(e.label(), "status", "{e}");
+        server.answer("/jwks", 200, jwks());
+        assert_eq!(fetcher(source).fetch().await.unwrap().len(), 1);
+    }
+}

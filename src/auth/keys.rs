@@ -148,4 +148,28 @@ mod tests {
         let unnamed = Key { kid: None, ..k };
         assert!(unnamed.matches_kid(Some("b")));
     }
+
+    /// Each curve verifies its own algorithm only; curves the gateway cannot use are skipped.
+    #[test]
+    fn elliptic_keys_by_curve() {
+        let coordinate = |n: usize| "AQ".repeat(n / 3 * 2);
+        let set = keys(json!({"keys": [
+            {"kty": "EC", "kid": "p256", "crv": "P-256", "x": coordinate(33), "y": coordinate(33)},
+            {"kty": "EC", "kid": "p384", "crv": "P-384", "x": coordinate(48), "y": coordinate(48)},
+            {"kty": "EC", "kid": "p521", "crv": "P-521", "x": coordinate(66), "y": coordinate(66)},
+            {"kty": "OKP", "kid": "ed", "crv": "Ed25519", "x": coordinate(33)},
+            {"kty": "OKP", "kid": "x", "crv": "X25519", "x": coordinate(33)},
+            {"kty": "OKP", "kid": "okp-p256", "crv": "P-256", "x": coordinate(33)},
+        ]}))
+        .unwrap();
+        let by_kid: Vec<_> = set.iter().map(|k| (k.kid.as_deref().unwrap(), k.algorithms.clone())).collect();
+        assert_eq!(
+            by_kid,
+            vec![
+                ("p256", vec![Algorithm::ES256]),
+                ("p384", vec![Algorithm::ES384]),
+                ("ed", vec![Algorithm::EdDSA])
+            ]
+        );
+    }
 }

@@ -292,4 +292,6 @@ impl Jwt {
 }
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;

@@ -309,3 +309,161 @@ fn the_principal_tells_apart_claims_that_join_to_the_same_text() {
     assert_eq!(&*principal("https://issuer.test", "alice"), "https://issuer.test|alice");
     assert_ne!(&*principal("", "anonymous"), ANONYMOUS);
 }
+
+/// `auth_rejections_total` counts each refusal under its own fixed label.
+#[tokio::test]
+async fn every_refusal_is_counted_under_its_own_label() {
+    use jsonwebtoken::errors::{Error, ErrorKind};
+    let invalid = |kind: ErrorKind| AuthError::Invalid(Error::from(kind)).label();
+    let labels = [
+        (AuthError::Missing.label(), "missing"),
+        (AuthError::NotBearer.label(), "not_bearer"),
+        (AuthError::NoSubject.label(), "no_subject"),
+        (AuthError::IssuerNotString.label(), "issuer"),
+        (AuthError::UnknownKey.label(), "unknown_key"),
+        (AuthError::KeysUnavailable.label(), "keys_unavailable"),
+        (invalid(ErrorKind::ExpiredSignature), "expired"),
+        (invalid(ErrorKind::ImmatureSignature), "not_yet_valid"),
+        (invalid(ErrorKind::InvalidIssuer), "issuer"),
+        (invalid(ErrorKind::InvalidAudience), "audience"),
+        (invalid(ErrorKind::InvalidSignature), "signature"),
+        (invalid(ErrorKind::InvalidAlgorithm), "algorithm"),
+        (invalid(ErrorKind::InvalidAlgorithmName), "algorithm"),
+        (invalid(ErrorKind::MissingRequiredClaim("aud".into())), "missing_claim"),
+        (invalid(ErrorKind::InvalidToken), "malformed"),
+    ];
+    for (got, want) in labels {
+        assert_eq!(got, want);
+    }
+    let a = auth(vec![hs_key()]);
+    let expired = with_exp(claims("a"), now() - 600);
+    assert!(check(&a, &hs(&expired, Algorithm::HS256, SECRET)).await.is_err());
+    assert!(check(&a, &hs(&claims("a"), Algorithm::HS256, SECRET)).await.is_ok());
+    let rejections = |label: &str| a.metrics.rejections.with_label_values(&[label]).get();
+    assert_eq!((rejections("expired"), rejections("malformed")), (1, 0));
+}
+
+fn with_resource(resource: &str) -> AuthConfig {
+    let mut cfg = config(vec![hs_key()], vec![]);
+    if let AuthConfig::Jwt(jwt) = &mut cfg {
+        jwt.resource = Some(crate::config::ResourceConfig {
+            resource: resource.into(),
+            authorization_servers: vec!["https://as.test".into()],
+            scopes_supported: vec![],
+            bearer_methods_supported: vec!["header".into()],
+        });
+    }
+    cfg
+}
+
+/// A 401 points to the metadata document only when the gateway serves one, and an error code
+/// is given only when credentials were sent (RFC 6750 §3.1).
+#[test]
+fn metadata_and_challenges_follow_the_configuration() {
+    let open = Auth::new(&AuthConfig::OPEN, AuthMetrics::detached().unwrap());
+    assert!(!open.is_enabled());
+    assert_eq!(format!("{open:?}"), "Auth { enabled: false, .. }");
+    assert!(open.metadata_at(WELL_KNOWN).is_none());
+    assert!(open.readiness_check().is_none());
+    assert_eq!(open.challenge(&AuthError::Missing), r#"Bearer realm="mrtr-gateway""#);
+
+    let a = Auth::new(&with_resource("https://gw.test/mcp"), AuthMetrics::detached().unwrap());
+    assert!(a.is_enabled());
+    assert_eq!(format!("{a:?}"), "Auth { enabled: true, .. }");
+    assert!(a.readiness_check().is_none(), "static keys are always ready");
+    let doc: serde_json::Value = serde_json::from_slice(&a.metadata_at(WELL_KNOWN).unwrap()).unwrap();
+    assert_eq!(doc["resource"], "https://gw.test/mcp");
+    assert!(a.metadata_at("/.well-known/other").is_none());
+    let url = r#"resource_metadata="https://gw.test/.well-known/oauth-protected-resource/mcp""#;
+    assert_eq!(a.challenge(&AuthError::Missing), format!(r#"Bearer realm="mrtr-gateway", {url}"#).as_str());
+    assert_eq!(
+        a.challenge(&AuthError::UnknownKey),
+        format!(r#"Bearer realm="mrtr-gateway", error="invalid_token", {url}"#).as_str()
+    );
+}
+
+#[test]
+fn denials_are_counted_by_method() {
+    let a = auth(vec![hs_key()]);
+    let denied = Denied { message: "forbidden".into(), challenge: None, method: "tools/call" };
+    a.count_denial(&denied);
+    a.count_denial(&denied);
+    assert_eq!(a.metrics.denials.with_label_values(&["tools/call"]).get(), 2);
+}
+
+// === remote keys ===
+
+const JWKS: &str = "/jwks";
+
+/// A JWKS holding the shared secret under `kid`.
+fn jwks(kid: &str) -> String {
+    json!({"keys": [{"kty": "oct", "kid": kid, "k": URL_SAFE_NO_PAD.encode(SECRET)}]}).to_string()
+}
+
+fn remote_config(server: &test_support::KeyServer, min_refresh: std::time::Duration) -> AuthConfig {
+    let mut cfg = config(vec![], vec![]);
+    if let AuthConfig::Jwt(jwt) = &mut cfg {
+        jwt.remote = Some(crate::config::RemoteKeys {
+            source: crate::config::KeySource::Jwks(server.url(JWKS).parse().unwrap()),
+            refresh: std::time::Duration::from_secs(3600),
+            min_refresh,
+            max_stale: std::time::Duration::from_secs(3600),
+            timeout: std::time::Duration::from_secs(10),
+            wait: std::time::Duration::from_secs(10),
+            ca_file: None,
+        });
+    }
+    cfg
+}
+
+/// An authenticator of `server`'s keys; with `eager`, a token's unknown `kid` may fetch at once.
+async fn start(server: &test_support::KeyServer, eager: bool, logs: &test_support::LogSink) -> Auth {
+    use tracing::instrument::WithSubscriber as _;
+    let outbound = crate::outbound::OutboundMetrics::detached().unwrap();
+    let min_refresh = std::time::Duration::from_secs(if eager { 0 } else { 3600 });
+    let cfg = remote_config(server, min_refresh);
+    let started = Auth::start(&cfg, "/mcp", AuthMetrics::detached().unwrap(), &outbound);
+    started.with_subscriber(logs.subscriber()).await.unwrap()
+}
+
+fn kid_token(kid: &str, sub: &str) -> String {
+    let mut header = Header::new(Algorithm::HS256);
+    header.kid = Some(kid.into());
+    encode(&header, &claims(sub), &EncodingKey::from_secret(SECRET)).unwrap()
+}
+
+/// The first fetch at start loads the keys (and says nothing), or fails loudly and leaves
+/// `/readyz` failing and tokens refused as unverifiable for now (503), not as bad (401).
+#[tokio::test]
+async fn the_first_fetch_decides_readiness_and_is_logged_only_when_it_fails() {
+    let server = test_support::KeyServer::start().await;
+    let logs = test_support::LogSink::default();
+    let down = start(&server, false, &logs).await;
+    assert!(!down.readiness_check().expect("a remote check")());
+    assert!(logs.text().contains("no token keys could be fetched at start"), "{}", logs.text());
+    let refused = check(&down, &kid_token("k1", "alice")).await;
+    assert!(matches!(refused, Err(AuthError::KeysUnavailable)), "{refused:?}");
+
+    server.answer(JWKS, 200, jwks("k1"));
+    let logs = test_support::LogSink::default();
+    let up = start(&server, false, &logs).await;
+    assert!(up.readiness_check().expect("a remote check")());
+    assert!(!logs.text().contains("no token keys"), "{}", logs.text());
+    assert_eq!(&*check(&up, &kid_token("k1", "alice")).await.unwrap(), "https://issuer.test|alice");
+}
+
+/// A token naming a `kid` the cache does not hold fetches the keys again before it is
+/// judged; a known `kid` does not.
+#[tokio::test]
+async fn an_unknown_kid_fetches_the_keys_again_and_a_known_one_does_not() {
+    let server = test_support::KeyServer::start().await;
+    server.answer(JWKS, 200, jwks("k1"));
+    let a = start(&server, true, &test_support::LogSink::default()).await;
+    assert_eq!(server.hits(JWKS), 1);
+    assert!(check(&a, &kid_token("k1", "alice")).await.is_ok());
+    assert_eq!(server.hits(JWKS), 1, "a known kid is served from the cache");
+
+    server.answer(JWKS, 200, jwks("k2"));
+    assert_eq!(&*check(&a, &kid_token("k2", "bob")).await.unwrap(), "https://issuer.test|bob");
+    assert_eq!(server.hits(JWKS), 2);
+}

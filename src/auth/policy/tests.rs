@@ -216,3 +216,46 @@ fn a_deny_of_a_rule_that_does_not_apply_is_ignored() {
     let guest = policy.grants(json!({"scope": "guest"}).as_object().unwrap());
     assert!(guest.check("tools/call", Some(&json!({"name": "echo"}))).is_err());
 }
+
+/// A claim condition names a string; a boolean or number claim holds it when it reads the same.
+#[test]
+fn claims_match_booleans_and_numbers_by_their_text() {
+    let rule = |claim: &str, want: &str| RuleConfig {
+        claims: [(claim.to_owned(), want.to_owned())].into(),
+        ..rule(&[], &["*"], &["*"], &[], &[])
+    };
+    let p = Policy::compile(&[rule("verified", "true"), rule("level", "3")], None).unwrap();
+    let allowed = |claims: serde_json::Value| {
+        p.grants(claims.as_object().unwrap()).check("tools/call", Some(&json!({"name": "x"}))).is_ok()
+    };
+    assert!(allowed(json!({"verified": true})));
+    assert!(!allowed(json!({"verified": false})));
+    assert!(allowed(json!({"level": 3})));
+    assert!(!allowed(json!({"level": 4})));
+    assert!(!allowed(json!({"level": "three"})));
+}
+
+#[test]
+fn restriction_is_known_and_the_legacy_relay_filters_lists_through_its_trait() {
+    assert!(!Grants::unrestricted().is_restricted());
+    let g = grants(json!({"scope": "read"}));
+    assert!(g.is_restricted());
+    let mut listed = json!({"tools": [{"name": "echo"}, {"name": "rm"}, {"name": "mv"}]});
+    assert_eq!(crate::legacy::ListFilter::retain_listed(&g, "tools/list", &mut listed), 2);
+    assert_eq!(listed, json!({"tools": [{"name": "echo"}]}));
+}
+
+/// The legacy-only subscription methods keep their own names in the message and the metric.
+#[test]
+fn subscription_refusals_name_their_method() {
+    let read = grants(json!({"scope": "read"}));
+    for method in ["resources/subscribe", "resources/unsubscribe"] {
+        let denied = read.check(method, Some(&json!({"uri": "demo://secret"}))).unwrap_err();
+        assert_eq!(denied.method, method);
+        assert!(
+            denied.message.starts_with(&format!("forbidden: {method} of resource")),
+            "{}",
+            denied.message
+        );
+    }
+}

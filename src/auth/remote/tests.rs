@@ -11,7 +11,7 @@ fn remote(min_refresh: Duration) -> Arc<Remote> {
         min_refresh,
         max_stale: Duration::from_secs(60),
         timeout: Duration::from_secs(1),
-        wait: Duration::from_secs(1),
+        wait: Duration::from_secs(30),
         ca_file: None,
     };
     let gauge = prometheus::IntGauge::new("jwks", "open").unwrap();
@@ -43,8 +43,11 @@ async fn the_background_refresh_is_not_rate_limited_by_requests() {
 #[tokio::test]
 async fn a_failed_fetch_wakes_its_waiters_and_leaves_no_keys() {
     let r = remote(Duration::from_secs(30));
+    let asked = Instant::now();
     r.refresh_for_unknown_kid().await;
-    // The waiter returned because the fetch ended (failed), not because of a hung flag.
+    // The waiter returned because the fetch ended (failed), not because its 30 s wait ran
+    // out, and not because of a hung flag.
+    assert!(asked.elapsed() < Duration::from_secs(10), "{:?}", asked.elapsed());
     assert!(!r.refresh.lock().in_flight);
     assert!(!r.is_loaded());
     assert_eq!(r.metrics.key_fetches.with_label_values(&["connect"]).get(), 1);
@@ -59,4 +62,43 @@ async fn keys_older_than_max_stale_are_dropped() {
     assert!(r.is_loaded());
     tokio::time::advance(Duration::from_secs(61)).await;
     assert!(!r.is_loaded());
+}
+
+#[tokio::test]
+async fn a_fetch_now_runs_unless_one_is_already_running() {
+    let r = remote(Duration::from_secs(30));
+    let fetches = || r.metrics.key_fetches.with_label_values(&["connect"]).get();
+    r.fetch_now().await;
+    assert_eq!(fetches(), 1);
+    r.refresh.lock().in_flight = true;
+    r.fetch_now().await;
+    assert_eq!(fetches(), 1, "the running fetch is not doubled");
+}
+
+#[test]
+fn the_next_refresh_is_sooner_while_no_keys_are_held() {
+    let r = remote(Duration::from_secs(30));
+    assert_eq!(r.next_refresh(), Duration::from_secs(30));
+    let key = Key { kid: None, key: jsonwebtoken::DecodingKey::from_secret(b"s"), algorithms: vec![] };
+    *r.cache.write() = Some(Cached { keys: vec![key].into(), fetched: Instant::now() });
+    assert_eq!(r.next_refresh(), Duration::from_secs(300));
+}
+
+/// The background refresh fetches on its own, and stops when its handle is dropped (the
+/// authenticator's), even while something else still holds the key cache.
+#[tokio::test]
+async fn the_background_refresh_runs_until_its_handle_is_dropped() {
+    let r = remote(Duration::from_millis(20));
+    let fetches = || r.metrics.key_fetches.with_label_values(&["connect"]).get();
+    let background = r.spawn_background();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while fetches() < 2 {
+        assert!(Instant::now() < deadline, "no background fetch");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(background);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stopped = fetches();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(fetches(), stopped);
 }
