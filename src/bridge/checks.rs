@@ -75,7 +75,7 @@ impl Run<'_> {
             self.bridge.metrics.tools.sensitive(tool, *r, SensitiveAction::Refused, field);
         }
         respond(session, id, Ok(json!({"action": "decline"}))).await;
-        Screened::End(refusal_reply(self.req, &declined(tool, reason)))
+        Screened::End(refusal_reply(self.req, &crate::schema::sensitive::declined_message(tool, reason)))
     }
 
     /// Counts what a question that goes to the client carries: its repairs, and its secrets
@@ -110,7 +110,8 @@ impl Run<'_> {
         for reason in &found {
             self.bridge.metrics.tools.sensitive(tool, *reason, action, "url");
         }
-        refused.map(|reason| refusal_reply(self.req, &declined(tool, reason)))
+        refused
+            .map(|reason| refusal_reply(self.req, &crate::schema::sensitive::declined_message(tool, reason)))
     }
 }
 
@@ -159,20 +160,6 @@ fn question_refused(tool: &str, refusal: Refusal) -> String {
     )
 }
 
-fn declined(tool: &str, reason: Sensitive) -> String {
-    let why = if reason.always_refused() {
-        "such URLs are always refused"
-    } else {
-        "the gateway's elicitation.sensitive policy is \"refuse\""
-    };
-    format!(
-        "mrtr-gateway declined a question of {} on the user's behalf: it asked for {} ({}); {why}",
-        quoted(tool),
-        reason.describe(),
-        reason.as_str()
-    )
-}
-
 /// The reply that tells the client of a refusal: an error result for a `tools/call`, a
 /// JSON-RPC error otherwise.
 fn refusal_reply(req: &MrtrRequest, message: &str) -> Result<Reply, FrontError> {
@@ -189,9 +176,9 @@ mod tests {
 
     #[test]
     fn messages_name_the_tool_and_the_reason_only() {
-        let m = declined("login", Sensitive::PasswordFormat);
+        let m = crate::schema::sensitive::declined_message("login", Sensitive::PasswordFormat);
         assert!(m.contains("\"login\"") && m.contains("password_format") && m.contains("\"refuse\""), "{m}");
-        let m = declined("open", Sensitive::ScriptUrl);
+        let m = crate::schema::sensitive::declined_message("open", Sensitive::ScriptUrl);
         assert!(m.contains("always refused"), "{m}");
         let m = result_refused(&"w".repeat(100));
         assert!(m.contains("structured_content_invalid") && !m.contains(&"w".repeat(65)), "{m}");

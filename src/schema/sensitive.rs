@@ -168,6 +168,22 @@ impl SensitiveAction {
     }
 }
 
+/// What the client is told when a question of `tool` was declined upstream on the user's
+/// behalf because it asked for `reason`: one text for calls and tasks alike.
+pub fn declined_message(tool: &str, reason: Sensitive) -> String {
+    let why = if reason.always_refused() {
+        "such URLs are always refused"
+    } else {
+        "the gateway's elicitation.sensitive policy is \"refuse\""
+    };
+    format!(
+        "mrtr-gateway declined a question of {} on the user's behalf: it asked for {} ({}); {why}",
+        crate::protocol::quote::quoted(tool),
+        reason.describe(),
+        reason.as_str()
+    )
+}
+
 /// The sensitive properties of a form's `requestedSchema`: (reason, property name), in the
 /// schema's order.
 pub fn form(requested_schema: Option<&Value>) -> Vec<(Sensitive, String)> {

@@ -18,9 +18,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{unix_ms, wire, TaskError, Tasks};
+use super::{TaskError, Tasks};
 use crate::mrtr::TaskClaims;
-use crate::protocol::codes;
 use crate::protocol::jsonrpc::ErrorObject;
 
 /// One of the three task requests a client can send about a task.
@@ -156,16 +155,7 @@ impl Tasks {
 
 /// The detailed task of a task whose owner is gone.
 fn gone(task_id: &str) -> Value {
-    let now = wire::iso8601(unix_ms());
-    json!({
-        "resultType": "complete",
-        "taskId": task_id,
-        "status": "failed",
-        "createdAt": now,
-        "lastUpdatedAt": now,
-        "ttlMs": 0,
-        "error": { "code": codes::INTERNAL_ERROR, "message": GONE },
-    })
+    super::failed_task(task_id, GONE)
 }
 
 /// What a client is told of a task whose owner is gone.

@@ -299,6 +299,15 @@ async fn close(session: &Session) {
 /// The detailed task of a good id whose task this replica no longer holds (it restarted, or
 /// dropped the finished task under `tasks.max_tasks`).
 fn lost(task_id: &str) -> Value {
+    failed_task(
+        task_id,
+        "the gateway no longer holds this task: the replica that ran it restarted, or dropped its result under its bounds",
+    )
+}
+
+/// The detailed task of a good id that ended `failed` with the gateway's own `message`, for a
+/// task no replica can tell more of.
+fn failed_task(task_id: &str, message: &str) -> Value {
     let now = wire::iso8601(unix_ms());
     json!({
         "resultType": "complete",
@@ -307,10 +316,7 @@ fn lost(task_id: &str) -> Value {
         "createdAt": now,
         "lastUpdatedAt": now,
         "ttlMs": 0,
-        "error": {
-            "code": crate::protocol::codes::INTERNAL_ERROR,
-            "message": "the gateway no longer holds this task: the replica that ran it restarted, or dropped its result under its bounds",
-        },
+        "error": { "code": crate::protocol::codes::INTERNAL_ERROR, "message": message },
     })
 }
 

@@ -24,7 +24,7 @@ use crate::protocol::codes;
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::quote::quoted;
 use crate::schema::question::{self, CheckedQuestion, INVALID_QUESTION};
-use crate::schema::{Finding, Sensitive, SensitiveAction, SensitivePolicy};
+use crate::schema::{Finding, SensitiveAction, SensitivePolicy};
 
 /// What a task's questions are held to: its client's capabilities and the sensitive-forms policy.
 #[derive(Debug, Clone, Copy, Default)]
@@ -87,7 +87,10 @@ pub(super) fn screen(
     for (r, field) in &checked.sensitive {
         report(metrics, |report| report.sensitive(tool, *r, SensitiveAction::Refused, field));
     }
-    Screened::Refuse { answer: Ok(json!({"action": "decline"})), why: declined(tool, reason) }
+    Screened::Refuse {
+        answer: Ok(json!({"action": "decline"})),
+        why: crate::schema::sensitive::declined_message(tool, reason),
+    }
 }
 
 /// Counts what a question that went to the client carries: its repairs, and its secrets
@@ -109,20 +112,6 @@ fn report(metrics: &TaskMetrics, count: impl FnOnce(&crate::tool_report::ToolRep
 
 fn error(code: i64, message: String) -> ErrorObject {
     ErrorObject { code, message, data: None }
-}
-
-fn declined(tool: &str, reason: Sensitive) -> String {
-    let why = if reason.always_refused() {
-        "such URLs are always refused"
-    } else {
-        "the gateway's elicitation.sensitive policy is \"refuse\""
-    };
-    format!(
-        "mrtr-gateway declined a question of {} on the user's behalf: it asked for {} ({}); {why}",
-        quoted(tool),
-        reason.describe(),
-        reason.as_str()
-    )
 }
 
 #[cfg(test)]
