@@ -114,6 +114,36 @@ pub(crate) fn with_extension() -> Value {
     json!({"elicitation": {}, "extensions": {EXTENSION: {}}})
 }
 
+/// Sends task request `method` about `task_id` (with one `extra` param) as a client that
+/// declared the extension.
+pub(crate) async fn task(
+    client: &Client,
+    method: &str,
+    task_id: &str,
+    extra: Option<(&str, Value)>,
+) -> TestResult<Reply> {
+    let mut request = client.request(method).header("mcp-name", task_id).param("taskId", json!(task_id));
+    if let Some((key, value)) = extra {
+        request = request.param(key, value);
+    }
+    request.caps(with_extension()).send().await
+}
+
+/// Polls `tasks/get` until the task reports `status`, or ends.
+pub(crate) async fn until(client: &Client, task_id: &str, status: &str) -> TestResult<Value> {
+    bounded(&format!("the task to be {status}"), async {
+        loop {
+            let result = task(client, "tasks/get", task_id, None).await?.result()?.clone();
+            let now = result["status"].as_str().unwrap_or_default();
+            if now == status || ["completed", "failed", "cancelled"].contains(&now) {
+                return Ok::<_, HarnessError>(result);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await?
+}
+
 #[tokio::test]
 async fn a_legacy_task_tool_runs_once_as_a_task_end_to_end() -> TestResult {
     let _serial = serial().await;

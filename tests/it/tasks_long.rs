@@ -9,21 +9,16 @@ use std::time::Duration;
 
 use http::StatusCode;
 use mrtr_gateway::app::Gateway;
-use mrtr_gateway::tasks::EXTENSION;
 use serde_json::{json, Value};
 
 use super::form_only;
+use super::tasks::{task, until, with_extension};
 use crate::common::client::Call;
 use crate::common::harness::metric;
 use crate::common::transports::{on_every_transport, Transport, Upstream};
 use crate::common::{answer_all, bounded, eventually, Client, HarnessError, Reply, Setup, TestResult};
 
 on_every_transport!(a_long_call_asks_inside_its_task_and_runs_once);
-
-/// A client that declared the extension and answers forms.
-fn with_extension() -> Value {
-    json!({"elicitation": {}, "extensions": {EXTENSION: {}}})
-}
 
 fn long(lines: &[&str]) -> Setup {
     lines.iter().fold(Setup::new(), |setup, line| setup.set("tasks", line))
@@ -44,34 +39,6 @@ fn created(reply: &Reply) -> TestResult<String> {
         (Some("task"), Some(id)) => Ok(id.to_owned()),
         _ => Err(HarnessError::Unexpected(format!("wanted a CreateTaskResult, got {}", reply.body))),
     }
-}
-
-async fn task(
-    client: &Client,
-    method: &str,
-    task_id: &str,
-    extra: Option<(&str, Value)>,
-) -> TestResult<Reply> {
-    let mut request = client.request(method).header("mcp-name", task_id).param("taskId", json!(task_id));
-    if let Some((key, value)) = extra {
-        request = request.param(key, value);
-    }
-    request.caps(with_extension()).send().await
-}
-
-/// Polls `tasks/get` until the task reports `status`, or ends.
-async fn until(client: &Client, task_id: &str, status: &str) -> TestResult<Value> {
-    bounded(&format!("the task to be {status}"), async {
-        loop {
-            let result = task(client, "tasks/get", task_id, None).await?.result()?.clone();
-            let now = result["status"].as_str().unwrap_or_default();
-            if now == status || ["completed", "failed", "cancelled"].contains(&now) {
-                return Ok::<_, HarnessError>(result);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await?
 }
 
 async fn a_long_call_asks_inside_its_task_and_runs_once(t: Transport) -> TestResult {

@@ -13,14 +13,14 @@ use std::time::{Duration, Instant};
 use http::StatusCode;
 use mrtr_gateway::app::Gateway;
 use mrtr_gateway::config::Config;
-use mrtr_gateway::tasks::EXTENSION;
-use serde_json::{json, Value};
+use serde_json::json;
 
+use super::tasks::{task, until, with_extension};
 use crate::common::harness::{metric, test_key};
 use crate::common::process::{address_in_use, on_free_port, GatewayProcess};
 use crate::common::redis::RedisServer;
 use crate::common::stdio::serial;
-use crate::common::{bounded, eventually, Client, HarnessError, Reply, TestResult};
+use crate::common::{bounded, eventually, Client, HarnessError, TestResult};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/task_server.py");
 
@@ -83,10 +83,6 @@ async fn replica_process(log: &FixtureLog, redis: Option<&str>, dir: &Path) -> T
     .await
 }
 
-fn with_extension() -> Value {
-    json!({"elicitation": {}, "extensions": {EXTENSION: {}}})
-}
-
 async fn start_task(client: &Client, tool: &str) -> TestResult<String> {
     let reply = client.call_tool(tool, json!({})).caps(with_extension()).send().await?;
     let result = reply.result()?;
@@ -94,34 +90,6 @@ async fn start_task(client: &Client, tool: &str) -> TestResult<String> {
         return Err(HarnessError::Unexpected(format!("wanted a CreateTaskResult, got {}", reply.body)));
     }
     Ok(result["taskId"].as_str().unwrap_or_default().to_owned())
-}
-
-async fn task(
-    client: &Client,
-    method: &str,
-    task_id: &str,
-    extra: Option<(&str, Value)>,
-) -> TestResult<Reply> {
-    let mut call = client.request(method).header("mcp-name", task_id).param("taskId", json!(task_id));
-    if let Some((key, value)) = extra {
-        call = call.param(key, value);
-    }
-    call.caps(with_extension()).send().await
-}
-
-/// Polls `tasks/get` on `client` until the task reports `status` (or ends).
-async fn until(client: &Client, task_id: &str, status: &str) -> TestResult<Value> {
-    bounded(&format!("the task to be {status}"), async {
-        loop {
-            let result = task(client, "tasks/get", task_id, None).await?.result()?.clone();
-            let now = result["status"].as_str().unwrap_or_default();
-            if now == status || ["completed", "failed", "cancelled"].contains(&now) {
-                return Ok::<_, HarnessError>(result);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await?
 }
 
 fn forwards(gateway: &Gateway, outcome: &str) -> f64 {
