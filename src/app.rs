@@ -102,6 +102,8 @@ pub struct Gateway {
     subscriptions: Option<Arc<Subscriptions>>,
     /// The calls parked here, cancelled upstream at shutdown.
     parks: Option<Arc<ParkRegistry>>,
+    /// The tasks running here, stopped and cancelled upstream at shutdown.
+    task_bridge: Option<Arc<Tasks>>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
     /// The admin listener stops last, so `/readyz` answers 503 while the front drains.
@@ -164,6 +166,7 @@ impl Gateway {
         };
         let single_use = front_state.bridge.single_use().cloned();
         let parks = front_state.bridge.parks().cloned();
+        let task_bridge = front_state.tasks.clone();
         let front_state = Arc::new(front_state);
         let timeout = front_timeout(&cfg);
         let cluster_addr = match cfg.cluster.listen {
@@ -207,6 +210,7 @@ impl Gateway {
             legacy,
             subscriptions,
             parks,
+            task_bridge,
             stop,
             tasks,
             stop_admin,
@@ -221,8 +225,9 @@ impl Gateway {
     }
 
     /// Withdraws readiness (`/readyz` answers 503 from here on), stops accepting, drains, waits
-    /// for the front to end, then closes the pooled upstream sessions, so that a rollout does not
-    /// leave the legacy server holding orphaned ones; the admin listener stops last.
+    /// for the front to end, cancels the parked calls and stops the running tasks upstream,
+    /// then closes the pooled upstream sessions, so that a rollout does not leave the legacy
+    /// server holding orphaned ones; the admin listener stops last.
     pub async fn shutdown(mut self) {
         self.ready.set_unready();
         // Listen streams never end by themselves: they end now, gracefully, so the drain
@@ -239,6 +244,10 @@ impl Gateway {
             if tokio::time::timeout(defaults::SHUTDOWN_CLOSE, parks.cancel_all()).await.is_err() {
                 tracing::warn!("gave up cancelling parked calls");
             }
+        }
+        if let Some(tasks) = &self.task_bridge {
+            let stopped = tasks.stop_all(defaults::SHUTDOWN_CLOSE).await;
+            tracing::info!(stopped, "running tasks stopped and cancelled upstream");
         }
         close_sessions(&self.pool).await;
         if let Some(legacy) = &self.legacy {

@@ -22,8 +22,8 @@ use crate::stdio_front::{self, StdioOptions};
 use crate::telemetry::Tracing;
 use crate::upstream::Pool;
 
-/// Serves the front on stdin/stdout until stdin ends or `shutdown` completes, then drains and
-/// closes the upstream sessions.
+/// Serves the front on stdin/stdout until stdin ends or `shutdown` completes, then drains,
+/// stops the running tasks and closes the upstream sessions.
 pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
     let cfg = for_stdio(cfg);
     let metrics = Arc::new(Metrics::new()?);
@@ -47,6 +47,7 @@ pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Resul
     let subscriptions = subscriptions(&cfg, &pool, &metrics);
     let state = state.without_param_headers().with_tracing(tracing.clone());
     let state = Arc::new(state.with_subscriptions(subscriptions.clone()));
+    let task_bridge = state.tasks.clone();
     let service = front::stack(state, front_timeout(&cfg));
     let opts = StdioOptions {
         path: cfg.front.path.clone(),
@@ -68,6 +69,10 @@ pub async fn run_stdio(cfg: Config, shutdown: impl Future<Output = ()>) -> Resul
     while tasks.join_next().await.is_some() {}
     if let Some(subscriptions) = &subscriptions {
         subscriptions.close_sessions().await;
+    }
+    // With the client gone no one polls its tasks: they are cancelled upstream.
+    if let Some(tasks) = &task_bridge {
+        tasks.stop_all(crate::defaults::SHUTDOWN_CLOSE).await;
     }
     close_sessions(&pool).await;
     if let Some(tracing) = tracing {

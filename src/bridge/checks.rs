@@ -137,18 +137,8 @@ impl Bridge {
         let Err(why) = schema.check(&value) else { return reply };
         let (tool, refusal) = (req.target.as_str(), Refusal::StructuredContentInvalid);
         self.metrics.tools.schema(Some(tool), Finding::Refusal(refusal), &why);
-        refusal_reply(req, &result_refused(tool))
+        refusal_reply(req, &crate::schema::refused_result(tool))
     }
-}
-
-fn result_refused(tool: &str) -> String {
-    let refusal = Refusal::StructuredContentInvalid;
-    format!(
-        "mrtr-gateway refused the result of tool {}: {} ({})",
-        quoted(tool),
-        refusal.describe(),
-        refusal.as_str()
-    )
 }
 
 fn question_refused(tool: &str, refusal: Refusal) -> String {
@@ -180,7 +170,5 @@ mod tests {
         assert!(m.contains("\"login\"") && m.contains("password_format") && m.contains("\"refuse\""), "{m}");
         let m = crate::schema::sensitive::declined_message("open", Sensitive::ScriptUrl);
         assert!(m.contains("always refused"), "{m}");
-        let m = result_refused(&"w".repeat(100));
-        assert!(m.contains("structured_content_invalid") && !m.contains(&"w".repeat(65)), "{m}");
     }
 }

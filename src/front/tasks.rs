@@ -86,8 +86,10 @@ async fn start(state: &FrontState, tasks: &Arc<Tasks>, call: &Call, long: Option
     let capabilities = call.caps.legacy_initialize(state.upstream_version);
     let params = upstream_params(call.params.as_ref());
     let started = match long {
-        None => tasks.start(&call.principal, key, capabilities, params).await,
-        Some(trigger) => tasks.start_long(&call.principal, key, capabilities, params, trigger).await,
+        None => tasks.start(&call.principal, key, capabilities, params, call.output.clone()).await,
+        Some(trigger) => {
+            tasks.start_long(&call.principal, key, capabilities, params, trigger, call.output.clone()).await
+        }
     };
     let bytes = match started {
         Ok(Started::Task(created)) => {

@@ -31,7 +31,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-pub use output::OutputSchema;
+pub use output::{refused_result, OutputSchema};
 pub use reason::{Finding, ListKind, Refusal, Repair};
 pub use sensitive::{Sensitive, SensitiveAction, SensitivePolicy};
 pub use tools::CheckedTool;

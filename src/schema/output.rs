@@ -6,6 +6,8 @@
 //! (and compile failures, so a broken schema is not compiled on every listing) are kept by the
 //! SHA-256 of the schema's JSON text, at most [`defaults::SCHEMA_MAX_VALIDATORS`] of them; past
 //! that an arbitrary one makes room. A result without `structuredContent` costs nothing here.
+//! The text a client gets for a refused result ([`refused_result`]) is here too, so that a
+//! call and a task say the same.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +18,8 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::defaults;
+use crate::protocol::quote::quoted;
+use crate::schema::Refusal;
 
 /// One tool's compiled `outputSchema`.
 pub struct OutputSchema {
@@ -42,6 +46,28 @@ impl OutputSchema {
             format!("at {:?}: {e}", if at.is_empty() { "/" } else { at })
         })
     }
+
+    /// Checks a whole tool result held as a value: only a result that is not an error and
+    /// carries `structuredContent` is checked (a 2026-07-28 client checks no `outputSchema`
+    /// against an error result). The error is [`Self::check`]'s, for the log only.
+    pub fn check_result(&self, result: &Value) -> Result<(), String> {
+        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+            return Ok(());
+        }
+        result.get("structuredContent").map_or(Ok(()), |structured| self.check(structured))
+    }
+}
+
+/// The text of the error result that replaces a result of `tool` whose `structuredContent`
+/// breaks its `outputSchema`: the tool and the reason, never the value.
+pub fn refused_result(tool: &str) -> String {
+    let refusal = Refusal::StructuredContentInvalid;
+    format!(
+        "mrtr-gateway refused the result of tool {}: {} ({})",
+        quoted(tool),
+        refusal.describe(),
+        refusal.as_str()
+    )
 }
 
 impl std::fmt::Debug for OutputSchema {
@@ -111,6 +137,17 @@ mod tests {
         assert!(first.check(&json!({"temp": 21.5})).is_ok());
         let why = first.check(&json!({"temp": "warm"})).unwrap_err();
         assert!(why.contains("/temp"), "{why}");
+        // A whole result: an error result and one without structuredContent pass unchecked.
+        assert!(first.check_result(&json!({"structuredContent": {"temp": 3}})).is_ok());
+        assert!(first.check_result(&json!({"structuredContent": {"temp": "warm"}})).is_err());
+        assert!(first.check_result(&json!({"structuredContent": {}, "isError": true})).is_ok());
+        assert!(first.check_result(&json!({"content": []})).is_ok());
+    }
+
+    #[test]
+    fn a_refused_result_names_the_tool_and_the_reason_only() {
+        let m = refused_result(&"w".repeat(100));
+        assert!(m.contains("structured_content_invalid") && !m.contains(&"w".repeat(65)), "{m}");
     }
 
     #[test]

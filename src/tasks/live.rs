@@ -28,6 +28,7 @@ use crate::mrtr::translate::{self, InputKind, LegacyVersion};
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::RequestId;
 use crate::protocol::{codes, methods};
+use crate::schema::OutputSchema;
 use crate::tool_report::TaskEvent;
 use crate::upstream::{Session, UpstreamError, UpstreamEvent};
 
@@ -86,6 +87,9 @@ pub(super) struct LiveTask {
     ttl_ms: u64,
     poll_ms: u64,
     max_result_bytes: usize,
+    /// Its tool's compiled `outputSchema`, when the front's catalogue knew it: the result is
+    /// checked against it before a client sees it.
+    output: Option<Arc<OutputSchema>>,
     state: Mutex<State>,
     /// Woken by `tasks/cancel`.
     pub(super) cancel: Notify,
@@ -101,7 +105,12 @@ pub(super) enum Ending {
     Cancelled,
     Expired,
     Lost,
+    /// This replica shut down while the task ran: it was cancelled upstream and ended `failed`.
+    Stopped,
 }
+
+/// The error a task that this replica stopped at its shutdown ends with.
+pub(super) const STOPPED: &str = "the gateway replica running the task shut down";
 
 /// How a task was made: its pinned session and its bounds.
 pub(super) struct Spec {
@@ -117,6 +126,7 @@ pub(super) struct Spec {
     pub max_result_bytes: usize,
     pub origin: Origin,
     pub rules: Rules,
+    pub output: Option<Arc<OutputSchema>>,
 }
 
 // === impl Ending ===
@@ -129,6 +139,7 @@ impl Ending {
             Self::Cancelled => "cancelled",
             Self::Expired => "expired",
             Self::Lost => "lost",
+            Self::Stopped => "stopped",
         }
     }
 }
@@ -150,6 +161,7 @@ impl LiveTask {
             ttl_ms: spec.ttl.as_millis() as u64,
             poll_ms: spec.poll.as_millis() as u64,
             max_result_bytes: spec.max_result_bytes,
+            output: spec.output,
             state: Mutex::new(State {
                 phase: Phase::Working,
                 upstream_message: spec.status_message.clone(),
@@ -263,14 +275,28 @@ impl LiveTask {
 
     /// Marks the task cancelled (when it still runs) and wakes its driver; true when it ran.
     pub(super) fn cancel(&self, now_ms: u64) -> bool {
-        let mut state = self.state.lock();
-        if state.phase != Phase::Working {
+        self.end_early(Phase::Cancelled, now_ms)
+    }
+
+    /// Ends the task `failed` because this replica shuts down (when it still runs) and wakes
+    /// its driver, which cancels it upstream; true when it ran.
+    pub(super) fn stop(&self, now_ms: u64) -> bool {
+        self.end_early(Phase::Failed(gateway_error(STOPPED)), now_ms)
+    }
+
+    /// What ended a task that [`Self::cancel`] or [`Self::stop`] ended first: its driver was
+    /// woken, or lost the race to settle it.
+    pub(super) fn woken(&self) -> Ending {
+        match self.state.lock().phase {
+            Phase::Failed(_) => Ending::Stopped,
+            _ => Ending::Cancelled,
+        }
+    }
+
+    fn end_early(&self, phase: Phase, now_ms: u64) -> bool {
+        if !self.finish(phase, now_ms) {
             return false;
         }
-        state.phase = Phase::Cancelled;
-        state.pending.clear();
-        state.updated_ms = now_ms;
-        drop(state);
         self.cancel.notify_one();
         true
     }
@@ -301,13 +327,29 @@ impl LiveTask {
         true
     }
 
-    /// The task's terminal phase from the `tasks/result` answer: a result (a tool error
-    /// included) is `completed`, a JSON-RPC error `failed`; either over the size bound fails.
-    pub(super) fn settle(&self, outcome: Outcome) -> Phase {
+    /// Ends the task with the upstream's final answer (unless it ended first, cancelled or
+    /// expired): what the driver saw end it.
+    pub(super) fn conclude(&self, outcome: Outcome, metrics: &TaskMetrics, now_ms: u64) -> Ending {
+        let phase = self.settle(outcome, metrics);
+        let ending = if matches!(phase, Phase::Completed(_)) { Ending::Completed } else { Ending::Failed };
+        if self.finish(phase, now_ms) {
+            ending
+        } else {
+            self.woken()
+        }
+    }
+
+    /// The task's terminal phase from the upstream's final answer: a result (a tool error
+    /// included) is `completed`, after its `structuredContent` is checked against the tool's
+    /// `outputSchema`; a JSON-RPC error `failed`; either over the size bound fails.
+    fn settle(&self, outcome: Outcome, metrics: &TaskMetrics) -> Phase {
         match outcome {
             Outcome::Result(raw) if raw.get().len() <= self.max_result_bytes => {
                 match serde_json::from_str::<Value>(raw.get()) {
-                    Ok(v) => Phase::Completed(wire::clean_result(v)),
+                    Ok(v) => {
+                        let output = self.output.as_deref();
+                        Phase::Completed(screen::result(output, metrics, &self.tool, wire::clean_result(v)))
+                    }
                     Err(_) => Phase::Failed(gateway_error("the upstream server's task result was not JSON")),
                 }
             }
@@ -342,7 +384,7 @@ pub(super) fn gateway_error(message: &str) -> Value {
 /// pinned session. `now_ms` reads the wall clock for the timestamps.
 pub(super) async fn drive(task: Arc<LiveTask>, metrics: TaskMetrics, now_ms: impl Fn() -> u64) {
     let ending = run(&task, &metrics, &now_ms).await;
-    if matches!(ending, Ending::Cancelled | Ending::Expired) {
+    if matches!(ending, Ending::Cancelled | Ending::Expired | Ending::Stopped) {
         let params = json!({ "taskId": task.upstream_task });
         let cancel = task.session.request("tasks/cancel", Some(params));
         match tokio::time::timeout(defaults::TASK_UPSTREAM_TIMEOUT, cancel).await {
@@ -365,7 +407,7 @@ async fn run(task: &LiveTask, metrics: &TaskMetrics, now_ms: &impl Fn() -> u64) 
         loop {
             let event = tokio::select! {
                 biased;
-                () = task.cancel.notified() => return Ending::Cancelled,
+                () = task.cancel.notified() => return task.woken(),
                 () = tokio::time::sleep_until(task.expires) => {
                     task.finish(Phase::Failed(gateway_error("the task expired")), now_ms());
                     return Ending::Expired;
@@ -384,10 +426,7 @@ async fn run(task: &LiveTask, metrics: &TaskMetrics, now_ms: &impl Fn() -> u64) 
                     }
                 }
                 Ok(Some(UpstreamEvent::Response(outcome))) => {
-                    let phase = task.settle(outcome);
-                    let ending =
-                        if matches!(phase, Phase::Completed(_)) { Ending::Completed } else { Ending::Failed };
-                    return if task.finish(phase, now_ms()) { ending } else { Ending::Cancelled };
+                    return task.conclude(outcome, metrics, now_ms())
                 }
                 // The request outlived the upstream request timeout: ask again, the task runs on.
                 Err(UpstreamError::Timeout(_)) if Instant::now() < task.expires => continue 'reopen,

@@ -29,6 +29,7 @@ use super::screen::Rules;
 use super::{unix_ms, wire, Started, TaskError, Tasks};
 use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::{methods, RequestId};
+use crate::schema::OutputSchema;
 use crate::tool_report::TaskEvent;
 use crate::upstream::{Call, Lease, PoolKey, UpstreamError, UpstreamEvent};
 
@@ -40,6 +41,7 @@ const CLIENT_GONE: &str = "the client went away before the call became a task";
 const CANCELLED: &str = "the client cancelled the task";
 const EXPIRED: &str = "the task expired";
 const NO_ROOM: &str = "the gateway could not hold the task";
+const STOPPED: &str = "the gateway is shutting down";
 
 /// When a long call becomes a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +68,8 @@ struct Driver {
     tool: String,
     /// What the task's questions are held to.
     rules: Rules,
+    /// The tool's compiled `outputSchema`, which the task's result is checked against.
+    output: Option<Arc<OutputSchema>>,
     /// Before the lease: dropped first, so the session goes back without a call on it.
     call: Call,
     lease: Lease,
@@ -82,6 +86,8 @@ struct Driver {
     /// The session serves no other call: it learned the client's roots (as in
     /// `src/bridge/round.rs`), or failed.
     retire: bool,
+    /// The task's handle once the call became one: the finished task is stored under it.
+    handle: Option<String>,
 }
 
 /// What woke the driver before its call became a task.
@@ -107,7 +113,8 @@ impl Tasks {
 
     /// Starts `params` (a `tools/call`'s, for upstream) on a leased session of `key` and keeps
     /// it running as a task when `trigger` says: answers the `CreateTaskResult` once the task
-    /// is in the table, or the call's own result when it finished first.
+    /// is in the table, or the call's own result when it finished first; either result is
+    /// checked against `output`, the tool's compiled `outputSchema`.
     pub async fn start_long(
         self: &Arc<Self>,
         principal: &Arc<str>,
@@ -115,6 +122,7 @@ impl Tasks {
         capabilities: Value,
         params: Value,
         trigger: Trigger,
+        output: Option<Arc<OutputSchema>>,
     ) -> Result<Started, TaskError> {
         if trigger == Trigger::AtOnce {
             self.table
@@ -130,8 +138,9 @@ impl Tasks {
         let driver = Driver {
             tasks: self.clone(),
             principal: principal.clone(),
-            tool,
+            tool: tool.clone(),
             rules,
+            output: output.clone(),
             call,
             lease,
             token,
@@ -140,11 +149,12 @@ impl Tasks {
             ended: false,
             asked: false,
             retire: false,
+            handle: None,
         };
-        tokio::spawn(driver.run(trigger));
+        self.spawn(driver.run(trigger));
         match rx.await {
             Ok(First::Task(created)) => Ok(Started::Task(created)),
-            Ok(First::Done(done)) => done.map(Started::Complete),
+            Ok(First::Done(done)) => done.map(|result| self.at_once(output.as_deref(), &tool, result)),
             Err(_) => {
                 Err(TaskError::Unavailable(UpstreamError::Closed("the long call's driver ended".into())))
             }
@@ -173,9 +183,13 @@ impl Driver {
         let ending = self.inside(&task).await;
         self.tasks.metrics.ended(&self.tool, ending);
         tracing::info!(task = %task.upstream_task, ending = ending.label(), "long call's task ended");
+        if let (Some(records), Some(handle)) = (&self.tasks.records, &self.handle) {
+            records.keep(handle, &task).await;
+        }
         match ending {
             Ending::Cancelled => self.abandon(CANCELLED).await,
             Ending::Expired => self.abandon(EXPIRED).await,
+            Ending::Stopped => self.abandon(STOPPED).await,
             Ending::Lost | Ending::Completed | Ending::Failed => self.release(),
         }
     }
@@ -276,10 +290,12 @@ impl Driver {
             max_result_bytes: tasks.cfg.max_result_bytes,
             origin: Origin::LongCall,
             rules: self.rules,
+            output: self.output.clone(),
         };
         let span = super::task_span(&spec.tool, &spec.principal);
         let task = Arc::new(LiveTask::new(spec).with_span(span));
-        let (task_id, _handle) = tasks.hold(&task, now_ms)?;
+        let (task_id, handle) = tasks.hold(&task, now_ms)?;
+        self.handle = Some(handle);
         self.call.set_deadline(task.expires);
         Ok((task, task_id))
     }
@@ -289,7 +305,7 @@ impl Driver {
         loop {
             let event = tokio::select! {
                 biased;
-                () = task.cancel.notified() => return Ending::Cancelled,
+                () = task.cancel.notified() => return task.woken(),
                 () = tokio::time::sleep_until(task.expires) => {
                     task.finish(Phase::Failed(live::gateway_error(EXPIRED)), unix_ms());
                     return Ending::Expired;
@@ -307,10 +323,7 @@ impl Driver {
                 }
                 Ok(Some(UpstreamEvent::Response(outcome))) => {
                     self.ended = true;
-                    let phase = task.settle(outcome);
-                    let ending =
-                        if matches!(phase, Phase::Completed(_)) { Ending::Completed } else { Ending::Failed };
-                    return if task.finish(phase, unix_ms()) { ending } else { Ending::Cancelled };
+                    return task.conclude(outcome, &self.tasks.metrics, unix_ms());
                 }
                 Ok(None) | Err(_) => {
                     (self.ended, self.retire) = (true, true);

@@ -16,7 +16,8 @@ use crate::tool_report::{TaskEvent, ToolReport};
 #[derive(Debug, Clone)]
 pub struct TaskMetrics {
     /// Tasks by outcome: `created`, `completed`, `failed`, `cancelled`, `expired`, `lost`
-    /// (upstream session died), and refusals `full`, `principal_full`.
+    /// (upstream session died), `stopped` (this replica shut down while it ran), and refusals
+    /// `full`, `principal_full`.
     pub total: IntCounterVec,
     /// Tasks held on this replica (running or finished and not yet expired).
     pub live: IntGauge,
@@ -84,7 +85,7 @@ impl TaskMetrics {
         let event = match ending {
             Ending::Completed => TaskEvent::Completed,
             Ending::Cancelled => TaskEvent::Cancelled,
-            Ending::Failed | Ending::Expired | Ending::Lost => TaskEvent::Failed,
+            Ending::Failed | Ending::Expired | Ending::Lost | Ending::Stopped => TaskEvent::Failed,
         };
         self.tool(tool, event);
     }

@@ -15,7 +15,10 @@
 //! forwarded to the owner ([`forward`]). A finished task is written to that store when there
 //! is one ([`store`]). Each task has a tracing span (handle, tool, principal) its lifecycle is logged
 //! in. An ordinary call may become a task too, when the configuration says so ([`long`]): the
-//! same table, ids and requests serve it.
+//! same table, ids and requests serve it, and it is kept in the store as well. At shutdown
+//! [`Tasks::stop_all`] ends every running task `failed`, cancels it upstream and waits, within a
+//! bound, for its driver to finish (which keeps it in the store), so that a rollout leaves no
+//! legacy task running without an owner.
 //!
 //! The user-facing account is `docs/src/tasks.md`; the translation of the two dialects is in
 //! [`wire`]. Errors are [`TaskError`], converted for the client in `src/error.rs`.
@@ -44,6 +47,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use serde_json::{json, Value};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -57,7 +61,7 @@ use crate::config::TasksConfig;
 use crate::defaults;
 use crate::mrtr::{LegacyVersion, LiveRing, TaskClaims, TaskSealer};
 use crate::protocol::jsonrpc::Outcome;
-use crate::schema::SensitivePolicy;
+use crate::schema::{OutputSchema, SensitivePolicy};
 use crate::upstream::{Pool, PoolKey, Session, UpstreamError};
 
 /// Most tool names whose task support is remembered; past it the catalogue starts over.
@@ -80,6 +84,15 @@ pub struct Tasks {
     records: Option<Records>,
     /// `elicitation.sensitive`: what a task's question that asks for a secret gets.
     sensitive: SensitivePolicy,
+    drivers: Drivers,
+}
+
+/// The running drivers: each holds a clone of the sender, so [`Tasks::stop_all`] knows when
+/// all have finished (its receiver sees the channel close).
+#[derive(Debug)]
+struct Drivers {
+    guard: Mutex<Option<mpsc::Sender<()>>>,
+    finished: Mutex<Option<mpsc::Receiver<()>>>,
 }
 
 /// Each tool's `execution.taskSupport`, learnt from the upstream's tool lists: the tools that
@@ -145,7 +158,9 @@ impl Tasks {
         let catalogue = Catalogue::default();
         let owner = String::new();
         let (link, records, sensitive) = (None, None, SensitivePolicy::default());
-        Self { cfg, pool, keys, owner, version, table, catalogue, metrics, link, records, sensitive }
+        let (guard, finished) = mpsc::channel(1);
+        let drivers = Drivers { guard: Mutex::new(Some(guard)), finished: Mutex::new(Some(finished)) };
+        Self { cfg, pool, keys, owner, version, table, catalogue, metrics, link, records, sensitive, drivers }
     }
 
     /// Applies `policy` to the questions tasks ask that ask for a secret (`elicitation.sensitive`).
@@ -180,13 +195,15 @@ impl Tasks {
     /// Calls a task tool upstream as a legacy task on a session pinned to it, and answers the
     /// client's `CreateTaskResult` once the task is in the table (a `tasks/get` for it
     /// resolves from then on). `params` are the `tools/call` params to send upstream;
-    /// `capabilities` those to declare if a session must be opened.
+    /// `capabilities` those to declare if a session must be opened; `output` the tool's
+    /// compiled `outputSchema`, which its result is checked against.
     pub async fn start(
         &self,
         principal: &Arc<str>,
         key: PoolKey,
         capabilities: Value,
         mut params: Value,
+        output: Option<Arc<OutputSchema>>,
     ) -> Result<Started, TaskError> {
         self.table.check_room(principal, Instant::now()).inspect_err(|e| self.metrics.count(e.label()))?;
         let tool = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -197,7 +214,7 @@ impl Tasks {
             Ok(Created::Task(t)) => t,
             Ok(Created::Result(result)) => {
                 close(&session).await;
-                return Ok(Started::Complete(result));
+                return Ok(self.at_once(output.as_deref(), &tool, result));
             }
             Err(e) => {
                 close(&session).await;
@@ -218,6 +235,7 @@ impl Tasks {
             max_result_bytes: self.cfg.max_result_bytes,
             origin: Origin::LegacyTask,
             rules,
+            output,
         };
         let span = task_span(&spec.tool, principal);
         let task = Arc::new(LiveTask::new(spec).with_span(span));
@@ -226,14 +244,42 @@ impl Tasks {
             Err(e) => {
                 // Lost a race for the last slot: the upstream task is cancelled with it.
                 task.cancel(now_ms);
-                tokio::spawn(live::drive(task, self.metrics.clone(), unix_ms));
+                self.spawn(live::drive(task, self.metrics.clone(), unix_ms));
                 return Err(e);
             }
         };
         let snapshot = task.snapshot();
         tracing::info!(parent: &task.span, status = snapshot.status, "task created");
-        tokio::spawn(self.run(task, handle));
+        self.spawn(self.run(task, handle));
         Ok(Started::Task(wire::create_result(&id, &snapshot)))
+    }
+
+    /// Runs a task's driver, which [`Self::stop_all`] waits for.
+    fn spawn(&self, driver: impl std::future::Future<Output = ()> + Send + 'static) {
+        let guard = self.drivers.guard.lock().clone();
+        tokio::spawn(async move {
+            driver.await;
+            drop(guard);
+        });
+    }
+
+    /// At shutdown, once no request is left: ends every running task `failed` (its `tasks/get`
+    /// says the replica shut down), which makes its driver cancel it upstream, and waits up to
+    /// `bound` for every driver to finish. Returns how many tasks were stopped.
+    pub async fn stop_all(&self, bound: std::time::Duration) -> usize {
+        drop(self.drivers.guard.lock().take());
+        let now_ms = unix_ms();
+        let stopped = self.table.running().iter().filter(|task| task.stop(now_ms)).count();
+        let Some(mut finished) = self.drivers.finished.lock().take() else { return stopped };
+        if tokio::time::timeout(bound, finished.recv()).await.is_err() {
+            tracing::warn!(stopped, "gave up waiting for stopped tasks to be cancelled upstream");
+        }
+        stopped
+    }
+
+    /// The result of a task tool the upstream ran at once, checked against its `output`.
+    fn at_once(&self, output: Option<&OutputSchema>, tool: &str, result: Value) -> Started {
+        Started::Complete(screen::result(output, &self.metrics, tool, result))
     }
 
     /// Seals an id for `task`, created at `now_ms`, and puts it in the table within the bounds

@@ -15,6 +15,11 @@
 //! gateway's words (the upstream's go to the log line). [`screen`] decides; [`shown`] counts
 //! what a question that went to the client carried. Both are used by `live::surface`, which
 //! legacy tasks and long calls share.
+//!
+//! A task's result meets the check an ordinary call's result meets in `src/bridge/checks.rs`
+//! ([`result`]): `structuredContent` that breaks the tool's `outputSchema` is replaced by an
+//! error result naming the tool and the reason, counted in the migration report. This holds
+//! for a result `tasks/get` shows and for one a task tool answered at once.
 
 use serde_json::{json, Value};
 
@@ -24,7 +29,7 @@ use crate::protocol::codes;
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::quote::quoted;
 use crate::schema::question::{self, CheckedQuestion, INVALID_QUESTION};
-use crate::schema::{Finding, SensitiveAction, SensitivePolicy};
+use crate::schema::{Finding, OutputSchema, Refusal, SensitiveAction, SensitivePolicy};
 
 /// What a task's questions are held to: its client's capabilities and the sensitive-forms policy.
 #[derive(Debug, Clone, Copy, Default)]
@@ -104,6 +109,23 @@ pub(super) fn shown(metrics: &TaskMetrics, tool: &str, checked: &CheckedQuestion
     }
 }
 
+/// A task tool's `result` checked against the tool's compiled `outputSchema` (none: no
+/// check): one whose `structuredContent` breaks it becomes an error result naming the tool and
+/// the reason; the validator's words, which may quote the value, go to the log line.
+pub(super) fn result(
+    output: Option<&OutputSchema>,
+    metrics: &TaskMetrics,
+    tool: &str,
+    result: Value,
+) -> Value {
+    let Some(Err(why)) = output.map(|schema| schema.check_result(&result)) else { return result };
+    let refusal = Refusal::StructuredContentInvalid;
+    tracing::info!(tool, detail = %why, "a task's result breaks its tool's outputSchema");
+    report(metrics, |r| r.schema(Some(tool), Finding::Refusal(refusal), &why));
+    let text = crate::schema::refused_result(tool);
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
 fn report(metrics: &TaskMetrics, count: impl FnOnce(&crate::tool_report::ToolReport)) {
     if let Some(report) = &metrics.tools {
         count(report);
@@ -177,5 +199,24 @@ mod tests {
         let (answer, why) = refused(screen(&warn, &metrics, "t", "elicitation/create", Some(&script)));
         assert_eq!(answer.expect("an answer"), json!({"action": "decline"}));
         assert!(why.contains("always refused"), "{why}");
+    }
+
+    #[test]
+    fn a_result_that_breaks_the_output_schema_becomes_an_error_result() {
+        let metrics = TaskMetrics::detached().expect("metrics");
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+        let page =
+            json!({"tools": [{"name": "t", "inputSchema": {"type": "object"}, "outputSchema": schema}]});
+        let raw = serde_json::value::to_raw_value(&page).expect("raw");
+        let checked = crate::schema::Checker::default().tools(&raw, true);
+        let compiled = checked.tools[0].output.clone().expect("compiled");
+        let good = json!({"content": [], "structuredContent": {"n": 1}});
+        assert_eq!(result(Some(&compiled), &metrics, "t", good.clone()), good);
+        assert_eq!(result(None, &metrics, "t", json!({"structuredContent": "x"}))["structuredContent"], "x");
+        let bad =
+            result(Some(&compiled), &metrics, "t", json!({"content": [], "structuredContent": {"n": "one"}}));
+        assert_eq!(bad["isError"], true, "{bad}");
+        let text = bad["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("structured_content_invalid") && !text.contains("one"), "{bad}");
     }
 }

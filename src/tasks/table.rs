@@ -55,6 +55,11 @@ impl Table {
         self.entries.lock().get(handle).filter(|t| t.expires > now).cloned()
     }
 
+    /// The tasks still running.
+    pub(super) fn running(&self) -> Vec<Arc<LiveTask>> {
+        self.entries.lock().values().filter(|t| t.is_running()).cloned().collect()
+    }
+
     /// Drops the expired entries; returns the tasks held.
     pub(super) fn sweep(&self, now: Instant) -> usize {
         let mut entries = self.entries.lock();

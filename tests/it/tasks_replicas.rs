@@ -2,7 +2,9 @@
 //! `tasks/update` and `tasks/cancel` that reach a replica other than the task's owner are
 //! forwarded to the owner over the internal listener; a finished task is kept in Redis, when
 //! `state.redis_url` is set, and served from there by any replica, its owner killed or not;
-//! without Redis a killed owner's task is `failed`, saying so, at once. Each replica runs the
+//! without Redis a killed owner's task is `failed`, saying so, at once; an owner that shuts
+//! down stops its running tasks, a legacy task and a long call, cancels them upstream and
+//! stores them `failed`, saying why, for the other replica to serve. Each replica runs the
 //! scripted legacy task server (`tests/fixtures/task_server.py`) over stdio, so a task lives
 //! only in its owner's upstream process.
 
@@ -46,7 +48,7 @@ impl Drop for FixtureLog {
 }
 
 /// A replica's configuration: its internal listener on `port`, advertised, the fixture behind
-/// it, and Redis when given.
+/// it, and Redis when given; calls of `screen_plain` become tasks at once.
 fn replica_toml(port: u16, log: &Path, redis: Option<&str>) -> String {
     let command = vec!["python3", FIXTURE, "--log", log.to_str().unwrap_or_default()];
     let redis = redis.map(|url| format!("redis_url = {url:?}\n")).unwrap_or_default();
@@ -54,7 +56,7 @@ fn replica_toml(port: u16, log: &Path, redis: Option<&str>) -> String {
         "[front]\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"127.0.0.1:0\"\n[log]\nlevel = \"warn\"\n\
          [state]\nkeys = [{:?}]\n{redis}\
          [cluster]\nlisten = \"127.0.0.1:{port}\"\nadvertise_url = \"http://127.0.0.1:{port}\"\n\
-         [upstream]\ncommand = {command:?}\n",
+         [tasks]\nlong_tools = [\"screen_plain\"]\n[upstream]\ncommand = {command:?}\n",
         test_key("k1", 0x11),
     )
 }
@@ -84,7 +86,11 @@ async fn replica_process(log: &FixtureLog, redis: Option<&str>, dir: &Path) -> T
 }
 
 async fn start_task(client: &Client, tool: &str) -> TestResult<String> {
-    let reply = client.call_tool(tool, json!({})).caps(with_extension()).send().await?;
+    start_task_with(client, tool, json!({})).await
+}
+
+async fn start_task_with(client: &Client, tool: &str, arguments: serde_json::Value) -> TestResult<String> {
+    let reply = client.call_tool(tool, arguments).caps(with_extension()).send().await?;
     let result = reply.result()?;
     if result["resultType"] != "task" {
         return Err(HarnessError::Unexpected(format!("wanted a CreateTaskResult, got {}", reply.body)));
@@ -196,5 +202,31 @@ async fn without_redis_a_killed_owners_task_fails_at_once_saying_why() -> TestRe
     }
     assert!(asked.elapsed() < Duration::from_secs(3), "no hang: {:?}", asked.elapsed());
     assert_eq!(forwards(&b, "gone"), 3.0);
+    bounded("replica b to drain", b.shutdown()).await
+}
+
+#[tokio::test]
+async fn an_owner_that_shuts_down_stops_its_tasks_and_stores_them_failed() -> TestResult {
+    let _serial = serial().await;
+    let redis = RedisServer::start().await?;
+    let log = FixtureLog::new();
+    let (a, client_a) = replica(&log, Some(&redis.url())).await?;
+    let (b, client_b) = replica(&log, Some(&redis.url())).await?;
+    // A legacy task that runs until cancelled, and a long call waiting on its question.
+    let slow = start_task(&client_a, "slow_job").await?;
+    let long = start_task_with(&client_a, "screen_plain", json!({"ask": "form"})).await?;
+    assert_eq!(until(&client_b, &slow, "working").await?["status"], "working");
+    assert_eq!(until(&client_b, &long, "input_required").await?["status"], "input_required");
+
+    let metrics = a.metrics.clone();
+    bounded("replica a to shut down", a.shutdown()).await?;
+    assert_eq!(metrics.tasks.total.with_label_values(&["stopped"]).get(), 2);
+    assert_eq!(log.events("cancel slow_job"), 1, "the legacy task was cancelled upstream");
+    for task_id in [&slow, &long] {
+        let result = task(&client_b, "tasks/get", task_id, None).await?.result()?.clone();
+        assert_eq!(result["status"], "failed", "{result}");
+        assert_eq!(result["error"]["message"], "the gateway replica running the task shut down", "{result}");
+    }
+    assert_eq!(forwards(&b, "stored"), 2.0, "both served from Redis, the owner gone");
     bounded("replica b to drain", b.shutdown()).await
 }

@@ -7,11 +7,15 @@
 //!   repaired; both counted in the migration report;
 //! - under `elicitation.sensitive = "refuse"` a password form is declined upstream and never
 //!   shown; under `warn` it is shown, and counted; a `javascript:` URL is declined either way;
-//! - a long call's question (`screen_plain`, asked on the call's own stream) meets the same checks.
+//! - a long call's question (`screen_plain`, asked on the call's own stream) meets the same checks;
+//! - a task's result meets the check an ordinary call's result meets: `structuredContent` that
+//!   breaks the tool's `outputSchema` (`typed_job`, `typed_plain`) becomes an error result naming
+//!   the tool and the reason, whether `tasks/get` shows it, the tool answered at once, or a long
+//!   call finished as a task.
 
 use serde_json::{json, Value};
 
-use super::tasks::TaskGateway;
+use super::tasks::{with_extension, TaskGateway};
 use crate::common::harness::metric;
 use crate::common::stdio::serial;
 use crate::common::{bounded, HarnessError, TestResult};
@@ -143,5 +147,52 @@ async fn a_long_calls_password_form_is_declined_under_refuse_too() -> TestResult
     assert_eq!(upstream_got(&done), json!({"action": "decline"}), "{done}");
     let series = "mrtr_gateway_sensitive_questions_total{action=\"refused\",reason=\"password_format\",tool=\"screen_plain\"}";
     assert_eq!(metric(&gw.gateway, series), 1.0);
+    gw.stop().await
+}
+
+/// The error result that replaced a result breaking its tool's `outputSchema`, else `None`.
+fn refused_text(result: &Value) -> Option<String> {
+    let text = result["content"][0]["text"].as_str()?;
+    (result["isError"] == true && text.contains("structured_content_invalid")).then(|| text.to_owned())
+}
+
+#[tokio::test]
+async fn a_tasks_result_that_breaks_its_output_schema_becomes_an_error_result() -> TestResult {
+    let _serial = serial().await;
+    let gw = TaskGateway::start_with(&["long_tools = [\"typed_plain\"]"], "").await?;
+    let refusals = |tool: &str| {
+        let series = format!(
+            "mrtr_gateway_schema_refusals_total{{reason=\"structured_content_invalid\",tool=\"{tool}\"}}"
+        );
+        metric(&gw.gateway, &series)
+    };
+    // A result that keeps the schema is shown as the upstream sent it.
+    let task_id = gw.start_task("typed_job", json!({"n": 3})).await?;
+    let (done, _) = to_the_end(&gw, &task_id).await?;
+    assert_eq!(done["result"]["structuredContent"], json!({"n": 3}), "{done}");
+    assert_eq!(refusals("typed_job"), 0.0);
+    // One that breaks it is replaced, in tasks/get, without the value.
+    let task_id = gw.start_task("typed_job", json!({"n": "three"})).await?;
+    let (done, _) = to_the_end(&gw, &task_id).await?;
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = refused_text(&done["result"]).ok_or(HarnessError::Unexpected(done.to_string()))?;
+    assert!(text.contains("\"typed_job\"") && !text.contains("three"), "{text}");
+    assert!(done["result"].get("structuredContent").is_none(), "{done}");
+    assert_eq!(refusals("typed_job"), 1.0);
+    // A task tool the upstream ran at once, without a task.
+    let reply = gw
+        .client
+        .call_tool("typed_job", json!({"n": "four", "at_once": true}))
+        .caps(with_extension())
+        .send()
+        .await?;
+    let result = reply.result()?;
+    assert!(refused_text(result).is_some_and(|t| !t.contains("four")), "{}", reply.body);
+    assert_eq!(refusals("typed_job"), 2.0);
+    // A long call that finished as a task.
+    let task_id = gw.start_task("typed_plain", json!({"n": "five"})).await?;
+    let (done, _) = to_the_end(&gw, &task_id).await?;
+    assert!(refused_text(&done["result"]).is_some_and(|t| !t.contains("five")), "{done}");
+    assert_eq!(refusals("typed_plain"), 1.0);
     gw.stop().await
 }
