@@ -1,12 +1,14 @@
 //! The stdio front: the real binary as `mrtr-gateway stdio --upstream <demo>`, driven over its
 //! pipes. Discovery, lists, a plain call, a full MRTR round trip, progress before the result,
 //! out-of-order responses, cancellation, a malformed line, `subscriptions/listen`, and a clean
-//! exit at the end of stdin. Every stdout line of every test must parse as JSON-RPC (see `StdioFront::next`).
+//! exit at the end of stdin, which cancels a running task upstream (in front of the scripted
+//! task server, `tests/fixtures/task_server.py`). Every stdout line of every test must parse as JSON-RPC (see `StdioFront::next`).
 
 use mrtr_gateway::demo::{self, DemoHandle, DemoOptions};
 use serde_json::{json, Value};
 
 use super::form_only;
+use super::tasks::with_extension;
 use crate::common::stdio::serial;
 use crate::common::stdio_front::{request, StdioFront};
 use crate::common::{answer_all, bounded, eventually, HarnessError, TestResult};
@@ -254,5 +256,23 @@ async fn the_end_of_stdin_ends_a_listen_request_with_the_graceful_result() -> Te
         [json!({"jsonrpc": "2.0", "id": "listen:9",
                 "result": {"resultType": "complete", "_meta": {SUBSCRIPTION_ID: "listen:9"}}})]
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_end_of_stdin_cancels_a_running_task_upstream() -> TestResult {
+    let _serial = serial().await;
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("task-server.log");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/task_server.py");
+    let command = format!("python3 {fixture} --log {}", log.display());
+    let mut front = StdioFront::spawn_with(&["--upstream-command", &command], &[])?;
+    front.send(&call(1, "slow_job", json!({}), with_extension())).await?;
+    let (created, _) = front.response(&json!(1)).await?;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let (rest, status) = front.close().await?;
+    assert!(status.success() && rest.is_empty(), "exit status {status}, then {rest:?}");
+    let events = std::fs::read_to_string(&log)?;
+    assert!(events.lines().any(|l| l == "cancel slow_job"), "the task was cancelled upstream: {events}");
     Ok(())
 }
