@@ -311,7 +311,10 @@ impl FrontError {
 fn task_code(e: &TaskError) -> i64 {
     match e {
         TaskError::ExtensionRequired => codes::MISSING_CLIENT_CAPABILITY,
-        TaskError::UnknownTask(_) | TaskError::OtherOwner => codes::INVALID_PARAMS,
+        TaskError::UnknownTask(_)
+        | TaskError::OtherOwner
+        | TaskError::RoundOver
+        | TaskError::RoundMismatch => codes::INVALID_PARAMS,
         TaskError::PrincipalFull { .. } => RATE_LIMITED_CODE,
         TaskError::Upstream(e) => e.code,
         TaskError::Full { .. }
@@ -328,7 +331,10 @@ fn task_label(e: &TaskError) -> OutcomeLabel {
     use OutcomeLabel as L;
     match e {
         TaskError::ExtensionRequired => L::MissingCapability,
-        TaskError::UnknownTask(_) | TaskError::OtherOwner => L::InvalidParams,
+        TaskError::UnknownTask(_)
+        | TaskError::OtherOwner
+        | TaskError::RoundOver
+        | TaskError::RoundMismatch => L::InvalidParams,
         TaskError::Full { .. } => L::Overloaded,
         TaskError::PrincipalFull { .. } => L::RateLimited,
         TaskError::Upstream(_) | TaskError::Malformed(_) => L::UpstreamError,

@@ -1,6 +1,7 @@
 //! Task requests between replicas, both halves: the forwarder's side of the task bridge's
-//! [`TaskLink`] (a `tasks/get`, `tasks/update` or `tasks/cancel` sent to the replica that owns
-//! the task), the internal listener's side that serves them, and their wire format.
+//! [`TaskLink`] (a `tasks/get`, `tasks/update` or `tasks/cancel`, or the retry of a task's
+//! input round, sent to the replica that owns the task), the internal listener's side that
+//! serves them, and their wire format.
 //!
 //! They travel like forwarded retries ([`super::forward`]): a POST to the owner's internal
 //! listener, signed with the replica MAC, under the same connect and accept bounds, and the
@@ -38,11 +39,14 @@ pub const TASKS_PATH: &str = "/internal/tasks";
 pub struct WireTaskRequest {
     pub principal: String,
     pub task_id: String,
-    /// `get`, `update` or `cancel`.
+    /// `get`, `update`, `cancel` or `resume`.
     pub op: String,
-    /// The `inputResponses` of an update.
+    /// The `inputResponses` of an update or a resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answers: Option<Map<String, Value>>,
+    /// The tool a resume calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 /// The owner's answer.
@@ -57,15 +61,17 @@ pub enum WireTaskReply {
 
 impl WireTaskRequest {
     fn new(call: &OwnerCall<'_>) -> Self {
-        let answers = match call.op {
-            TaskOp::Update(answers) => Some(answers.clone()),
-            TaskOp::Get | TaskOp::Cancel => None,
+        let (answers, tool) = match call.op {
+            TaskOp::Update(answers) => (Some(answers.clone()), None),
+            TaskOp::Resume { tool, answers } => (Some(answers.clone()), Some(tool.clone())),
+            TaskOp::Get | TaskOp::Cancel => (None, None),
         };
         Self {
             principal: call.principal.to_owned(),
             task_id: call.task_id.to_owned(),
             op: call.op.name().to_owned(),
             answers,
+            tool,
         }
     }
 
@@ -75,6 +81,10 @@ impl WireTaskRequest {
             "get" => Some(TaskOp::Get),
             "update" => Some(TaskOp::Update(self.answers.take().unwrap_or_default())),
             "cancel" => Some(TaskOp::Cancel),
+            "resume" => Some(TaskOp::Resume {
+                tool: self.tool.take()?,
+                answers: self.answers.take().unwrap_or_default(),
+            }),
             _ => None,
         }
     }
@@ -170,6 +180,15 @@ mod tests {
         let get =
             serde_json::to_string(&WireTaskRequest::new(&OwnerCall { op: &TaskOp::Get, ..call })).unwrap();
         assert!(!get.contains("answers"), "{get}");
+        let resume = TaskOp::Resume { tool: "book".into(), answers: answers.clone() };
+        let text = serde_json::to_string(&WireTaskRequest::new(&OwnerCall { op: &resume, ..call })).unwrap();
+        let mut back: WireTaskRequest = serde_json::from_str(&text).unwrap();
+        assert!(
+            matches!(back.op(), Some(TaskOp::Resume { tool, answers: a }) if tool == "book" && a == answers)
+        );
+        let mut toolless: WireTaskRequest =
+            serde_json::from_value(json!({"principal": "a", "task_id": "t", "op": "resume"})).unwrap();
+        assert!(toolless.op().is_none(), "a resume names its tool");
         let mut odd: WireTaskRequest =
             serde_json::from_value(json!({"principal": "a", "task_id": "t", "op": "result"})).unwrap();
         assert!(odd.op().is_none());

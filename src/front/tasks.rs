@@ -8,7 +8,9 @@
 //! call runs as before, without the legacy `task` param a client may have sent: the gateway,
 //! not the client, decides what runs as a task upstream. A call of a tool without task support
 //! may still become a task when the configuration says so (`tasks.long_tools`,
-//! `tasks.long_after_ms`): [`Tasks::start_long`] keeps it running upstream as one.
+//! `tasks.long_after_ms`): [`Tasks::start_long`] keeps it running upstream as one. A task
+//! tool's call that asks before it creates its task answers an input round whose
+//! `requestState` is the task's id; its retry goes to [`Tasks::resume`].
 
 use std::sync::Arc;
 
@@ -20,6 +22,8 @@ use super::service::{unknown_method, Call, FrontState};
 use super::{relay, respond};
 use crate::bridge::upstream_params;
 use crate::error::FrontError;
+use crate::mrtr::input_responses;
+use crate::mrtr::task_id::TASK_ID_PREFIX;
 use crate::protocol::jsonrpc::result_bytes;
 use crate::protocol::methods::{MrtrMethod, TaskMethod};
 use crate::tasks::{extension_declared, Started, TaskError, TaskSupport, Tasks, Trigger};
@@ -32,6 +36,9 @@ enum Route {
     LegacyTask,
     /// As an ordinary call upstream, kept running as a task.
     Long(Trigger),
+    /// The retry of an input round of a task tool's call that asked before it created its
+    /// task: its `requestState` is that task's id.
+    Resume(String),
 }
 
 /// A `tools/call`: started as a task, or run as any call.
@@ -43,20 +50,27 @@ pub(super) async fn tools_call(state: &Arc<FrontState>, mut call: Call) -> Outco
     match route(state, &tasks, &call).await {
         Ok(Route::LegacyTask) => start(state, &tasks, &call, None).await,
         Ok(Route::Long(trigger)) => start(state, &tasks, &call, Some(trigger)).await,
+        Ok(Route::Resume(task_id)) => resume(&tasks, &call, &task_id).await,
         Ok(Route::Inline) => state.mrtr(call, MrtrMethod::ToolsCall).await,
         Err(e) => Outcome::error(Some(&call.id), &e),
     }
 }
 
 /// Whether the call starts a task, and which; `-32021` for a `required` tool without the
-/// extension. A retry of an input round (it carries a `requestState`) is never a new task.
+/// extension. A retry of an input round (it carries a `requestState`) is never a new task: it
+/// continues a task tool's call when its state is a task id, else it is any call's retry.
 async fn route(state: &FrontState, tasks: &Tasks, call: &Call) -> Result<Route, FrontError> {
     let params = call.params.as_ref();
     let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
         return Ok(Route::Inline);
     };
-    if params.is_some_and(|p| p.get("requestState").is_some()) {
-        return Ok(Route::Inline);
+    let declared = extension_declared(&call.meta.capabilities);
+    if let Some(request_state) = params.and_then(|p| p.get("requestState")) {
+        return match request_state.as_str().filter(|s| s.starts_with(TASK_ID_PREFIX)) {
+            Some(_) if !declared => Err(TaskError::ExtensionRequired.into()),
+            Some(task_id) => Ok(Route::Resume(task_id.to_owned())),
+            None => Ok(Route::Inline),
+        };
     }
     let support = match tasks.catalogue().support(name) {
         Some(s) => s,
@@ -69,7 +83,6 @@ async fn route(state: &FrontState, tasks: &Tasks, call: &Call) -> Result<Route, 
             tasks.catalogue().support(name).unwrap_or(TaskSupport::Forbidden)
         }
     };
-    let declared = extension_declared(&call.meta.capabilities);
     let long = || declared.then(|| tasks.long_trigger(name, &call.principal)).flatten();
     match support {
         TaskSupport::Required if !declared => Err(TaskError::ExtensionRequired.into()),
@@ -91,17 +104,40 @@ async fn start(state: &FrontState, tasks: &Arc<Tasks>, call: &Call, long: Option
             tasks.start_long(&call.principal, key, capabilities, params, trigger, call.output.clone()).await
         }
     };
-    let bytes = match started {
-        Ok(Started::Task(created)) => {
-            serde_json::value::to_raw_value(&created).map(|raw| result_bytes(&call.id, &raw))
-        }
-        Ok(Started::Complete(result)) => {
-            serde_json::value::to_raw_value(&result).map(|raw| respond::complete_bytes(&call.id, &raw, ""))
-        }
+    reply(call, started)
+}
+
+/// The retry of an input round of a task tool's call that asked before it created its task:
+/// its answers go to the task's owner, which answers as the call moved on.
+async fn resume(tasks: &Tasks, call: &Call, task_id: &str) -> Outcome {
+    let params = call.params.as_ref();
+    let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default();
+    let answers = match input_responses(params) {
+        Ok(answers) => answers.cloned().unwrap_or_default(),
+        Err(e) => return Outcome::error(Some(&call.id), &FrontError::InvalidParams(e.to_string())),
+    };
+    reply(call, tasks.resume(&call.principal, task_id, tool, answers).await)
+}
+
+/// The response to a `tools/call` the task bridge served.
+fn reply(call: &Call, started: Result<Started, TaskError>) -> Outcome {
+    let (label, bytes) = match started {
+        Ok(Started::Task(created)) => (
+            OutcomeLabel::Complete,
+            serde_json::value::to_raw_value(&created).map(|raw| result_bytes(&call.id, &raw)),
+        ),
+        Ok(Started::InputRequired(round)) => (
+            OutcomeLabel::InputRequired,
+            serde_json::value::to_raw_value(&round).map(|raw| result_bytes(&call.id, &raw)),
+        ),
+        Ok(Started::Complete(result)) => (
+            OutcomeLabel::Complete,
+            serde_json::value::to_raw_value(&result).map(|raw| respond::complete_bytes(&call.id, &raw, "")),
+        ),
         Err(e) => return Outcome::error(Some(&call.id), &e.into()),
     };
     match bytes {
-        Ok(bytes) => Outcome::plain(OutcomeLabel::Complete, respond::json(StatusCode::OK, bytes)),
+        Ok(bytes) => Outcome::plain(label, respond::json(StatusCode::OK, bytes)),
         Err(e) => Outcome::error(Some(&call.id), &FrontError::internal(e)),
     }
 }

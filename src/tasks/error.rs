@@ -46,6 +46,13 @@ pub enum TaskError {
     /// The upstream's answer to a task-augmented `tools/call` was neither a task nor a result.
     #[error("the upstream answered a task request with no task: {0}")]
     Malformed(&'static str),
+    /// A retry whose `requestState` is a task's id came after the task's input rounds ended
+    /// (the call created its task or ended, and the owner no longer holds it).
+    #[error("the input round this requestState continues is over")]
+    RoundOver,
+    /// A retry whose `requestState` is the id of a task that calls another tool.
+    #[error("the requestState belongs to a call of another tool")]
+    RoundMismatch,
     /// The task id could not be sealed.
     #[error("the task id could not be sealed")]
     Seal(#[source] TaskIdError),
@@ -68,6 +75,8 @@ impl TaskError {
             Self::Upstream(_) => "upstream_error",
             Self::Unavailable(_) => "upstream_unavailable",
             Self::Malformed(_) => "malformed",
+            Self::RoundOver => "round_over",
+            Self::RoundMismatch => "round_mismatch",
             Self::Seal(_) => "seal",
         }
     }

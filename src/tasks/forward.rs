@@ -22,13 +22,20 @@ use super::{TaskError, Tasks};
 use crate::mrtr::TaskClaims;
 use crate::protocol::jsonrpc::ErrorObject;
 
-/// One of the three task requests a client can send about a task.
+/// One of the task requests a client can send about a task: the three of the extension, and
+/// the retry of an input round of a call that asks before it creates its task (`create.rs`).
 #[derive(Debug, Clone)]
 pub enum TaskOp {
     Get,
     /// The client's `inputResponses`.
     Update(Map<String, Value>),
     Cancel,
+    /// A `tools/call` of `tool` whose `requestState` is the task's id, with its
+    /// `inputResponses`.
+    Resume {
+        tool: String,
+        answers: Map<String, Value>,
+    },
 }
 
 /// A task request for the owner: who asks, about which task, what.
@@ -77,6 +84,7 @@ impl TaskOp {
             Self::Get => "get",
             Self::Update(_) => "update",
             Self::Cancel => "cancel",
+            Self::Resume { .. } => "resume",
         }
     }
 }
@@ -145,6 +153,7 @@ impl Tasks {
             None => None,
         };
         match (op, stored) {
+            (TaskOp::Resume { .. }, Some(_)) => Err(TaskError::RoundOver),
             (TaskOp::Get, Some(task)) => Ok(task),
             (_, Some(_)) => Ok(json!({})),
             (TaskOp::Get, None) => Ok(gone(task_id)),

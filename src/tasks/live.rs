@@ -12,7 +12,7 @@
 //! status message, as does a new message in the upstream's own `tasks/get`: the latest wins.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -20,6 +20,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::create;
 use super::metrics::TaskMetrics;
 use super::screen::{self, Rules, Screened};
 use super::wire::{self, Snapshot};
@@ -30,7 +31,7 @@ use crate::protocol::RequestId;
 use crate::protocol::{codes, methods};
 use crate::schema::OutputSchema;
 use crate::tool_report::TaskEvent;
-use crate::upstream::{Session, UpstreamError, UpstreamEvent};
+use crate::upstream::{Call, Session, UpstreamError, UpstreamEvent};
 
 /// Where a task is.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,7 +77,9 @@ pub(super) struct LiveTask {
     /// The tool it runs, for the migration report.
     pub(super) tool: String,
     pub(super) principal: Arc<str>,
-    pub(super) upstream_task: String,
+    /// The upstream's name for it: a legacy task's id once the server created it (a legacy
+    /// task tool may ask questions first, `create.rs`), a long call's `call:<id>`.
+    upstream_task: OnceLock<String>,
     pub(super) session: Session,
     pub(super) expires: Instant,
     pub(super) origin: Origin,
@@ -93,6 +96,9 @@ pub(super) struct LiveTask {
     state: Mutex<State>,
     /// Woken by `tasks/cancel`.
     pub(super) cancel: Notify,
+    /// Woken whenever the client's view changes: a question, the upstream task created, the
+    /// end (a creating round waits on it, `create.rs`).
+    pub(super) changed: Notify,
     /// The task's span: its lifecycle is logged in it.
     pub(super) span: tracing::Span,
 }
@@ -116,7 +122,8 @@ pub(super) const STOPPED: &str = "the gateway replica running the task shut down
 pub(super) struct Spec {
     pub tool: String,
     pub principal: Arc<str>,
-    pub upstream_task: String,
+    /// `None` while a legacy task tool's call has not created its task yet.
+    pub upstream_task: Option<String>,
     pub session: Session,
     pub version: LegacyVersion,
     pub created_ms: u64,
@@ -151,7 +158,7 @@ impl LiveTask {
         Self {
             tool: spec.tool,
             principal: spec.principal,
-            upstream_task: spec.upstream_task,
+            upstream_task: spec.upstream_task.map(OnceLock::from).unwrap_or_default(),
             session: spec.session,
             expires: Instant::now() + spec.ttl,
             origin: spec.origin,
@@ -171,6 +178,7 @@ impl LiveTask {
                 updated_ms: spec.created_ms,
             }),
             cancel: Notify::new(),
+            changed: Notify::new(),
             span: tracing::Span::none(),
         }
     }
@@ -207,6 +215,19 @@ impl LiveTask {
         }
     }
 
+    /// The upstream's name for the task; `None` until a legacy task tool's call created it.
+    pub(super) fn upstream_task(&self) -> Option<&str> {
+        self.upstream_task.get().map(String::as_str)
+    }
+
+    /// Notes that the upstream created the task as `upstream_task` (a legacy task tool's call
+    /// that asked questions first).
+    pub(super) fn created_upstream(&self, upstream_task: String) {
+        if self.upstream_task.set(upstream_task).is_ok() {
+            self.changed.notify_waiters();
+        }
+    }
+
     /// True while the task runs (a question pending included).
     pub(super) fn is_running(&self) -> bool {
         self.state.lock().phase == Phase::Working
@@ -230,7 +251,7 @@ impl LiveTask {
     }
 
     /// Takes a `notifications/progress` the upstream sent during the task as its status message.
-    fn note_progress(&self, params: Option<&Value>, now_ms: u64) {
+    pub(super) fn note_progress(&self, params: Option<&Value>, now_ms: u64) {
         let Some(message) = params.and_then(wire::progress_message) else { return };
         let mut state = self.state.lock();
         if state.phase == Phase::Working {
@@ -313,6 +334,8 @@ impl LiveTask {
         let key = format!("{}-{}", kind.key_prefix(), state.asked);
         state.pending.insert(key, Question { upstream, kind, request });
         state.updated_ms = now_ms;
+        drop(state);
+        self.changed.notify_waiters();
         Some(new_round)
     }
 
@@ -324,6 +347,8 @@ impl LiveTask {
         state.phase = phase;
         state.pending.clear();
         state.updated_ms = now_ms;
+        drop(state);
+        self.changed.notify_waiters();
         true
     }
 
@@ -381,11 +406,26 @@ pub(super) fn gateway_error(message: &str) -> Value {
 
 /// Drives `task` until it ends: holds `tasks/result` open, surfaces questions, settles the
 /// result, honours a cancel and the expiry; then cancels upstream if needed and closes the
-/// pinned session. `now_ms` reads the wall clock for the timestamps.
-pub(super) async fn drive(task: Arc<LiveTask>, metrics: TaskMetrics, now_ms: impl Fn() -> u64) {
-    let ending = run(&task, &metrics, &now_ms).await;
-    if matches!(ending, Ending::Cancelled | Ending::Expired | Ending::Stopped) {
-        let params = json!({ "taskId": task.upstream_task });
+/// pinned session. A task whose call asked before it created its task comes with that `held`
+/// call and its first event, which run first ([`create::hold_call`]). `now_ms` reads the wall
+/// clock for the timestamps.
+pub(super) async fn drive(
+    task: Arc<LiveTask>,
+    metrics: TaskMetrics,
+    now_ms: impl Fn() -> u64,
+    held: Option<(Call, UpstreamEvent)>,
+) {
+    let ending = match held {
+        Some((call, first)) => match create::hold_call(&task, call, first, &metrics, &now_ms).await {
+            Some(ending) => ending,
+            None => run(&task, &metrics, &now_ms).await,
+        },
+        None => run(&task, &metrics, &now_ms).await,
+    };
+    if let (Ending::Cancelled | Ending::Expired | Ending::Stopped, Some(upstream)) =
+        (ending, task.upstream_task())
+    {
+        let params = json!({ "taskId": upstream });
         let cancel = task.session.request("tasks/cancel", Some(params));
         match tokio::time::timeout(defaults::TASK_UPSTREAM_TIMEOUT, cancel).await {
             Ok(Ok(Outcome::Result(_))) => {}
@@ -394,14 +434,14 @@ pub(super) async fn drive(task: Arc<LiveTask>, metrics: TaskMetrics, now_ms: imp
         }
     }
     metrics.ended(&task.tool, ending);
-    tracing::info!(task = %task.upstream_task, ending = ending.label(), "task ended");
+    tracing::info!(task = task.upstream_task().unwrap_or_default(), ending = ending.label(), "task ended");
     if let Err(e) = task.session.close().await {
         tracing::debug!(error = %e, "closing a task's upstream session");
     }
 }
 
 async fn run(task: &LiveTask, metrics: &TaskMetrics, now_ms: &impl Fn() -> u64) -> Ending {
-    let params = json!({ "taskId": task.upstream_task });
+    let params = json!({ "taskId": task.upstream_task().unwrap_or_default() });
     'reopen: loop {
         let mut call = task.session.call(methods::TASKS_RESULT, Some(params.clone()));
         loop {
@@ -457,8 +497,10 @@ pub(super) async fn surface(
     params: Option<&Value>,
     now_ms: u64,
 ) -> bool {
+    // Before a legacy task tool's call created its task, its questions come on the call's
+    // own stream, as a long call's do.
     let refusal = if task.origin == Origin::LegacyTask
-        && wire::related_task(params) != Some(task.upstream_task.as_str())
+        && task.upstream_task().is_some_and(|upstream| wire::related_task(params) != Some(upstream))
     {
         "the request names no task of this session, and no client request is in flight to ask"
     } else if !methods::is_input_method(method) {

@@ -182,7 +182,8 @@ impl Driver {
         };
         let ending = self.inside(&task).await;
         self.tasks.metrics.ended(&self.tool, ending);
-        tracing::info!(task = %task.upstream_task, ending = ending.label(), "long call's task ended");
+        let upstream = task.upstream_task().unwrap_or_default();
+        tracing::info!(task = upstream, ending = ending.label(), "long call's task ended");
         if let (Some(records), Some(handle)) = (&self.tasks.records, &self.handle) {
             records.keep(handle, &task).await;
         }
@@ -280,7 +281,7 @@ impl Driver {
         let spec = Spec {
             tool: self.tool.clone(),
             principal: self.principal.clone(),
-            upstream_task: format!("call:{}", self.call.id()),
+            upstream_task: Some(format!("call:{}", self.call.id())),
             session: self.lease.session().clone(),
             version: tasks.version,
             created_ms: now_ms,

@@ -23,6 +23,7 @@
 //! The user-facing account is `docs/src/tasks.md`; the translation of the two dialects is in
 //! [`wire`]. Errors are [`TaskError`], converted for the client in `src/error.rs`.
 
+mod create;
 mod error;
 pub mod forward;
 mod live;
@@ -61,8 +62,9 @@ use crate::config::TasksConfig;
 use crate::defaults;
 use crate::mrtr::{LegacyVersion, LiveRing, TaskClaims, TaskSealer};
 use crate::protocol::jsonrpc::Outcome;
+use crate::protocol::methods;
 use crate::schema::{OutputSchema, SensitivePolicy};
-use crate::upstream::{Pool, PoolKey, Session, UpstreamError};
+use crate::upstream::{Call, Pool, PoolKey, Session, UpstreamError, UpstreamEvent};
 
 /// Most tool names whose task support is remembered; past it the catalogue starts over.
 const CATALOGUE_MAX_TOOLS: usize = 4096;
@@ -110,6 +112,16 @@ pub enum Started {
     Task(Value),
     /// The tool's result: the upstream ran it at once.
     Complete(Value),
+    /// The `InputRequiredResult` of a round of a call that asks before it creates its task
+    /// ([`create`]): its questions, and its sealed task id as the `requestState`.
+    InputRequired(Value),
+}
+
+/// What the upstream answered a task-augmented call with first.
+enum First {
+    Created(Created),
+    /// A question before the task exists: the call, held, and that request ([`create`]).
+    Asked(Call, UpstreamEvent),
 }
 
 // === impl Catalogue ===
@@ -210,26 +222,29 @@ impl Tasks {
         let rules = self.rules(&key);
         let session = self.pool.take_unpooled(&key, &capabilities).await.map_err(TaskError::Unavailable)?;
         wire::augment(&mut params, self.cfg.ttl.as_millis() as u64);
-        let created = match create(&session, params).await {
-            Ok(Created::Task(t)) => t,
-            Ok(Created::Result(result)) => {
+        let (created, held) = match create(&session, params).await {
+            Ok(First::Created(Created::Task(t))) => (Some(t), None),
+            Ok(First::Created(Created::Result(result))) => {
                 close(&session).await;
                 return Ok(self.at_once(output.as_deref(), &tool, result));
             }
+            Ok(First::Asked(call, question)) => (None, Some((call, question))),
             Err(e) => {
                 close(&session).await;
                 return Err(e);
             }
         };
         let now_ms = unix_ms();
+        let (upstream_task, status_message) =
+            created.map_or((None, None), |c| (Some(c.task_id), c.status_message));
         let spec = Spec {
             tool,
             principal: principal.clone(),
-            upstream_task: created.task_id,
+            upstream_task,
             session: session.clone(),
             version: self.version,
             created_ms: now_ms,
-            status_message: created.status_message,
+            status_message,
             ttl: self.cfg.ttl,
             poll: self.cfg.poll_interval,
             max_result_bytes: self.cfg.max_result_bytes,
@@ -240,17 +255,22 @@ impl Tasks {
         let span = task_span(&spec.tool, principal);
         let task = Arc::new(LiveTask::new(spec).with_span(span));
         let (id, handle) = match self.hold(&task, now_ms) {
-            Ok(held) => held,
+            Ok(ids) => ids,
             Err(e) => {
-                // Lost a race for the last slot: the upstream task is cancelled with it.
+                // Lost a race for the last slot: the upstream task (or call) is cancelled with it.
                 task.cancel(now_ms);
-                self.spawn(live::drive(task, self.metrics.clone(), unix_ms));
+                self.spawn(live::drive(task, self.metrics.clone(), unix_ms, held));
                 return Err(e);
             }
         };
+        if held.is_some() {
+            tracing::info!(parent: &task.span, "the task's call asks before it creates its task");
+            self.spawn(self.run(task.clone(), handle, held));
+            return create::round_reply(&task, &id).await;
+        }
         let snapshot = task.snapshot();
         tracing::info!(parent: &task.span, status = snapshot.status, "task created");
-        self.spawn(self.run(task, handle));
+        self.spawn(self.run(task, handle, None));
         Ok(Started::Task(wire::create_result(&id, &snapshot)))
     }
 
@@ -287,7 +307,8 @@ impl Tasks {
     /// the id and the task's handle, which its span records from then on.
     fn hold(&self, task: &Arc<LiveTask>, now_ms: u64) -> Result<(String, String), TaskError> {
         let expires_at = (now_ms + self.cfg.ttl.as_millis() as u64).div_ceil(1000);
-        let claims = TaskClaims::new(&self.owner, &task.upstream_task, &task.principal, expires_at);
+        let upstream = task.upstream_task().unwrap_or_default();
+        let claims = TaskClaims::new(&self.owner, upstream, &task.principal, expires_at);
         let sealed = TaskSealer::shared(self.keys.current()).seal(&claims).map_err(TaskError::Seal);
         let (id, held) = sealed
             .and_then(|id| Ok((id, self.table.insert(claims.handle.clone(), task.clone(), Instant::now())?)))
@@ -298,12 +319,17 @@ impl Tasks {
         Ok((id, claims.handle))
     }
 
-    /// Drives `task` to its end, then keeps it in the result store if there is one; in the
-    /// task's span.
-    fn run(&self, task: Arc<LiveTask>, handle: String) -> impl std::future::Future<Output = ()> + 'static {
+    /// Drives `task` to its end (from its `held` call, when it asked before it created its
+    /// task), then keeps it in the result store if there is one; in the task's span.
+    fn run(
+        &self,
+        task: Arc<LiveTask>,
+        handle: String,
+        held: Option<(Call, UpstreamEvent)>,
+    ) -> impl std::future::Future<Output = ()> + 'static {
         let (metrics, records, span) = (self.metrics.clone(), self.records.clone(), task.span.clone());
         async move {
-            live::drive(task.clone(), metrics, unix_ms).await;
+            live::drive(task.clone(), metrics, unix_ms, held).await;
             if let Some(records) = records {
                 records.keep(&handle, &task).await;
             }
@@ -317,21 +343,32 @@ fn task_span(tool: &str, principal: &str) -> tracing::Span {
     tracing::info_span!("task", handle = tracing::field::Empty, tool, principal)
 }
 
-/// The upstream's answer to the task-augmented call.
-async fn create(session: &Session, params: Value) -> Result<Created, TaskError> {
-    let call = session.request("tools/call", Some(params));
-    let outcome = match tokio::time::timeout(defaults::TASK_UPSTREAM_TIMEOUT, call).await {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(e)) => return Err(TaskError::Unavailable(e)),
-        Err(_) => {
-            return Err(TaskError::Unavailable(UpstreamError::Timeout(defaults::TASK_UPSTREAM_TIMEOUT)))
-        }
-    };
-    match outcome {
-        Outcome::Error(e) => Err(TaskError::Upstream(e)),
-        Outcome::Result(raw) => {
-            let value = serde_json::from_str(raw.get()).map_err(|_| TaskError::Malformed("not JSON"))?;
-            wire::read_created(value).map_err(TaskError::Malformed)
+/// The upstream's first answer to the task-augmented call: its task or result, or a question
+/// it asks first (progress before either is dropped: no task holds it yet).
+async fn create(session: &Session, params: Value) -> Result<First, TaskError> {
+    let mut call = session.call(methods::TOOLS_CALL, Some(params));
+    let deadline = Instant::now() + defaults::TASK_UPSTREAM_TIMEOUT;
+    loop {
+        let event = match tokio::time::timeout_at(deadline, call.next_event()).await {
+            Ok(Ok(Some(event))) => event,
+            Ok(Ok(None)) => {
+                return Err(TaskError::Unavailable(UpstreamError::Closed(
+                    "the call ended without a response".into(),
+                )))
+            }
+            Ok(Err(e)) => return Err(TaskError::Unavailable(e)),
+            Err(_) => {
+                return Err(TaskError::Unavailable(UpstreamError::Timeout(defaults::TASK_UPSTREAM_TIMEOUT)))
+            }
+        };
+        match event {
+            UpstreamEvent::Request { .. } => return Ok(First::Asked(call, event)),
+            UpstreamEvent::Notification { .. } => {}
+            UpstreamEvent::Response(Outcome::Error(e)) => return Err(TaskError::Upstream(e)),
+            UpstreamEvent::Response(Outcome::Result(raw)) => {
+                let value = serde_json::from_str(raw.get()).map_err(|_| TaskError::Malformed("not JSON"))?;
+                return wire::read_created(value).map(First::Created).map_err(TaskError::Malformed);
+            }
         }
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
 use super::live::{LiveTask, Origin};
-use super::{lost, unix_ms, wire, TaskError, TaskOp, Tasks};
+use super::{create, lost, unix_ms, wire, Started, TaskError, TaskOp, Tasks};
 use crate::defaults;
 use crate::mrtr::{TaskClaims, TaskSealer};
 use crate::protocol::jsonrpc::Outcome;
@@ -71,6 +71,9 @@ impl Tasks {
         let now = Instant::now();
         self.metrics.live.set(self.table.sweep(now) as i64);
         let Some(task) = self.table.get(&claims.handle, now) else {
+            if matches!(op, TaskOp::Resume { .. }) {
+                return Err(TaskError::RoundOver);
+            }
             if !matches!(op, TaskOp::Get) {
                 return Ok(json!({}));
             }
@@ -83,14 +86,15 @@ impl Tasks {
         match op {
             TaskOp::Get => Ok(self.refreshed(&task, task_id).await),
             TaskOp::Update(answers) => {
-                let delivered = task.take_answers(answers, unix_ms());
-                tracing::info!(parent: &task.span, answers = delivered.len(), "task answers delivered");
-                for (id, result) in delivered {
-                    if let Err(e) = task.session.respond(&id, result).await {
-                        tracing::info!(parent: &task.span, error = %e, "delivering a task's answer upstream");
-                    }
-                }
+                deliver(&task, answers).await;
                 Ok(json!({}))
+            }
+            TaskOp::Resume { tool, answers } => {
+                if tool != task.tool {
+                    return Err(TaskError::RoundMismatch);
+                }
+                deliver(&task, answers).await;
+                create::round_reply(&task, task_id).await.map(|round| round.to_wire())
             }
             TaskOp::Cancel => {
                 if task.cancel(unix_ms()) {
@@ -104,9 +108,11 @@ impl Tasks {
     /// The detailed task. A running legacy task without open questions asks the upstream's
     /// `tasks/get` for its status message (and a cancel of its own).
     async fn refreshed(&self, task: &LiveTask, task_id: &str) -> Value {
-        let legacy = task.origin == Origin::LegacyTask;
-        if legacy && task.is_running() && task.snapshot().input_requests.is_none() {
-            let params = json!({ "taskId": task.upstream_task });
+        let upstream = task.upstream_task().filter(|_| task.origin == Origin::LegacyTask);
+        if let Some(upstream) =
+            upstream.filter(|_| task.is_running() && task.snapshot().input_requests.is_none())
+        {
+            let params = json!({ "taskId": upstream });
             let asked = tokio::time::timeout(
                 defaults::TASK_UPSTREAM_TIMEOUT,
                 task.session.request("tasks/get", Some(params)),
@@ -121,9 +127,37 @@ impl Tasks {
         wire::detailed(task_id, &task.snapshot())
     }
 
+    /// A `tools/call` of `tool` whose `requestState` is a task's id: the retry of an input round
+    /// of a call that asked before it created its task (`create.rs`). Its answers go upstream,
+    /// and it is answered as the call moved on: another round, the task, or the call's end.
+    pub async fn resume(
+        &self,
+        principal: &str,
+        task_id: &str,
+        tool: &str,
+        answers: Map<String, Value>,
+    ) -> Result<Started, TaskError> {
+        let op = TaskOp::Resume { tool: tool.to_owned(), answers };
+        let round = self.serve(principal, task_id, op).await?;
+        Started::from_wire(round)
+            .ok_or_else(|| TaskError::OwnerFailed("the owner's answer is not a round's".into()))
+    }
+
     /// Opens the id: the task's claims, if it is the principal's and has not expired.
     fn open(&self, principal: &str, task_id: &str) -> Result<TaskClaims, TaskError> {
         let sealer = TaskSealer::shared(self.keys.current());
         sealer.open(task_id, principal, unix_ms() / 1000).map_err(TaskError::UnknownTask)
+    }
+}
+
+/// Delivers `answers` to the questions of `task` they name, straight to the waiting upstream
+/// requests.
+async fn deliver(task: &LiveTask, answers: Map<String, Value>) {
+    let delivered = task.take_answers(answers, unix_ms());
+    tracing::info!(parent: &task.span, answers = delivered.len(), "task answers delivered");
+    for (id, result) in delivered {
+        if let Err(e) = task.session.respond(&id, result).await {
+            tracing::info!(parent: &task.span, error = %e, "delivering a task's answer upstream");
+        }
     }
 }

@@ -61,6 +61,7 @@ mod tasks_legacy_clients;
 mod tasks_long;
 mod tasks_replicas;
 mod tasks_report;
+mod tasks_rounds;
 mod tasks_screen;
 mod tool_report;
 mod url_elicitation;

@@ -4,7 +4,9 @@
 //! `state.redis_url` is set, and served from there by any replica, its owner killed or not;
 //! without Redis a killed owner's task is `failed`, saying so, at once; an owner that shuts
 //! down stops its running tasks, a legacy task and a long call, cancels them upstream and
-//! stores them `failed`, saying why, for the other replica to serve. Each replica runs the
+//! stores them `failed`, saying why, for the other replica to serve; the retry of an input
+//! round of a call that asks before it creates its task, reaching the other replica, is
+//! forwarded to the owner, where the call waits. Each replica runs the
 //! scripted legacy task server (`tests/fixtures/task_server.py`) over stdio, so a task lives
 //! only in its owner's upstream process.
 
@@ -228,5 +230,30 @@ async fn an_owner_that_shuts_down_stops_its_tasks_and_stores_them_failed() -> Te
         assert_eq!(result["error"]["message"], "the gateway replica running the task shut down", "{result}");
     }
     assert_eq!(forwards(&b, "stored"), 2.0, "both served from Redis, the owner gone");
+    bounded("replica b to drain", b.shutdown()).await
+}
+
+#[tokio::test]
+async fn a_rounds_retry_on_the_other_replica_reaches_the_waiting_call() -> TestResult {
+    let _serial = serial().await;
+    let log = FixtureLog::new();
+    let (a, client_a) = replica(&log, None).await?;
+    let (b, client_b) = replica(&log, None).await?;
+    let first = client_a.call_tool("ask_first_job", json!({})).caps(with_extension()).send().await?;
+    let round = first.result()?.clone();
+    assert_eq!(round["resultType"], "input_required", "{round}");
+    let key = round["inputRequests"].as_object().and_then(|r| r.keys().next().cloned()).unwrap_or_default();
+    let state = round["requestState"].clone();
+    let answers = json!({key.as_str(): {"action": "accept", "content": {"name": "Ada"}}});
+    let retry = client_b.call_tool("ask_first_job", json!({})).caps(with_extension());
+    let second = retry.param("requestState", state).param("inputResponses", answers).send().await?;
+    let created = second.result()?.clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    let task_id = created["taskId"].as_str().unwrap_or_default();
+    let done = until(&client_b, task_id, "completed").await?;
+    assert_eq!(done["result"]["content"][0]["text"], "Hello, Ada", "{done}");
+    assert_eq!(log.events("run ask_first_job"), 1, "the call ran once, on a");
+    assert!(forwards(&b, "answered") >= 2.0, "the retry and the polls went to a");
+    bounded("replica a to drain", a.shutdown()).await?;
     bounded("replica b to drain", b.shutdown()).await
 }
