@@ -408,13 +408,13 @@ pub(super) fn gateway_error(message: &str) -> Value {
 /// result, honours a cancel and the expiry; then cancels upstream if needed and closes the
 /// pinned session. A task whose call asked before it created its task comes with that `held`
 /// call and its first event, which run first ([`create::hold_call`]). `now_ms` reads the wall
-/// clock for the timestamps.
+/// clock for the timestamps. Returns how the task ended.
 pub(super) async fn drive(
     task: Arc<LiveTask>,
     metrics: TaskMetrics,
     now_ms: impl Fn() -> u64,
     held: Option<(Call, UpstreamEvent)>,
-) {
+) -> Ending {
     let ending = match held {
         Some((call, first)) => match create::hold_call(&task, call, first, &metrics, &now_ms).await {
             Some(ending) => ending,
@@ -438,6 +438,7 @@ pub(super) async fn drive(
     if let Err(e) = task.session.close().await {
         tracing::debug!(error = %e, "closing a task's upstream session");
     }
+    ending
 }
 
 async fn run(task: &LiveTask, metrics: &TaskMetrics, now_ms: &impl Fn() -> u64) -> Ending {

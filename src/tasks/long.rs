@@ -30,6 +30,7 @@ use super::{unix_ms, wire, Started, TaskError, Tasks};
 use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::{methods, RequestId};
 use crate::schema::OutputSchema;
+use crate::telemetry::TaskTrace;
 use crate::tool_report::TaskEvent;
 use crate::upstream::{Call, Lease, PoolKey, UpstreamError, UpstreamEvent};
 
@@ -88,6 +89,10 @@ struct Driver {
     retire: bool,
     /// The task's handle once the call became one: the finished task is stored under it.
     handle: Option<String>,
+    /// The trace context of the request that started the call: the task's span, once the call
+    /// becomes one, starts under it.
+    parent: opentelemetry::Context,
+    trace: Option<TaskTrace>,
 }
 
 /// What woke the driver before its call became a task.
@@ -150,6 +155,8 @@ impl Tasks {
             asked: false,
             retire: false,
             handle: None,
+            parent: opentelemetry::Context::current(),
+            trace: None,
         };
         self.spawn(driver.run(trigger));
         match rx.await {
@@ -186,6 +193,9 @@ impl Driver {
         tracing::info!(task = upstream, ending = ending.label(), "long call's task ended");
         if let (Some(records), Some(handle)) = (&self.tasks.records, &self.handle) {
             records.keep(handle, &task).await;
+        }
+        if let Some(trace) = self.trace.take() {
+            trace.end(ending.label());
         }
         match ending {
             Ending::Cancelled => self.abandon(CANCELLED).await,
@@ -297,6 +307,8 @@ impl Driver {
         let task = Arc::new(LiveTask::new(spec).with_span(span));
         let (task_id, handle) = tasks.hold(&task, now_ms)?;
         self.handle = Some(handle);
+        let _parent = self.parent.clone().attach();
+        self.trace = TaskTrace::start(&self.tool);
         self.call.set_deadline(task.expires);
         Ok((task, task_id))
     }

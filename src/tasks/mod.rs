@@ -46,6 +46,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use opentelemetry::context::FutureExt as _;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -64,6 +65,7 @@ use crate::mrtr::{LegacyVersion, LiveRing, TaskClaims, TaskSealer};
 use crate::protocol::jsonrpc::Outcome;
 use crate::protocol::methods;
 use crate::schema::{OutputSchema, SensitivePolicy};
+use crate::telemetry::TaskTrace;
 use crate::upstream::{Call, Pool, PoolKey, Session, UpstreamError, UpstreamEvent};
 
 /// Most tool names whose task support is remembered; past it the catalogue starts over.
@@ -221,6 +223,8 @@ impl Tasks {
         let tool = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         let rules = self.rules(&key);
         let session = self.pool.take_unpooled(&key, &capabilities).await.map_err(TaskError::Unavailable)?;
+        // Under the creating request's span, when it is traced; the task's exchanges under it.
+        let trace = TaskTrace::start(&tool);
         wire::augment(&mut params, self.cfg.ttl.as_millis() as u64);
         let (created, held) = match create(&session, params).await {
             Ok(First::Created(Created::Task(t))) => (Some(t), None),
@@ -259,18 +263,22 @@ impl Tasks {
             Err(e) => {
                 // Lost a race for the last slot: the upstream task (or call) is cancelled with it.
                 task.cancel(now_ms);
-                self.spawn(live::drive(task, self.metrics.clone(), unix_ms, held));
+                let driving = live::drive(task, self.metrics.clone(), unix_ms, held);
+                self.spawn(async move {
+                    let ending = driving.await;
+                    trace.into_iter().for_each(|t| t.end(ending.label()));
+                });
                 return Err(e);
             }
         };
         if held.is_some() {
             tracing::info!(parent: &task.span, "the task's call asks before it creates its task");
-            self.spawn(self.run(task.clone(), handle, held));
+            self.spawn(self.run(task.clone(), handle, held, trace));
             return create::round_reply(&task, &id).await;
         }
         let snapshot = task.snapshot();
         tracing::info!(parent: &task.span, status = snapshot.status, "task created");
-        self.spawn(self.run(task, handle, None));
+        self.spawn(self.run(task, handle, None, trace));
         Ok(Started::Task(wire::create_result(&id, &snapshot)))
     }
 
@@ -326,14 +334,20 @@ impl Tasks {
         task: Arc<LiveTask>,
         handle: String,
         held: Option<(Call, UpstreamEvent)>,
+        trace: Option<TaskTrace>,
     ) -> impl std::future::Future<Output = ()> + 'static {
         let (metrics, records, span) = (self.metrics.clone(), self.records.clone(), task.span.clone());
+        let cx = trace.as_ref().map_or_else(opentelemetry::Context::new, TaskTrace::context);
         async move {
-            live::drive(task.clone(), metrics, unix_ms, held).await;
+            let ending = live::drive(task.clone(), metrics, unix_ms, held).await;
             if let Some(records) = records {
                 records.keep(&handle, &task).await;
             }
+            if let Some(trace) = trace {
+                trace.end(ending.label());
+            }
         }
+        .with_context(cx)
         .instrument(span)
     }
 }

@@ -25,7 +25,7 @@ use opentelemetry_sdk::trace::{
 use opentelemetry_sdk::Resource;
 
 pub(crate) use carrier::Written;
-pub use spans::{request_id, Ended, ExchangeTrace, FrontRequest, FrontTrace, Peer, RoundTrace};
+pub use spans::{request_id, Ended, ExchangeTrace, FrontRequest, FrontTrace, Peer, RoundTrace, TaskTrace};
 
 use crate::config::OtlpConfig;
 use crate::defaults;

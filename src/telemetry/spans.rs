@@ -1,6 +1,8 @@
 //! The three spans of a request: the front request (server kind), each MRTR round under it
 //! (internal), and each upstream exchange under those (client kind), with attributes after the
-//! OpenTelemetry semantic conventions for MCP. Attributes name methods, ids, tools and outcomes;
+//! OpenTelemetry semantic conventions for MCP. A task (`crate::tasks`) outlives its request: its
+//! span (internal) starts under the request that created it and ends with the task, and the
+//! task's own upstream exchanges are its children. Attributes name methods, ids, tools and outcomes;
 //! never arguments, answers or error messages (an error is named by its code and fixed label).
 //!
 //! The front span's context is attached to the request's future, so the round and exchange
@@ -87,6 +89,11 @@ pub struct FrontRequest<'a> {
 
 /// The span of one MRTR round.
 pub struct RoundTrace {
+    cx: Context,
+}
+
+/// The span of one task, from the request that created it to the task's end.
+pub struct TaskTrace {
     cx: Context,
 }
 
@@ -228,6 +235,45 @@ impl RoundTrace {
         }
         if let Some(code) = code {
             failed(&span, code, outcome);
+        }
+        span.end();
+    }
+}
+
+// === impl TaskTrace ===
+
+impl TaskTrace {
+    /// A task span for a call of `tool` under the current context, when it is a traced
+    /// request's.
+    pub fn start(tool: &str) -> Option<Self> {
+        if !super::on() {
+            return None;
+        }
+        Context::map_current(|parent| {
+            let tracer = &parent.get::<Active>()?.0.tracer;
+            let mut attrs = vec![KeyValue::new(keys::MCP_METHOD, "tools/call")];
+            attrs.extend(target_attr("tools/call", tool));
+            let span = tracer
+                .span_builder("mrtr task tools/call")
+                .with_kind(SpanKind::Internal)
+                .with_attributes(attrs)
+                .start_with_context(tracer, parent);
+            Some(Self { cx: parent.with_span(span) })
+        })
+    }
+
+    /// The context the task runs in (its upstream exchanges are its children).
+    pub fn context(&self) -> Context {
+        self.cx.clone()
+    }
+
+    /// Ends the span with how the task ended (`completed`, `failed`, ...); any end but
+    /// `completed` or `cancelled` marks it failed.
+    pub fn end(self, outcome: &'static str) {
+        let span = self.cx.span();
+        span.set_attribute(KeyValue::new(keys::OUTCOME, outcome));
+        if !matches!(outcome, "completed" | "cancelled") {
+            span.set_status(Status::error(outcome));
         }
         span.end();
     }

@@ -2,7 +2,8 @@
 //! of a legacy server that keeps the headers it was sent. The spans must link up (the front
 //! span under the client's span, rounds under the front span, exchanges under the rounds), the
 //! upstream must see the exchange span as its parent, and the attributes must name the call
-//! without carrying its arguments.
+//! without carrying its arguments. A task's span starts under the request that created it and
+//! ends with the task, its upstream exchanges under it.
 
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use serde_json::json;
@@ -251,5 +252,38 @@ async fn an_http_sse_upstream_gets_the_exchange_span_in_meta() -> TestResult {
     assert_eq!(meta["traceparent"], traceparent(&exchange.trace_id, &exchange.span_id), "{meta}");
     assert_eq!(exchange.attr("network.transport"), Some("tcp"));
     assert_eq!(exchange.attr("server.address"), Some("127.0.0.1"));
+    Ok(())
+}
+
+const TASK_TRACE: &str = "7ef92f3577b34da6a3ce929d0e0e4739";
+const TASK_PARENT: &str = "33f067aa0ba902b7";
+
+#[tokio::test]
+async fn a_tasks_span_outlives_its_request_and_holds_its_exchanges() -> TestResult {
+    let _serial = serial().await;
+    let collector = Collector::spawn().await?;
+    let tracing = format!("[tracing]\notlp_endpoint = {:?}", collector.endpoint());
+    let gw = super::tasks::TaskGateway::start_with(&[], &tracing).await?;
+    let created = gw
+        .client
+        .call_tool("count_job", json!({}))
+        .caps(super::tasks::with_extension())
+        .header("traceparent", &traceparent(TASK_TRACE, TASK_PARENT))
+        .send()
+        .await?;
+    let task_id = created.result()?["taskId"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(gw.until(&task_id, "completed").await?["status"], "completed");
+    gw.stop().await?;
+
+    let spans = collector.spans();
+    let front =
+        one(&spans, "the creating request", |s| s.kind == SpanKind::Server && s.parent_id == TASK_PARENT);
+    let task = one(&spans, "the task span", |s| s.name == "mrtr task tools/call");
+    assert_eq!((task.trace_id.as_str(), task.parent_id.as_str()), (TASK_TRACE, front.span_id.as_str()));
+    assert_eq!(task.attr("gen_ai.tool.name"), Some("count_job"));
+    assert_eq!(task.attr("mrtr_gateway.outcome"), Some("completed"));
+    let exchanges: Vec<_> =
+        children(&spans, task, SpanKind::Client).iter().filter_map(|s| s.attr("mcp.method.name")).collect();
+    assert!(exchanges.contains(&"tasks/result"), "the task's tasks/result is its child: {spans:#?}");
     Ok(())
 }
