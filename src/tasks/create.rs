@@ -21,13 +21,12 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
-use super::live::{gateway_error, surface, Ending, LiveTask, Phase};
+use super::live::{gateway_error, take_event, Ending, LiveTask, Phase};
 use super::metrics::TaskMetrics;
 use super::{wire, Started, TaskError};
 use crate::defaults;
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
-use crate::protocol::{codes, methods};
-use crate::tool_report::TaskEvent;
+use crate::protocol::codes;
 use crate::upstream::{Call, UpstreamError, UpstreamEvent};
 
 const CANCELLED: &str = "the client cancelled the task";
@@ -78,17 +77,11 @@ pub(super) async fn hold_call(
     let mut event = Ok(Some(first));
     loop {
         match event {
-            Ok(Some(UpstreamEvent::Request { id, method, params })) => {
-                if surface(task, metrics, id, &method, params.as_ref(), now_ms()).await {
-                    metrics.tool(&task.tool, TaskEvent::InputRound);
+            Ok(Some(event)) => {
+                if let Some(outcome) = take_event(task, metrics, event, now_ms()).await {
+                    return answered(task, outcome, metrics, now_ms());
                 }
             }
-            Ok(Some(UpstreamEvent::Notification { method, params })) => {
-                if method == methods::PROGRESS {
-                    task.note_progress(params.as_ref(), now_ms());
-                }
-            }
-            Ok(Some(UpstreamEvent::Response(outcome))) => return answered(task, outcome, metrics, now_ms()),
             Ok(None) | Err(_) if Instant::now() >= task.expires => {
                 return Some(expired(task, call, now_ms()).await)
             }

@@ -456,18 +456,10 @@ async fn run(task: &LiveTask, metrics: &TaskMetrics, now_ms: &impl Fn() -> u64) 
                 event = call.next_event() => event,
             };
             match event {
-                Ok(Some(UpstreamEvent::Request { id, method, params })) => {
-                    if surface(task, metrics, id, &method, params.as_ref(), now_ms()).await {
-                        metrics.tool(&task.tool, TaskEvent::InputRound);
+                Ok(Some(event)) => {
+                    if let Some(outcome) = take_event(task, metrics, event, now_ms()).await {
+                        return task.conclude(outcome, metrics, now_ms());
                     }
-                }
-                Ok(Some(UpstreamEvent::Notification { method, params })) => {
-                    if method == methods::PROGRESS {
-                        task.note_progress(params.as_ref(), now_ms());
-                    }
-                }
-                Ok(Some(UpstreamEvent::Response(outcome))) => {
-                    return task.conclude(outcome, metrics, now_ms())
                 }
                 // The request outlived the upstream request timeout: ask again, the task runs on.
                 Err(UpstreamError::Timeout(_)) if Instant::now() < task.expires => continue 'reopen,
@@ -481,6 +473,32 @@ async fn run(task: &LiveTask, metrics: &TaskMetrics, now_ms: &impl Fn() -> u64) 
                 }
             }
         }
+    }
+}
+
+/// Takes one event of the stream a task's questions come on: a question is surfaced (counted
+/// as an input round when it starts one), a progress note becomes the status message. Returns
+/// the outcome of a response, which is the driver's to settle.
+pub(super) async fn take_event(
+    task: &LiveTask,
+    metrics: &TaskMetrics,
+    event: UpstreamEvent,
+    now_ms: u64,
+) -> Option<Outcome> {
+    match event {
+        UpstreamEvent::Request { id, method, params } => {
+            if surface(task, metrics, id, &method, params.as_ref(), now_ms).await {
+                metrics.tool(&task.tool, TaskEvent::InputRound);
+            }
+            None
+        }
+        UpstreamEvent::Notification { method, params } => {
+            if method == methods::PROGRESS {
+                task.note_progress(params.as_ref(), now_ms);
+            }
+            None
+        }
+        UpstreamEvent::Response(outcome) => Some(outcome),
     }
 }
 

@@ -203,21 +203,13 @@ impl FrontTrace {
 impl RoundTrace {
     /// A round span under the current context, when it is a traced request's.
     pub fn start(method: &'static str, target: &str, round: u32) -> Option<Self> {
-        if !super::on() {
-            return None;
-        }
-        Context::map_current(|parent| {
-            let tracer = &parent.get::<Active>()?.0.tracer;
+        let cx = internal(|| {
             let mut attrs =
                 vec![KeyValue::new(keys::MCP_METHOD, method), KeyValue::new(keys::ROUND, i64::from(round))];
             attrs.extend(target_attr(method, target));
-            let span = tracer
-                .span_builder(format!("mrtr round {method}"))
-                .with_kind(SpanKind::Internal)
-                .with_attributes(attrs)
-                .start_with_context(tracer, parent);
-            Some(Self { cx: parent.with_span(span) })
-        })
+            (format!("mrtr round {method}"), attrs)
+        })?;
+        Some(Self { cx })
     }
 
     /// The context the round runs in (its exchanges are its children).
@@ -246,20 +238,12 @@ impl TaskTrace {
     /// A task span for a call of `tool` under the current context, when it is a traced
     /// request's.
     pub fn start(tool: &str) -> Option<Self> {
-        if !super::on() {
-            return None;
-        }
-        Context::map_current(|parent| {
-            let tracer = &parent.get::<Active>()?.0.tracer;
+        let cx = internal(|| {
             let mut attrs = vec![KeyValue::new(keys::MCP_METHOD, "tools/call")];
             attrs.extend(target_attr("tools/call", tool));
-            let span = tracer
-                .span_builder("mrtr task tools/call")
-                .with_kind(SpanKind::Internal)
-                .with_attributes(attrs)
-                .start_with_context(tracer, parent);
-            Some(Self { cx: parent.with_span(span) })
-        })
+            ("mrtr task tools/call".to_owned(), attrs)
+        })?;
+        Some(Self { cx })
     }
 
     /// The context the task runs in (its upstream exchanges are its children).
@@ -332,6 +316,24 @@ impl ExchangeTrace {
         self.span.set_status(Status::error(label));
         self.span.end();
     }
+}
+
+/// An internal span under the current context, when it is a traced request's: its name and
+/// attributes are made only then.
+fn internal(describe: impl FnOnce() -> (String, Vec<KeyValue>)) -> Option<Context> {
+    if !super::on() {
+        return None;
+    }
+    Context::map_current(|parent| {
+        let tracer = &parent.get::<Active>()?.0.tracer;
+        let (name, attrs) = describe();
+        let span = tracer
+            .span_builder(name)
+            .with_kind(SpanKind::Internal)
+            .with_attributes(attrs)
+            .start_with_context(tracer, parent);
+        Some(parent.with_span(span))
+    })
 }
 
 fn peer_attrs(peer: Peer) -> Vec<KeyValue> {
