@@ -196,7 +196,9 @@ impl<'a> Run<'a> {
                     return Err(Box::pin(self.abort(guard, &open, error)).await);
                 }
                 Step::Refused(reply) => {
-                    guard.end(&open, REFUSED_REASON, self.tainted).await;
+                    // Boxed like the other round-ending paths: inline, ending the call upstream
+                    // would size the future of every call.
+                    Box::pin(guard.end(&open, REFUSED_REASON, self.tainted)).await;
                     return reply;
                 }
             }

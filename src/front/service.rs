@@ -689,3 +689,30 @@ where
         Err(e) => Err(FrontError::InvalidRequest(format!("reading the body: {e}"))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Most bytes the future of one front request may take (as this test's build lays it out).
+    /// hyper holds one per busy connection for as long as the request runs, so 1,000 calls in
+    /// flight hold 1,000 of them: a rare path awaited inline (ending a refused call upstream did,
+    /// +3.6 KB) sizes every request. Box such paths where they are awaited.
+    const MAX_REQUEST_FUTURE: usize = 11 * 1024;
+
+    #[tokio::test]
+    async fn a_requests_future_stays_small() {
+        let cfg = crate::config::Config::from_toml("[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\n")
+            .expect("config");
+        let metrics = Arc::new(Metrics::new().expect("metrics"));
+        let settings = crate::app::upstream_settings(&cfg, None);
+        let pool = Arc::new(crate::upstream::Pool::new(settings).expect("pool"));
+        let state = Arc::new(crate::app::front_state(&cfg, &metrics, &pool).expect("front state"));
+        let request = Request::post("/mcp").body(http_body_util::Full::new(Bytes::new())).expect("request");
+        let size = std::mem::size_of_val(&state.handle(request));
+        assert!(
+            size <= MAX_REQUEST_FUTURE,
+            "a front request's future is {size} bytes, over {MAX_REQUEST_FUTURE}"
+        );
+    }
+}

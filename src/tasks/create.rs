@@ -25,8 +25,8 @@ use super::live::{gateway_error, take_event, Ending, LiveTask, Phase};
 use super::metrics::TaskMetrics;
 use super::{wire, Started, TaskError};
 use crate::defaults;
-use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::protocol::codes;
+use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::upstream::{Call, UpstreamError, UpstreamEvent};
 
 const CANCELLED: &str = "the client cancelled the task";
