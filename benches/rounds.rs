@@ -1,7 +1,7 @@
 //! Whole-call latency of `input_required` rounds, measured in one run against one legacy server
 //! (and, if given, a native 2026-07-28 port of it).
 //!
-//! Five paths (six with a native server) call the same tool, interleaved so that each sees the
+//! Six paths (seven with a native server) call the same tool, interleaved so that each sees the
 //! same machine state:
 //! - `in-band`: a legacy (2025-11-25) client on an initialized session, which answers each
 //!   `elicitation/create` on the call's own stream, as clients did before 2026-07-28;
@@ -15,7 +15,10 @@
 //! - `park`: through a gateway in park mode (the retry continues the parked call, nothing is
 //!   replayed);
 //! - `park via 2nd`: park mode across two replicas: the first request reaches the owner, every
-//!   retry reaches a second replica, which forwards it to the owner over its internal listener.
+//!   retry reaches a second replica, which forwards it to the owner over its internal listener;
+//! - `task`: the tasks extension, through a gateway that runs the tools as long calls
+//!   (`tasks.long_tools`): the call answers a `CreateTaskResult`, the client polls `tasks/get`
+//!   back to back, answers each `input_required` with `tasks/update`, and stops at `completed`.
 //!
 //! Two tools: one elicitation, and two elicitations in sequence. Each answer fills every field
 //! of the question's schema (strings with a fixed word, booleans with `true`). It prints the
@@ -87,6 +90,7 @@ async fn run() {
         .expect("fixed-window gateway");
     let park = Gateway::start(config(&upstream, "mode = \"park\"\n")).await.expect("park gateway");
     let (owner, second) = (park_replica(&upstream).await, park_replica(&upstream).await);
+    let tasks = Gateway::start(tasks_config(&upstream, &tools)).await.expect("tasks gateway");
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     let client: HttpClient = Client::builder(TokioExecutor::new()).build(connector);
@@ -97,11 +101,12 @@ async fn run() {
         Path::Gateway(fixed.url("/mcp")),
         Path::Gateway(park.url("/mcp")),
         Path::Replicas(owner.url("/mcp"), second.url("/mcp")),
+        Path::Task(tasks.url("/mcp")),
     ];
     let native = std::env::var("ROUNDS_BENCH_NATIVE").ok().filter(|url| !url.is_empty());
     if let Some(url) = &native {
         check_native_tools(&client, url, &tools).await;
-        // Last, so that the report's columns 1..5 stay the gateway paths and 5 is native.
+        // Last, so that the report's columns 1..6 stay the gateway paths and 6 is native.
         paths.push(Path::Native(url.clone()));
     }
     let started = Instant::now();
@@ -111,7 +116,7 @@ async fn run() {
         rows.push((*tool, medians));
     }
     report(&upstream, demo.is_some(), native.as_deref(), n, think, &rows);
-    for gateway in [adaptive, fixed, park, owner, second] {
+    for gateway in [adaptive, fixed, park, owner, second, tasks] {
         gateway.shutdown().await;
     }
     if let Some(demo) = demo {
@@ -131,6 +136,12 @@ fn toml(upstream: &str, mrtr: &str) -> String {
     )
 }
 
+/// A gateway that runs every call of `tools` as a task (a long call).
+fn tasks_config(upstream: &str, tools: &[&str]) -> Config {
+    let text = format!("{}\n[tasks]\nlong_tools = {tools:?}\n", toml(upstream, ""));
+    Config::from_toml(&text).expect("config")
+}
+
 /// A park-mode replica with its internal listener on a free loopback port.
 async fn park_replica(upstream: &str) -> Gateway {
     let port =
@@ -148,6 +159,8 @@ enum Path<'a> {
     Replicas(String, String),
     /// A native 2026-07-28 server, called directly: the same rounds with no gateway.
     Native(String),
+    /// A gateway that runs the tool as a task.
+    Task(String),
 }
 
 /// Median whole-call time per path, the clients' pauses left out, calls interleaved across the
@@ -171,6 +184,7 @@ async fn measure(
                 Path::InBand(session) => session.call(client, tool, think).await,
                 Path::Gateway(url) | Path::Native(url) => call_through(client, url, url, tool, think).await,
                 Path::Replicas(first, retries) => call_through(client, first, retries, tool, think).await,
+                Path::Task(url) => call_as_task(client, url, tool, think).await,
             };
             if i >= WARM_UP {
                 times.push(t.elapsed().saturating_sub(paused));
@@ -227,6 +241,49 @@ async fn call_through(
         retry = Some((Value::Object(answers), state));
     }
     panic!("{tool} took more than {MAX_ROUNDS} rounds");
+}
+
+/// A call run as a task of the extension: started, its `tasks/get` polled back to back, each
+/// `input_required` answered with `tasks/update` after `think`, until `completed`. Returns the
+/// time spent thinking.
+async fn call_as_task(client: &HttpClient, url: &str, tool: &str, think: Duration) -> Duration {
+    const MAX_POLLS: usize = 100_000;
+    let caps = json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps});
+    let send = |method: &'static str, name: String, params: Value| async move {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", method), ("mcp-name", &name)];
+        let reply = last_message(&post(client, url, &headers, &body).await);
+        assert!(reply.get("error").is_none(), "{method} of a {tool} task via {url} failed: {reply}");
+        reply["result"].clone()
+    };
+    let created =
+        send("tools/call", tool.to_owned(), json!({"name": tool, "arguments": {}, "_meta": meta})).await;
+    if created["resultType"] != "task" {
+        return Duration::ZERO;
+    }
+    let task_id = created["taskId"].as_str().unwrap_or_default().to_owned();
+    let mut paused = Duration::ZERO;
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    for _ in 0..MAX_POLLS {
+        assert!(Instant::now() < deadline, "a {tool} task via {url} took longer than {REQUEST_TIMEOUT:?}");
+        let task = send("tasks/get", task_id.clone(), json!({"taskId": task_id, "_meta": meta})).await;
+        match task["status"].as_str().unwrap_or_default() {
+            "completed" => return paused,
+            "input_required" => {
+                let requests = task["inputRequests"].as_object().cloned().unwrap_or_default();
+                let answers: Map<String, Value> =
+                    requests.iter().map(|(k, q)| (k.clone(), answer(q))).collect();
+                paused += pause(think).await;
+                let params = json!({"taskId": task_id, "inputResponses": answers, "_meta": meta});
+                send("tasks/update", task_id.clone(), params).await;
+            }
+            "working" => {}
+            other => panic!("a {tool} task via {url} ended {other}: {task}"),
+        }
+    }
+    panic!("a {tool} task via {url} was polled {MAX_POLLS} times without completing");
 }
 
 /// Fails the run unless the native server lists every tool of the run (so a missing tool is
@@ -413,14 +470,20 @@ fn report(
     }
     let native_head = if native.is_some() { format!(" {:>16}", "native ms (x)") } else { String::new() };
     println!(
-        "{:<44} {:>10}{native_head} {:>16} {:>16} {:>16} {:>16}",
-        "tool", "in-band ms", "adaptive ms (x)", "fixed 50 ms (x)", "park ms (x)", "park 2nd ms (x)"
+        "{:<44} {:>10}{native_head} {:>16} {:>16} {:>16} {:>16} {:>16}",
+        "tool",
+        "in-band ms",
+        "adaptive ms (x)",
+        "fixed 50 ms (x)",
+        "park ms (x)",
+        "park 2nd ms (x)",
+        "task ms (x)"
     );
     for (tool, m) in rows {
         let inband = m[0];
         let cell = |d: Duration| format!("{:>9.2} ({:>4.1})", ms(d), ratio(d, inband));
-        let native_cell = m.get(5).map(|d| format!(" {}", cell(*d))).unwrap_or_default();
-        let cells: Vec<String> = m[1..5].iter().map(|d| cell(*d)).collect();
+        let native_cell = m.get(6).map(|d| format!(" {}", cell(*d))).unwrap_or_default();
+        let cells: Vec<String> = m[1..6].iter().map(|d| cell(*d)).collect();
         println!("{:<44} {:>10.2}{native_cell} {}", tool, ms(inband), cells.join(" "));
     }
     if native.is_none() {
@@ -428,12 +491,12 @@ fn report(
     }
     println!("each gateway path's median over native's");
     println!(
-        "{:<44} {:>10} {:>16} {:>16} {:>16} {:>16}",
-        "tool", "native ms", "adaptive x", "fixed 50 ms x", "park x", "park 2nd x"
+        "{:<44} {:>10} {:>16} {:>16} {:>16} {:>16} {:>16}",
+        "tool", "native ms", "adaptive x", "fixed 50 ms x", "park x", "park 2nd x", "task x"
     );
     for (tool, m) in rows {
-        let native = m[5];
-        let cells: Vec<String> = m[1..5].iter().map(|d| format!("{:>16.2}", ratio(*d, native))).collect();
+        let native = m[6];
+        let cells: Vec<String> = m[1..6].iter().map(|d| format!("{:>16.2}", ratio(*d, native))).collect();
         println!("{:<44} {:>10.2} {}", tool, ms(native), cells.join(" "));
     }
 }
