@@ -1,8 +1,9 @@
 //! The three task requests a client sends about a task (`tasks/get`, `tasks/update`,
-//! `tasks/cancel`), answered where the task is: on this replica when it owns the task (the
-//! owner sealed in the id is its own `cluster.advertise_url`), else from the shared result
-//! store or by the owner ([`super::forward`]). A request another replica forwarded here is
-//! served here or refused, never forwarded again.
+//! `tasks/cancel`), and the retry of an input round of a task tool's call that asked before it
+//! created its task (`super::create`), answered where the task is: on this replica when it owns
+//! the task (the owner sealed in the id is its own `cluster.advertise_url`), else from the
+//! shared result store or by the owner ([`super::forward`]). A request another replica
+//! forwarded here is served here or refused, never forwarded again.
 
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
