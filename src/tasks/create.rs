@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
-use super::live::{gateway_error, take_event, Ending, LiveTask, Phase};
+use super::live::{gateway_error, take_event, Ending, LiveTask, Phase, CANCELLED, EXPIRED};
 use super::metrics::TaskMetrics;
 use super::{wire, Started, TaskError};
 use crate::defaults;
@@ -29,8 +29,6 @@ use crate::protocol::codes;
 use crate::protocol::jsonrpc::{ErrorObject, Outcome};
 use crate::upstream::{Call, UpstreamError, UpstreamEvent};
 
-const CANCELLED: &str = "the client cancelled the task";
-const EXPIRED: &str = "the task expired";
 const FAILED: &str = "the task's call failed";
 
 /// The one field of the call's answer that tells a task from a result.

@@ -115,6 +115,11 @@ pub(super) enum Ending {
     Stopped,
 }
 
+/// Why a task the client cancelled ended: told the upstream with its cancel.
+pub(super) const CANCELLED: &str = "the client cancelled the task";
+/// The error a task that outlived its ttl ends with, and the reason its upstream is told.
+pub(super) const EXPIRED: &str = "the task expired";
+
 /// The error a task that this replica stopped at its shutdown ends with.
 pub(super) const STOPPED: &str = "the gateway replica running the task shut down";
 
@@ -450,7 +455,7 @@ async fn run(task: &LiveTask, metrics: &TaskMetrics, now_ms: &impl Fn() -> u64) 
                 biased;
                 () = task.cancel.notified() => return task.woken(),
                 () = tokio::time::sleep_until(task.expires) => {
-                    task.finish(Phase::Failed(gateway_error("the task expired")), now_ms());
+                    task.finish(Phase::Failed(gateway_error(EXPIRED)), now_ms());
                     return Ending::Expired;
                 }
                 event = call.next_event() => event,

@@ -24,7 +24,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::live::{self, Ending, LiveTask, Origin, Phase, Spec};
+use super::live::{self, Ending, LiveTask, Origin, Phase, Spec, CANCELLED, EXPIRED};
 use super::screen::Rules;
 use super::{unix_ms, wire, Started, TaskError, Tasks};
 use crate::protocol::jsonrpc::Outcome;
@@ -39,8 +39,6 @@ use crate::upstream::{Call, Lease, PoolKey, UpstreamError, UpstreamEvent};
 const PROGRESS_TOKEN: &str = "mrtr-gateway-task";
 /// Why a call is cancelled upstream, by how it ended.
 const CLIENT_GONE: &str = "the client went away before the call became a task";
-const CANCELLED: &str = "the client cancelled the task";
-const EXPIRED: &str = "the task expired";
 const NO_ROOM: &str = "the gateway could not hold the task";
 const STOPPED: &str = "the gateway is shutting down";
 
