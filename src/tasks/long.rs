@@ -189,12 +189,8 @@ impl Driver {
         self.tasks.metrics.ended(&self.tool, ending);
         let upstream = task.upstream_task().unwrap_or_default();
         tracing::info!(task = upstream, ending = ending.label(), "long call's task ended");
-        if let (Some(records), Some(handle)) = (&self.tasks.records, &self.handle) {
-            records.keep(handle, &task).await;
-        }
-        if let Some(trace) = self.trace.take() {
-            trace.end(ending.label());
-        }
+        let held = self.handle.as_deref().map(|handle| (handle, &*task));
+        super::ended(self.tasks.records.as_ref(), held, self.trace.take(), ending).await;
         match ending {
             Ending::Cancelled => self.abandon(CANCELLED).await,
             Ending::Expired => self.abandon(EXPIRED).await,

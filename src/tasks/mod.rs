@@ -53,7 +53,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use self::live::{LiveTask, Origin, Spec};
+use self::live::{Ending, LiveTask, Origin, Spec};
 use self::screen::Rules;
 use self::store::Records;
 use self::table::Table;
@@ -266,7 +266,7 @@ impl Tasks {
                 let driving = live::drive(task, self.metrics.clone(), unix_ms, held);
                 self.spawn(async move {
                     let ending = driving.await;
-                    trace.into_iter().for_each(|t| t.end(ending.label()));
+                    ended(None, None, trace, ending).await;
                 });
                 return Err(e);
             }
@@ -340,15 +340,26 @@ impl Tasks {
         let cx = trace.as_ref().map_or_else(opentelemetry::Context::new, TaskTrace::context);
         async move {
             let ending = live::drive(task.clone(), metrics, unix_ms, held).await;
-            if let Some(records) = records {
-                records.keep(&handle, &task).await;
-            }
-            if let Some(trace) = trace {
-                trace.end(ending.label());
-            }
+            ended(records.as_ref(), Some((&handle, &task)), trace, ending).await;
         }
         .with_context(cx)
         .instrument(span)
+    }
+}
+
+/// What a task's driver does once the task ended, a legacy task's or a long call's: keeps it in
+/// the result store (when there is one, and the task was held under a handle), and ends its span.
+async fn ended(
+    records: Option<&Records>,
+    held: Option<(&str, &LiveTask)>,
+    trace: Option<TaskTrace>,
+    ending: Ending,
+) {
+    if let (Some(records), Some((handle, task))) = (records, held) {
+        records.keep(handle, task).await;
+    }
+    if let Some(trace) = trace {
+        trace.end(ending.label());
     }
 }
 
