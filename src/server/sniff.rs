@@ -11,9 +11,12 @@
 //! When neither tells (a partial HTTP/2 preface, no ALPN, an error), the auto builder decides
 //! as before.
 
-use hyper_util::rt::TokioExecutor;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use tokio::net::TcpStream;
+
+use super::ServeOptions;
 
 /// What HTTP/2 with prior knowledge starts with.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -42,11 +45,29 @@ pub(super) fn alpn(protocol: Option<&[u8]>) -> Option<Protocol> {
     }
 }
 
-/// `builder` serving `protocol` only.
-pub(super) fn only(builder: &Builder<TokioExecutor>, protocol: Protocol) -> Builder<TokioExecutor> {
-    match protocol {
-        Protocol::Http1 => builder.clone().http1_only(),
-        Protocol::Http2 => builder.clone().http2_only(),
+/// The builders a listener serves its connections with, made once: one per protocol, for a
+/// connection whose protocol is known, and the auto builder for one whose protocol is not.
+/// hyper's own HTTP/1 builder, not the auto builder restricted to HTTP/1: its connection is
+/// 640 bytes against the auto builder's 1.5 KB, which has room for either protocol's state.
+/// Each has hyper's HTTP/1 head timeout or its HTTP/2 pings (both need a timer to run).
+#[derive(Clone)]
+pub(super) struct Builders {
+    pub(super) http1: http1::Builder,
+    pub(super) http2: Builder<TokioExecutor>,
+    pub(super) auto: Builder<TokioExecutor>,
+}
+
+impl Builders {
+    pub(super) fn new(opts: &ServeOptions) -> Self {
+        let mut http1 = http1::Builder::new();
+        http1.timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout);
+        let mut auto = Builder::new(TokioExecutor::new());
+        auto.http1().timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout);
+        auto.http2()
+            .timer(TokioTimer::new())
+            .keep_alive_interval(Some(opts.idle_timeout))
+            .keep_alive_timeout(opts.handshake_timeout);
+        Self { http1, http2: auto.clone().http2_only(), auto }
     }
 }
 
