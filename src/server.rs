@@ -26,6 +26,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper::service::service_fn;
@@ -171,8 +172,12 @@ where
 {
     service_fn(move |req| {
         let in_flight = activity.begin();
+        // A map, not an async block: the block kept the call's future twice (its capture and
+        // its awaited value), 1.1 KB where the future is 0.55 KB.
         let call = service.clone().oneshot(req);
-        Box::pin(async move { call.await.map(|response| response.map(|body| Tracked::new(body, in_flight))) })
+        Box::pin(
+            call.map(move |result| result.map(|response| response.map(|body| Tracked::new(body, in_flight)))),
+        )
     })
 }
 

@@ -82,7 +82,7 @@ impl Run<'_> {
         if !open.is_empty() {
             self.heard(&mut gather, &open, now);
         }
-        self.drive(Live { session, guard, replay, open, gather, started: now }).await
+        self.drive(Box::new(Live { session, guard, replay, open, gather, started: now })).await
     }
 }
 

@@ -127,15 +127,17 @@ impl<'a> Run<'a> {
         if let Some(offered) = offered {
             replay = replay.with_offered(offered);
         }
-        self.drive(Live { session, guard, replay, open: Vec::new(), gather: None, started }).await
+        self.drive(Box::new(Live { session, guard, replay, open: Vec::new(), gather: None, started })).await
     }
 
-    /// The event loop of a call in flight, from its start or from where it was parked.
-    pub(super) async fn drive(mut self, live: Live) -> Result<Reply, FrontError> {
+    /// The event loop of a call in flight, from its start or from where it was parked. `live`
+    /// comes boxed: by value it would be laid out twice in this future (the argument's slot
+    /// and its fields'), which lives as long as the call.
+    pub(super) async fn drive(mut self, live: Box<Live>) -> Result<Reply, FrontError> {
         let limits = &self.bridge.limits;
         let clock = &self.bridge.clock;
         let total_deadline = clock.now() + limits.total_timeout;
-        let Live { session, mut guard, mut replay, mut open, mut gather, started } = live;
+        let Live { session, mut guard, mut replay, mut open, mut gather, started } = *live;
         let mut reissued = false;
         loop {
             let now = clock.now();

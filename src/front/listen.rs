@@ -17,7 +17,7 @@ use crate::protocol::methods;
 use crate::subscriptions::{Ended, ListenRequest, Listening};
 
 /// Opens the listen stream of `call`.
-pub(super) async fn listen(state: &Arc<FrontState>, call: Call) -> Outcome {
+pub(super) async fn listen(state: &Arc<FrontState>, call: Box<Call>) -> Outcome {
     let started = Instant::now();
     let Some(subscriptions) = state.subscriptions.clone() else {
         return Outcome::error(

@@ -42,7 +42,7 @@ enum Route {
 }
 
 /// A `tools/call`: started as a task, or run as any call.
-pub(super) async fn tools_call(state: &Arc<FrontState>, mut call: Call) -> Outcome {
+pub(super) async fn tools_call(state: &Arc<FrontState>, mut call: Box<Call>) -> Outcome {
     if let Some(params) = call.params.as_mut().and_then(Value::as_object_mut) {
         params.remove("task");
     }
