@@ -377,4 +377,52 @@ mod tests {
             Err(CapsError::UnknownMode(_))
         ));
     }
+
+    #[test]
+    fn each_request_is_counted_under_the_capability_it_needs() {
+        assert_eq!(label("elicitation/create"), "elicitation");
+        assert_eq!(label("sampling/createMessage"), "sampling");
+        assert_eq!(label("roots/list"), "roots");
+        assert_eq!(label("tools/call"), "other");
+    }
+
+    #[test]
+    fn a_fingerprint_gives_back_the_capabilities_it_was_taken_from() {
+        let all = json!({"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}, "context": {}}, "roots": {}});
+        let declared = [
+            json!({}),
+            json!({"elicitation": {}}),
+            json!({"elicitation": {"url": {}}}),
+            json!({"sampling": {"tools": {}}}),
+            json!({"sampling": {"context": {}}}),
+            json!({"roots": {}}),
+            all.clone(),
+        ];
+        for d in declared {
+            let declared = caps(d.clone());
+            assert_eq!(ClientCaps::from_fingerprint(declared.fingerprint()), declared, "{d}");
+        }
+        // Bits that no capability uses, as a newer replica might send, are dropped.
+        assert_eq!(ClientCaps::from_fingerprint(u8::MAX), caps(all));
+        assert_eq!(ClientCaps::from_fingerprint(0b1100_0000), ClientCaps::default());
+    }
+
+    #[test]
+    fn a_need_asked_twice_in_one_round_is_still_needed() {
+        let form = ClientCaps::required_for("elicitation/create", None).unwrap();
+        assert_eq!(form.union(form), form);
+        assert_eq!(caps(json!({})).missing(&form.union(form)), Some(json!({"elicitation": {}})));
+    }
+
+    #[test]
+    fn refusals_name_what_was_asked_clipped_to_64_characters() {
+        let unknown = |method: &str| ClientCaps::required_for(method, None).unwrap_err().to_string();
+        assert_eq!(unknown("tools/call"), "`tools/call` is not a request that needs a client capability");
+        assert_eq!(
+            unknown(&"x".repeat(100)),
+            format!("`{}` is not a request that needs a client capability", "x".repeat(64))
+        );
+        let mode = ClientCaps::required_for("elicitation/create", Some(&json!({"mode": 7}))).unwrap_err();
+        assert_eq!(mode.to_string(), "elicitation mode `7` is unknown");
+    }
 }
