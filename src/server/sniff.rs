@@ -50,7 +50,6 @@ pub(super) fn alpn(protocol: Option<&[u8]>) -> Option<Protocol> {
 /// hyper's own HTTP/1 builder, not the auto builder restricted to HTTP/1: its connection is
 /// 640 bytes against the auto builder's 1.5 KB, which has room for either protocol's state.
 /// Each has hyper's HTTP/1 head timeout or its HTTP/2 pings (both need a timer to run).
-#[derive(Clone)]
 pub(super) struct Builders {
     pub(super) http1: http1::Builder,
     pub(super) http2: Builder<TokioExecutor>,
