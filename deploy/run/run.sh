@@ -8,6 +8,12 @@
 #   own image fronting its embedded demo server, which legacy clients get relayed as is (see
 #   docs/src/both-eras.md): a 2025-11-25 Streamable HTTP server. A two-round conversation (the
 #   demo's `greet` asks once) completes through the pod.
+# - stdio pattern (chart `pattern: stdio`, ci/stdio.yaml): one container whose image holds the
+#   gateway and @modelcontextprotocol/server-filesystem, built as
+#   deploy/stdio/server-filesystem.Dockerfile builds it (see build_stdio_image). The gateway
+#   spawns the server as its child, the same non-root user on the same read-only root; a
+#   2026-07-28 client lists its tools and reads a file of /srv/data through the pod, a write is
+#   refused with EROFS in the tool's result, and SIGTERM stops the pod with exit 0.
 # - standalone pattern (ci/standalone.yaml, park mode, single use with Redis), two replicas
 #   sharing one key ring in front of that legacy server: round one on replica A parks the call
 #   there, the retry sent to replica B is forwarded to A and completes (each replica's
@@ -27,7 +33,8 @@
 # deploy/run/render.py; nothing else is changed. Every pod, container, volume and image it makes
 # is removed on exit, failed or not; every wait is bounded (RUN_WAIT_SECONDS, default 60).
 #
-# Needs root, podman, runc, catatonit (podman's pod pause process), redis-server, curl and jq:
+# Needs root, podman, runc, catatonit (podman's pod pause process), redis-server, curl, jq, and
+# node and npm (the stdio image's runtime, and its install of the server from the lock file):
 # as root it installs the missing Debian packages with apt-get, saying so first. Ports are free
 # ones picked at start; all traffic stays on 127.0.0.1 (host network).
 #
@@ -39,8 +46,10 @@ CHART="$ROOT/deploy/helm/mrtr-gateway"
 WAIT="${RUN_WAIT_SECONDS:-60}"
 RUN="run$$"
 IMAGE="localhost/mrtr-gateway-deploy-run:$RUN"
-TOOLS=(podman runc catatonit redis-server curl jq)
-PACKAGES=(podman runc catatonit redis-server curl jq)
+STDIO_IMAGE="localhost/mrtr-gateway-deploy-run-stdio:$RUN"
+STDIO_TEXT="served by server-filesystem in pod $RUN"
+TOOLS=(podman runc catatonit redis-server curl jq node npm)
+PACKAGES=(podman runc catatonit redis-server curl jq nodejs npm)
 
 log() { printf 'deploy-run: %s\n' "$*" >&2; }
 fail() {
@@ -100,7 +109,7 @@ cleanup() {
   for volume in $(podman volume ls -q); do
     grep -qxF "$volume" <<<"$VOLUMES_BEFORE" || podman volume rm -f "$volume" >/dev/null 2>&1
   done
-  podman rmi -f "$IMAGE" >/dev/null 2>&1
+  podman rmi -f "$IMAGE" "$STDIO_IMAGE" >/dev/null 2>&1
   [[ -n "$REDIS_PID" ]] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null
   rm -rf "$WORK"
   ((rc == 0)) || log "failed (exit $rc); everything it started is removed"
@@ -111,15 +120,42 @@ trap 'exit 130' INT TERM
 
 # --- the image -------------------------------------------------------------------------------
 
+# libs_of FILE ROOT: every library FILE loads, copied to the same path under ROOT.
+libs_of() {
+  local lib
+  for lib in $(ldd "$1" | grep -o '/[^ ]*'); do
+    mkdir -p "$2$(dirname "$lib")"
+    cp -L "$lib" "$2$lib"
+  done
+}
+
+# with_libs FILE ROOT: FILE and its libraries, copied to the same paths under ROOT.
+with_libs() {
+  mkdir -p "$2$(dirname "$1")"
+  cp -L "$1" "$2$1"
+  libs_of "$1" "$2"
+}
+
+# import ROOT IMAGE [--change ...]: ROOT as the image IMAGE, with the Dockerfile's final stage's
+# user, path, CA bundle, entrypoint and environment, and any further changes.
+import_image() {
+  local root="$1" image="$2"
+  shift 2
+  tar -C "$root" -cf - . | podman import -q \
+    --change 'USER=65532:65532' \
+    --change 'ENV=SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
+    --change 'ENV=MRTR_GATEWAY__FRONT__LISTEN=0.0.0.0:8080' \
+    --change 'ENV=MRTR_GATEWAY__ADMIN__LISTEN=0.0.0.0:9090' \
+    --change 'ENV=MRTR_GATEWAY__LOG__FORMAT=json' \
+    --change 'ENTRYPOINT=["/usr/local/bin/mrtr-gateway"]' "$@" - "$image" >/dev/null
+}
+
 build_image() {
-  local bin root="$WORK/image" lib
+  local bin root="$WORK/image"
   bin="$("$ROOT/tests/gateway-bin.sh")"
   mkdir -p "$root"/{usr/local/bin,etc/ssl/certs,etc/mrtr-gateway,home/nonroot,tmp}
   objcopy --strip-debug "$bin" "$root/usr/local/bin/mrtr-gateway"
-  for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
-    mkdir -p "$root$(dirname "$lib")"
-    cp -L "$lib" "$root$lib"
-  done
+  libs_of "$bin" "$root"
   cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
   cp "$ROOT/config/gateway.example.toml" "$root/etc/mrtr-gateway/"
   printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' \
@@ -127,16 +163,35 @@ build_image() {
   printf 'root:x:0:\nnonroot:x:65532:\n' >"$root/etc/group"
   chmod 1777 "$root/tmp"
   chown 65532:65532 "$root/home/nonroot"
-  # The Dockerfile's final stage: its base's user, path and CA bundle, its entrypoint and env.
-  tar -C "$root" -cf - . | podman import -q \
-    --change 'USER=65532:65532' --change 'WORKDIR=/home/nonroot' \
-    --change 'ENV=PATH=/usr/local/bin:/usr/bin:/bin' \
-    --change 'ENV=SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
-    --change 'ENV=MRTR_GATEWAY__FRONT__LISTEN=0.0.0.0:8080' \
-    --change 'ENV=MRTR_GATEWAY__ADMIN__LISTEN=0.0.0.0:9090' \
-    --change 'ENV=MRTR_GATEWAY__LOG__FORMAT=json' \
-    --change 'ENTRYPOINT=["/usr/local/bin/mrtr-gateway"]' - "$IMAGE" >/dev/null
+  import_image "$root" "$IMAGE" --change 'WORKDIR=/home/nonroot' \
+    --change 'ENV=PATH=/usr/local/bin:/usr/bin:/bin'
   log "image $IMAGE from $(basename "$bin") ($("$bin" --version))"
+}
+
+# build_stdio_image: what deploy/stdio/server-filesystem.Dockerfile builds, from the same parts:
+# the gateway image's root, Node (this host's; the Dockerfile's base is Node 20) and the
+# /usr/bin/env its launcher's `#!/usr/bin/env node` needs, the server installed from its lock
+# file with `npm ci --omit=dev`, the Dockerfile's gateway.toml, environment and working folder,
+# and in /srv/data, the folder it serves, one file for the run to read through the pod.
+build_stdio_image() {
+  local root="$WORK/stdio-image" src="$ROOT/deploy/stdio/server-filesystem"
+  cp -a "$WORK/image" "$root"
+  mkdir -p "$root/usr/bin"
+  cp -L "$(command -v node)" "$root/usr/bin/node"
+  libs_of "$(command -v node)" "$root"
+  with_libs /usr/bin/env "$root"
+  mkdir -p "$root/opt/mcp" "$root/srv/data"
+  cp "$src/package.json" "$src/package-lock.json" "$root/opt/mcp/"
+  (cd "$root/opt/mcp" && timeout 600 npm ci --omit=dev --no-audit --no-fund --loglevel=error) ||
+    fail "npm ci of deploy/stdio/server-filesystem failed"
+  [[ -x "$root/opt/mcp/node_modules/.bin/mcp-server-filesystem" ]] || fail "npm ci installed no mcp-server-filesystem"
+  cp "$src/gateway.toml" "$root/etc/mrtr-gateway/gateway.toml"
+  printf '%s\n' "$STDIO_TEXT" >"$root/srv/data/hello.txt"
+  import_image "$root" "$STDIO_IMAGE" --change 'WORKDIR=/srv/data' \
+    --change 'ENV=HOME=/tmp' --change 'ENV=NODE_ENV=production' \
+    --change 'ENV=PATH=/opt/mcp/node_modules/.bin:/usr/local/bin:/usr/bin:/bin' \
+    --change 'CMD=["--config","/etc/mrtr-gateway/gateway.toml"]'
+  log "image $STDIO_IMAGE: the gateway, node $(node --version) and @modelcontextprotocol/server-filesystem"
 }
 
 # --- ports, Redis, values --------------------------------------------------------------------
@@ -175,6 +230,12 @@ legacy:
   env:
     - {name: MRTR_GATEWAY__FRONT__LISTEN, value: "127.0.0.1:$LEGACY_MCP"}
     - {name: MRTR_GATEWAY__ADMIN__LISTEN, value: "127.0.0.1:$LEGACY_ADMIN"}
+EOF
+  values stdio <<EOF
+image: {repository: ${STDIO_IMAGE%:*}, tag: "$RUN", pullPolicy: Never}
+ports: {mcp: $STDIO_MCP, admin: $STDIO_ADMIN}
+stateKeys: {create: true, existingSecret: "", keys: ["$key"]}
+replicaCount: 1
 EOF
   for replica in a b; do
     local mcp admin cluster
@@ -224,11 +285,14 @@ status() { curl -s -o /dev/null -m 5 -w '%{http_code}' "http://127.0.0.1:$1$2" |
 answers() { [[ "$(status "$1" "$2")" == "$3" ]]; }
 
 META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}'
-# call PORT BODY: a 2026-07-28 tools/call of greet; prints the JSON-RPC answer.
+# call PORT BODY [TOOL]: a 2026-07-28 tools/call of TOOL (default greet), or with TOOL `-`, a
+# tools/list; prints the JSON-RPC answer.
 call() {
+  local name="${3:-greet}" headers=(-H 'Mcp-Method: tools/list')
+  [[ "$name" == - ]] || headers=(-H 'Mcp-Method: tools/call' -H "Mcp-Name: $name")
   curl -s -m 30 "http://127.0.0.1:$1/mcp" -H 'Content-Type: application/json' \
     -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
-    -H 'Mcp-Method: tools/call' -H 'Mcp-Name: greet' -d "$2"
+    "${headers[@]}" -d "$2"
 }
 first_round() {
   call "$1" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{},'"$META"'}}'
@@ -297,12 +361,52 @@ check_security() {
   log "ok: $1: the gateway runs as $uid:$gid, read-only root, no capabilities, no new privileges"
 }
 
+# check_server RELEASE: the legacy stdio server the gateway spawned runs as its child, as the same
+# non-root user, on the same read-only root.
+check_server() {
+  local pid child n=0 uids
+  pid="$(podman inspect -f '{{.State.Pid}}' "$RUN-$1-mrtr-gateway-pod-0-mrtr-gateway")"
+  for child in $(cat /proc/"$pid"/task/*/children 2>/dev/null); do
+    tr '\0' ' ' <"/proc/$child/cmdline" | grep -q 'mcp-server-filesystem /srv/data' || continue
+    uids="$(awk '$1 == "Uid:" || $1 == "Gid:" { print $2, $3, $4, $5 }' "/proc/$child/status" | tr '\n' ' ')"
+    [[ "$uids" == "65532 65532 65532 65532 65532 65532 65532 65532 " ]] ||
+      fail "$1: the stdio server (pid $child) runs with uid and gid $uids, not 65532"
+    awk '$5 == "/" { print $6 }' "/proc/$child/mountinfo" | grep -qE '(^|,)ro(,|$)' ||
+      fail "$1: the stdio server's root filesystem is writable"
+    n=$((n + 1))
+  done
+  ((n >= 1)) || fail "$1: the gateway (pid $pid) has no mcp-server-filesystem child"
+  log "ok: $1: the gateway spawned $n server process(es), each as 65532:65532 on the read-only root"
+}
+
+# stop_pod RELEASE: stops the release's pod in the background as a pod deletion does (SIGTERM,
+# then SIGKILL after the chart's grace period); expect_clean_exit waits for it.
+stop_pod() {
+  STOPPING="$1"
+  GRACE="$(jq -r .grace "$WORK/$1.security.json")"
+  STOP_STARTED=$SECONDS
+  timeout "$((GRACE + WAIT))" podman pod stop -t "$GRACE" "$RUN-$1-mrtr-gateway-pod-0" >"$WORK/stop.log" 2>&1 &
+  STOPPER=$!
+}
+
+# expect_clean_exit WHAT: the pod stop_pod stopped is down, its gateway exited 0 within the grace
+# period; sets TOOK to the seconds it took.
+expect_clean_exit() {
+  local code
+  wait "$STOPPER" || fail "podman pod stop: $(cat "$WORK/stop.log")"
+  TOOK=$((SECONDS - STOP_STARTED))
+  code="$(podman inspect -f '{{.State.ExitCode}}' "$RUN-$STOPPING-mrtr-gateway-pod-0-mrtr-gateway")"
+  [[ "$code" == 0 ]] || fail "$1 exited $code after SIGTERM, not 0"
+  ((TOOK < GRACE)) || fail "$1 took ${TOOK}s to stop, the grace period is ${GRACE}s"
+}
+
 # --- the run ---------------------------------------------------------------------------------
 
 started=$SECONDS
 build_image
+build_stdio_image
 read -r SIDECAR_MCP SIDECAR_ADMIN LEGACY_MCP LEGACY_ADMIN A_MCP A_ADMIN A_CLUSTER B_MCP B_ADMIN B_CLUSTER REDIS_PORT \
-  <<<"$(free_ports 11)"
+  STDIO_MCP STDIO_ADMIN <<<"$(free_ports 13)"
 start_redis
 write_values
 
@@ -315,6 +419,33 @@ first="$(first_round "$SIDECAR_MCP")"
 expect_question sidecar "$first"
 expect_hello sidecar "$(retry "$SIDECAR_MCP" "$first")"
 log "ok: sidecar: greet asked once, and the retry completed: Hello, Ada!"
+
+log "stdio pattern: the gateway spawning a legacy stdio server (server-filesystem) in one container"
+play stdio stdio
+wait_for "stdio: /readyz" answers "$STDIO_ADMIN" /readyz 200
+check_probes stdio
+check_security stdio
+listed="$(call "$STDIO_MCP" '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{'"$META"'}}' -)"
+jq -e '.result.tools | map(.name) | index("read_text_file")' <<<"$listed" >/dev/null ||
+  fail "stdio: tools/list has no read_text_file: $(head -c 300 <<<"$listed")"
+read_file() {
+  call "$STDIO_MCP" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_text_file",
+    "arguments":{"path":"/srv/data/hello.txt"},'"$META"'}}' read_text_file
+}
+got="$(read_file)"
+[[ "$(jq -r '.result.content[0].text' <<<"$got")" == "$STDIO_TEXT" ]] ||
+  fail "stdio: read_text_file of /srv/data/hello.txt answered $(head -c 300 <<<"$got")"
+check_server stdio
+# The server's writes fail on the read-only root (EROFS), and the tool says so in a result.
+got="$(call "$STDIO_MCP" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write_file",
+  "arguments":{"path":"/srv/data/new.txt","content":"x"},'"$META"'}}' write_file)"
+[[ "$(jq -r '.result.isError' <<<"$got")" == true && "$(jq -r '.result.content[0].text' <<<"$got")" == *EROFS* ]] ||
+  fail "stdio: write_file on a read-only root answered $(head -c 300 <<<"$got")"
+[[ "$(jq -r '.result.content[0].text' <<<"$(read_file)")" == "$STDIO_TEXT" ]] || fail "stdio: the server stopped serving after a failed write"
+log "ok: stdio: tools/list and read_text_file through the pod; write_file refused by the read-only root (EROFS)"
+stop_pod stdio
+expect_clean_exit "the stdio pod"
+log "ok: stdio: the gateway and its server stopped on SIGTERM, exit 0 in ${TOOK}s (grace ${GRACE}s)"
 
 log "standalone pattern: two replicas, park mode, single use in Redis"
 play a standalone
@@ -349,10 +480,7 @@ curl -s -N -m 30 "http://127.0.0.1:$A_MCP/mcp" -H 'Content-Type: application/jso
   >"$WORK/in-flight.out" 2>&1 &
 in_flight=$!
 wait_for "count_down running on a" grep -q 'notifications/progress' "$WORK/in-flight.out"
-grace="$(jq -r .grace "$WORK/a.security.json")"
-stop_started=$SECONDS
-timeout "$((grace + WAIT))" podman pod stop -t "$grace" "$RUN-a-mrtr-gateway-pod-0" >"$WORK/stop.log" 2>&1 &
-stopper=$!
+stop_pod a
 wait_for "replica a draining: /readyz 503" answers "$A_ADMIN" /readyz 503
 answers "$A_ADMIN" /healthz 200 || fail "replica a draining: /healthz answered $(status "$A_ADMIN" /healthz), not 200"
 expect_hello "retry on b while a stops" "$(retry "$B_MCP" "$first")"
@@ -360,15 +488,11 @@ forwarded="$(park_outcome "$B_ADMIN" forwarded)" fallback="$(park_outcome "$B_AD
 wait "$in_flight" || fail "the call in flight on a when it got SIGTERM: curl failed: $(tail -c 300 "$WORK/in-flight.out")"
 grep -q 'Done after 8 steps' "$WORK/in-flight.out" ||
   fail "the call in flight on a when it got SIGTERM was not drained: $(tail -c 300 "$WORK/in-flight.out")"
-wait "$stopper" || fail "podman pod stop: $(cat "$WORK/stop.log")"
-took=$((SECONDS - stop_started))
-code="$(podman inspect -f '{{.State.ExitCode}}' "$RUN-a-mrtr-gateway-pod-0-mrtr-gateway")"
-[[ "$code" == 0 ]] || fail "replica a exited $code after SIGTERM, not 0"
-((took < grace)) || fail "replica a took ${took}s to stop, the grace period is ${grace}s"
+expect_clean_exit "replica a"
 # a's listeners, its internal one too, stop with its readiness: the forward finds no owner, and
 # b replays the chain from the journal, as docs/src/park-mode.md says of an owner that is gone.
 [[ "$forwarded" == 1 && "$fallback" == 1 ]] ||
   fail "retry on b while a stops: forwarded $forwarded (want 1, the earlier retry), fallback $fallback (want 1)"
-log "ok: a answered /readyz 503 and /healthz 200 while draining, finished the call in flight, exited 0 in ${took}s (grace ${grace}s); b completed the retry by replay"
+log "ok: a answered /readyz 503 and /healthz 200 while draining, finished the call in flight, exited 0 in ${TOOK}s (grace ${GRACE}s); b completed the retry by replay"
 
 log "deployment run passed in $((SECONDS - started))s"
