@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use http::{HeaderName, HeaderValue};
+use http::HeaderValue;
 use serde_json::{json, Map, Value};
 
 use super::answers::question;
@@ -131,13 +131,13 @@ impl<'a> Modern<'a> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let mut list = vec![
-            (HeaderName::from_static(headers::PROTOCOL_VERSION), HeaderValue::from_static(MODERN_VERSION)),
-            (HeaderName::from_static(headers::METHOD), HeaderValue::from_static(method)),
+            (headers::PROTOCOL_VERSION, HeaderValue::from_static(MODERN_VERSION)),
+            (headers::METHOD, HeaderValue::from_static(method)),
         ];
         if let Some(name) = name {
             let value =
                 HeaderValue::from_str(name).map_err(|_| format!("{name:?} cannot travel in Mcp-Name"))?;
-            list.push((HeaderName::from_static(headers::NAME), value));
+            list.push((headers::NAME, value));
         }
         let message = self.http.post(&self.url, &list, body.to_string().into_bytes()).await?;
         match (message.get("result"), message.get("error")) {

@@ -94,8 +94,16 @@ fn sensitive(field: &str, value: &Secret) -> Result<HeaderValue, ConfigError> {
 
 fn forbidden_upstream_header(name: &HeaderName) -> bool {
     use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
-    [PROTOCOL_VERSION, SESSION_ID, "content-type", "accept", "content-length", "host", "last-event-id"]
-        .contains(&name.as_str())
+    [
+        PROTOCOL_VERSION.as_str(),
+        SESSION_ID.as_str(),
+        "content-type",
+        "accept",
+        "content-length",
+        "host",
+        "last-event-id",
+    ]
+    .contains(&name.as_str())
 }
 
 #[cfg(test)]

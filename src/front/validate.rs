@@ -7,8 +7,10 @@
 //! [`defaults::MAX_QUOTED_CHARS`] characters of it.
 
 pub(crate) use crate::protocol::quote::quoted;
+use std::borrow::Cow;
+
 use base64::Engine;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use serde_json::{Map, Value};
 
 use crate::defaults;
@@ -96,7 +98,7 @@ pub fn check_headers(
     params: Option<&Value>,
     version: &str,
 ) -> Result<(), FrontError> {
-    let header_version = header(map, headers::PROTOCOL_VERSION)?;
+    let header_version = header(map, &headers::PROTOCOL_VERSION)?;
     match header_version.as_deref() {
         None => return Err(mismatch("missing MCP-Protocol-Version header")),
         Some(v) if v != version => {
@@ -108,7 +110,7 @@ pub fn check_headers(
         }
         Some(_) => {}
     }
-    match header(map, headers::METHOD)?.as_deref() {
+    match header(map, &headers::METHOD)?.as_deref() {
         None => return Err(mismatch("missing Mcp-Method header")),
         Some(m) if m != method => {
             return Err(mismatch(&format!(
@@ -127,7 +129,7 @@ pub fn check_headers(
     };
     if let Some(field) = name_field {
         let body_name = params.and_then(|p| p.get(field)).and_then(Value::as_str);
-        match (header(map, headers::NAME)?, body_name) {
+        match (header(map, &headers::NAME)?, body_name) {
             (None, _) => return Err(mismatch("missing Mcp-Name header")),
             (Some(h), Some(b)) if h == b => {}
             (Some(h), b) => {
@@ -155,7 +157,7 @@ fn mismatch(what: &str) -> FrontError {
 }
 
 /// Reads one header, decoding the `=?base64?…?=` form; more than one value is a mismatch.
-fn header(map: &HeaderMap, name: &str) -> Result<Option<String>, FrontError> {
+fn header<'a>(map: &'a HeaderMap, name: &HeaderName) -> Result<Option<Cow<'a, str>>, FrontError> {
     let mut values = map.get_all(name).iter();
     let Some(value) = values.next() else { return Ok(None) };
     if values.next().is_some() {
@@ -168,12 +170,13 @@ fn header(map: &HeaderMap, name: &str) -> Result<Option<String>, FrontError> {
 }
 
 /// Decodes a header value, honouring the `=?base64?{Base64(UTF-8)}?=` sentinel form.
-pub fn decode_header_value(text: &str) -> Option<String> {
+pub fn decode_header_value(text: &str) -> Option<Cow<'_, str>> {
     match text.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) {
-        None => Some(text.to_owned()),
+        // Borrowed: every request has headers to compare, and a plain one needs no copy.
+        None => Some(Cow::Borrowed(text)),
         Some(encoded) => {
             let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).ok()?;
-            String::from_utf8(bytes).ok()
+            String::from_utf8(bytes).ok().map(Cow::Owned)
         }
     }
 }

@@ -27,13 +27,13 @@ const ERROR_BODY_LIMIT: usize = 4096;
 const ERROR_BODY_TIME: Duration = Duration::from_secs(2);
 
 /// Client headers a legacy request carries upstream.
-const FORWARDED: [&str; 6] = [
-    "content-type",
-    "accept",
+const FORWARDED: [HeaderName; 6] = [
+    CONTENT_TYPE,
+    ACCEPT,
     headers::PROTOCOL_VERSION,
     headers::LAST_EVENT_ID,
-    "traceparent",
-    "tracestate",
+    HeaderName::from_static("traceparent"),
+    HeaderName::from_static("tracestate"),
 ];
 
 /// The relay's handle on the upstream endpoint; clones share the connections.
@@ -87,8 +87,8 @@ impl HttpRelay {
         *req.uri_mut() = self.url.clone();
         let map = req.headers_mut();
         for name in FORWARDED {
-            for value in front.get_all(name) {
-                map.append(HeaderName::from_static(name), value.clone());
+            for value in front.get_all(&name) {
+                map.append(name.clone(), value.clone());
             }
         }
         for (name, value) in &self.extra {

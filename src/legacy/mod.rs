@@ -405,7 +405,7 @@ fn seal_failed(e: SessionIdError) -> LegacyError {
 mod tests {
     use super::*;
 
-    fn with(name: &'static str, value: &'static str) -> HeaderMap {
+    fn with(name: ::http::HeaderName, value: &'static str) -> HeaderMap {
         let mut map = HeaderMap::new();
         map.insert(name, HeaderValue::from_static(value));
         map

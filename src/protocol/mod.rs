@@ -53,14 +53,17 @@ pub mod meta {
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 }
 
-/// 2026-07-28 HTTP header names (compared case-insensitively by `http`).
+/// 2026-07-28 HTTP header names (compared case-insensitively by `http`). Typed names, not
+/// strings: a lookup or insert by a `&str` parses and hashes the name on every request.
 pub mod headers {
-    pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-    pub const METHOD: &str = "mcp-method";
-    pub const NAME: &str = "mcp-name";
+    use http::HeaderName;
+
+    pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+    pub const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+    pub const NAME: HeaderName = HeaderName::from_static("mcp-name");
     pub const PARAM_PREFIX: &str = "mcp-param-";
-    pub const SESSION_ID: &str = "mcp-session-id";
-    pub const LAST_EVENT_ID: &str = "last-event-id";
+    pub const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+    pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 }
 
 /// JSON-RPC and MCP error codes used by the gateway.

@@ -6,7 +6,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
-use http::{HeaderValue, Method, Request};
+use http::{HeaderName, HeaderValue, Method, Request};
 use http_body_util::Full;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -109,7 +109,7 @@ fn not_a_string(id: &RequestId, field: &str) -> Vec<u8> {
 }
 
 /// A `POST` of `body` to `path` with the content headers and `mirrored` ones.
-fn post(path: &str, body: Vec<u8>, mirrored: &[(&'static str, String)]) -> Box<Request<Full<Bytes>>> {
+fn post(path: &str, body: Vec<u8>, mirrored: &[(HeaderName, String)]) -> Box<Request<Full<Bytes>>> {
     let mut request = Box::new(Request::new(Full::new(Bytes::from(body))));
     *request.method_mut() = Method::POST;
     *request.uri_mut() = path.parse().unwrap_or_default();
@@ -118,7 +118,7 @@ fn post(path: &str, body: Vec<u8>, mirrored: &[(&'static str, String)]) -> Box<R
     h.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
     for (name, text) in mirrored {
         if let Some(value) = header_value(text) {
-            h.insert(*name, value);
+            h.insert(name.clone(), value);
         }
     }
     request

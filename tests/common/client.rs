@@ -128,9 +128,9 @@ impl Client {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream");
         let mut set: Vec<(HeaderName, Option<String>)> = vec![
-            (HeaderName::from_static(headers::PROTOCOL_VERSION), Some(MODERN_VERSION.to_owned())),
-            (HeaderName::from_static(headers::METHOD), Some(method.to_owned())),
-            (HeaderName::from_static(headers::NAME), name.map(str::to_owned)),
+            (headers::PROTOCOL_VERSION, Some(MODERN_VERSION.to_owned())),
+            (headers::METHOD, Some(method.to_owned())),
+            (headers::NAME, name.map(str::to_owned)),
         ];
         if let Some(token) = &self.bearer {
             set.push((AUTHORIZATION, Some(format!("Bearer {token}"))));

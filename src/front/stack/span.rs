@@ -31,7 +31,7 @@ use crate::protocol::headers;
 pub(super) const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The legacy session header, marked sensitive and logged as a fingerprint.
-pub(super) const SESSION_ID: HeaderName = HeaderName::from_static(headers::SESSION_ID);
+pub(super) const SESSION_ID: HeaderName = headers::SESSION_ID;
 
 /// Characters a client's request id may hold besides ASCII letters and digits.
 const ID_PUNCTUATION: &[u8] = b"-_.:/+=@";

@@ -21,26 +21,30 @@ pub fn check_params(
 ) -> Result<(), FrontError> {
     for param in params {
         let body = arguments.and_then(|a| at_path(a, &param.path)).filter(|v| !v.is_null());
-        let value = header(map, param.header.as_str())?;
-        let path = param.path.join(".");
+        let value = header(map, &param.header)?;
+        // Joined only for an error message: the path of a header that matches is not needed.
+        let path = || param.path.join(".");
         match (value, body) {
             (None, None) => {}
             (None, Some(_)) => {
                 return Err(mismatch(&format!(
-                    "missing Mcp-Param-{} header: arguments.{path} is present",
-                    param.name
+                    "missing Mcp-Param-{} header: arguments.{} is present",
+                    param.name,
+                    path()
                 )))
             }
             (Some(_), None) => {
                 return Err(mismatch(&format!(
-                    "Mcp-Param-{} header sent but arguments.{path} is absent",
-                    param.name
+                    "Mcp-Param-{} header sent but arguments.{} is absent",
+                    param.name,
+                    path()
                 )))
             }
             (Some(text), Some(body)) if !matches(&text, body) => {
                 return Err(mismatch(&format!(
-                    "Mcp-Param-{} header does not match arguments.{path}",
-                    param.name
+                    "Mcp-Param-{} header does not match arguments.{}",
+                    param.name,
+                    path()
                 )))
             }
             (Some(_), Some(_)) => {}
