@@ -60,14 +60,18 @@ pub struct Accepts {
 /// Reads `Accept`; an absent header accepts anything.
 pub fn accepts(headers: &HeaderMap) -> Result<Accepts, FrontError> {
     let Some(value) = headers.get(ACCEPT) else { return Ok(Accepts { sse: false }) };
-    let value = value.to_str().unwrap_or("");
-    let has =
-        |t: &str| value.split(',').any(|p| p.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case(t));
-    let json = has("application/json") || has("application/*") || has("*/*");
+    // One pass over the media ranges, by bytes: this runs on every request.
+    let (mut json, mut sse) = (false, false);
+    for range in value.to_str().unwrap_or("").as_bytes().split(|&b| b == b',') {
+        let media = range.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
+        let is = |t: &str| media.eq_ignore_ascii_case(t.as_bytes());
+        json |= is("application/json") || is("application/*") || is("*/*");
+        sse |= is("text/event-stream");
+    }
     if !json {
         return Err(FrontError::NotAcceptable("Accept must include application/json".into()));
     }
-    Ok(Accepts { sse: has("text/event-stream") })
+    Ok(Accepts { sse })
 }
 
 #[cfg(test)]
