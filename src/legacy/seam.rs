@@ -169,7 +169,7 @@ impl SeamSession {
         }
         let mut requests = Vec::new();
         for item in items {
-            match Envelope::parse(item.get().as_bytes()).map_err(|e| LegacyError::Invalid(e.to_string()))? {
+            match Envelope::parse_str(item.get()).map_err(|e| LegacyError::Invalid(e.to_string()))? {
                 Envelope::Request(req) => requests.push(req),
                 other => self.deliver(other).await?,
             }

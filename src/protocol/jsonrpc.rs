@@ -124,7 +124,23 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 impl Envelope {
     /// Parses one JSON-RPC message from bytes.
     pub fn parse(bytes: &[u8]) -> Result<Self, EnvelopeError> {
-        let wire: Wire = serde_json::from_slice(bytes).map_err(|e| EnvelopeError::of_json(bytes, e))?;
+        // UTF-8 text, the usual case, is checked once here and read as text: read as bytes,
+        // serde checks every string of the message again on its own.
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Self::parse_str(text),
+            Err(_) => {
+                Self::from_wire(serde_json::from_slice(bytes).map_err(|e| EnvelopeError::of_json(bytes, e))?)
+            }
+        }
+    }
+
+    /// Parses one JSON-RPC message from text (an SSE event's data, a stdio line).
+    pub fn parse_str(text: &str) -> Result<Self, EnvelopeError> {
+        let wire = serde_json::from_str(text).map_err(|e| EnvelopeError::of_json(text.as_bytes(), e))?;
+        Self::from_wire(wire)
+    }
+
+    fn from_wire(wire: Wire) -> Result<Self, EnvelopeError> {
         if wire.jsonrpc.as_deref() != Some("2.0") {
             return Err(EnvelopeError::Version);
         }

@@ -81,7 +81,7 @@ impl SessionState {
     /// Parses one message text and decides where it goes; the flag is true when it is the
     /// response that ends the call whose stream carried it.
     pub(crate) fn route(&self, text: &str, origin: Origin) -> Result<(Action, bool), UpstreamError> {
-        let env = Envelope::parse(text.as_bytes()).map_err(|e| UpstreamError::Protocol(format!("{e}")))?;
+        let env = Envelope::parse_str(text).map_err(|e| UpstreamError::Protocol(format!("{e}")))?;
         Ok(self.router.lock().route(env, origin))
     }
 

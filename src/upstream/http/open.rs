@@ -63,8 +63,8 @@ async fn initialize(
     let session_id = resp.headers().get(headers::SESSION_ID).cloned();
     let mut stream = MessageStream::new(resp, settings.max_event_bytes)?;
     while let Some(text) = stream.next().await? {
-        let env = Envelope::parse(text.as_bytes())
-            .map_err(|e| UpstreamError::Initialize(format!("bad message: {e}")))?;
+        let env =
+            Envelope::parse_str(&text).map_err(|e| UpstreamError::Initialize(format!("bad message: {e}")))?;
         if let Envelope::Response(resp) = env {
             return handshake::result_of(resp.outcome).map(|raw| (session_id, raw));
         }
