@@ -77,7 +77,7 @@ impl SseParser {
                 chunk = rest;
                 continue;
             }
-            let Some(end) = chunk.iter().position(|&b| b == b'\r' || b == b'\n') else {
+            let Some(end) = memchr::memchr2(b'\r', b'\n', chunk) else {
                 return self.append(chunk).map(|()| out);
             };
             self.append(&chunk[..end])?;

@@ -42,7 +42,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 let skipped = std::mem::take(&mut self.discarding);
                 return Ok((!last.is_empty() && !skipped).then_some(Line::Text(last)));
             }
-            let newline = buf.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', buf);
             let chunk = &buf[..newline.unwrap_or(buf.len())];
             let overflow = !self.discarding && self.line.len() + chunk.len() > self.max;
             if !self.discarding && !overflow {
