@@ -60,7 +60,10 @@ async fn keys_older_than_max_stale_are_dropped() {
         Key { kid: Some("k".into()), key: jsonwebtoken::DecodingKey::from_secret(b"s"), algorithms: vec![] };
     *r.cache.write() = Some(Cached { keys: vec![key].into(), fetched: Instant::now() });
     assert!(r.is_loaded());
-    tokio::time::advance(Duration::from_secs(61)).await;
+    // Served for at most `max_stale` (60 s): still at exactly 60 s, no longer a moment after.
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert!(r.is_loaded(), "at exactly max_stale the keys are still served");
+    tokio::time::advance(Duration::from_millis(1)).await;
     assert!(!r.is_loaded());
 }
 
