@@ -129,13 +129,6 @@ libs_of() {
   done
 }
 
-# with_libs FILE ROOT: FILE and its libraries, copied to the same paths under ROOT.
-with_libs() {
-  mkdir -p "$2$(dirname "$1")"
-  cp -L "$1" "$2$1"
-  libs_of "$1" "$2"
-}
-
 # import ROOT IMAGE [--change ...]: ROOT as the image IMAGE, with the Dockerfile's final stage's
 # user, path, CA bundle, entrypoint and environment, and any further changes.
 import_image() {
@@ -178,8 +171,9 @@ build_stdio_image() {
   cp -a "$WORK/image" "$root"
   mkdir -p "$root/usr/bin"
   cp -L "$(command -v node)" "$root/usr/bin/node"
+  cp -L /usr/bin/env "$root/usr/bin/env"
   libs_of "$(command -v node)" "$root"
-  with_libs /usr/bin/env "$root"
+  libs_of /usr/bin/env "$root"
   mkdir -p "$root/opt/mcp" "$root/srv/data"
   cp "$src/package.json" "$src/package-lock.json" "$root/opt/mcp/"
   (cd "$root/opt/mcp" && timeout 600 npm ci --omit=dev --no-audit --no-fund --loglevel=error) ||
