@@ -8,6 +8,7 @@
 //! fault in the sender's terms (a batch, a member of the wrong type), never serde's own words,
 //! which name the gateway's internal types.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -104,8 +105,10 @@ pub enum Envelope {
 }
 
 #[derive(Deserialize)]
-struct Wire {
-    jsonrpc: Option<String>,
+struct Wire<'a> {
+    /// Borrowed: only compared, and read for every message in both directions.
+    #[serde(borrow)]
+    jsonrpc: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
     method: Option<String>,
@@ -140,7 +143,7 @@ impl Envelope {
         Self::from_wire(wire)
     }
 
-    fn from_wire(wire: Wire) -> Result<Self, EnvelopeError> {
+    fn from_wire(wire: Wire<'_>) -> Result<Self, EnvelopeError> {
         if wire.jsonrpc.as_deref() != Some("2.0") {
             return Err(EnvelopeError::Version);
         }
@@ -310,6 +313,18 @@ mod tests {
             panic!("not a result")
         };
         assert_eq!(raw.get(), r#"{"b": 1, "a":2}"#);
+    }
+
+    #[test]
+    fn the_version_is_read_escaped_as_well_as_borrowed() {
+        // Borrowed from the text when it has no escape, decoded into its own string when it has.
+        for body in [&br#"{"jsonrpc":"2.0","method":"x"}"#[..], br#"{"jsonrpc":"2\u002e0","method":"x"}"#] {
+            assert!(matches!(Envelope::parse(body), Ok(Envelope::Notification(_))));
+        }
+        assert!(matches!(
+            Envelope::parse(br#"{"jsonrpc":"2\u002e1","method":"x"}"#),
+            Err(EnvelopeError::Version)
+        ));
     }
 
     #[test]
