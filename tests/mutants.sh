@@ -13,6 +13,9 @@
 #   tests/mutants.sh                                   # every mutant of src/mrtr (hours on 2 cores)
 #   tests/mutants.sh auth --sharding round-robin --shard 0/4   # a deterministic quarter of src/auth
 #   tests/mutants.sh bridge --in-place --shard 0/6 --sharding round-robin
+#   tests/mutants.sh bridge --integration 'it::park it::state' --baseline=skip --re 'NAME'
+#        judges by the module's unit tests and the integration tests these filters select,
+#        for the survivors of a unit-test run in a module the integration suite covers
 # Results are written to mutants.out/ under the target directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,6 +85,25 @@ if [[ $# -gt 0 && "$1" != -* ]]; then
 fi
 module_args "$module"
 
+# `--integration 'FILTER...'` adds the integration tests the filters select to the judges, beside
+# the module's own unit tests (the filters of the test binaries' shared command line).
+judges=()
+args=()
+while [[ $# -gt 0 ]]; do
+  if [[ "$1" == "--integration" ]]; then
+    [[ $# -ge 2 && -n "$2" ]] || { echo "mutants: --integration needs test filters, such as 'it::park'" >&2; exit 2; }
+    judges=(--cargo-arg=--test=integration --cargo-test-arg=-- "--cargo-test-arg=$module::")
+    for filter in $2; do
+      judges+=("--cargo-test-arg=$filter")
+    done
+    shift 2
+  else
+    args+=("$1")
+    shift
+  fi
+done
+set -- "${args[@]}"
+
 # By default mutants are built in a copy of the tree (which rebuilds the dependencies once: the
 # copy does not keep target/'s timestamps). `--in-place` mutates this tree itself, one mutant at a
 # time, restoring each file afterwards, and reuses target/ as it is.
@@ -92,7 +114,7 @@ for arg in "$@"; do
   fi
 done
 
-exec "$BIN" mutants "${where[@]}" "${selected[@]}" \
+exec "$BIN" mutants "${where[@]}" "${selected[@]}" "${judges[@]}" \
   --timeout 120 \
   --build-timeout 1500 \
   --output target \
