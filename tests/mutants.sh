@@ -14,8 +14,8 @@
 #   tests/mutants.sh auth --sharding round-robin --shard 0/4   # a deterministic quarter of src/auth
 #   tests/mutants.sh bridge --in-place --shard 0/6 --sharding round-robin
 #   tests/mutants.sh bridge --integration 'it::park it::state' --baseline=skip --re 'NAME'
-#        judges by the module's unit tests and the integration tests these filters select,
-#        for the survivors of a unit-test run in a module the integration suite covers
+#        judges by the integration tests these filters select, for the survivors of a
+#        unit-test run in a module the integration suite covers
 # Results are written to mutants.out/ under the target directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,14 +85,15 @@ if [[ $# -gt 0 && "$1" != -* ]]; then
 fi
 module_args "$module"
 
-# `--integration 'FILTER...'` adds the integration tests the filters select to the judges, beside
-# the module's own unit tests (the filters of the test binaries' shared command line).
+# `--integration 'FILTER...'` judges by the integration tests the filters select (the unit tests
+# then run only where a filter names them): for the survivors of a unit-test run, which every
+# unit test has already let through.
 judges=()
 args=()
 while [[ $# -gt 0 ]]; do
   if [[ "$1" == "--integration" ]]; then
     [[ $# -ge 2 && -n "$2" ]] || { echo "mutants: --integration needs test filters, such as 'it::park'" >&2; exit 2; }
-    judges=(--cargo-arg=--test=integration --cargo-test-arg=-- "--cargo-test-arg=$module::")
+    judges=(--cargo-arg=--test=integration --cargo-test-arg=--)
     for filter in $2; do
       judges+=("--cargo-test-arg=$filter")
     done
