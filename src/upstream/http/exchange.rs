@@ -95,10 +95,10 @@ async fn post_renewing(
     trace: &TraceHeaders,
 ) -> Result<Response<SlotBody>, UpstreamError> {
     let current = inner.current();
-    match inner.transport.post(&current.headers.traced(trace), body.clone()).await {
+    match inner.transport.post_call(&current.headers.traced(trace), body.clone()).await {
         Err(UpstreamError::SessionExpired) => {
             inner.renew(current.generation).await?;
-            inner.transport.post(&inner.headers().traced(trace), body).await
+            inner.transport.post_call(&inner.headers().traced(trace), body).await
         }
         result => result,
     }

@@ -179,11 +179,28 @@ impl Transport {
         session: &SessionHeaders,
         body: impl Into<Bytes>,
     ) -> Result<Response<SlotBody>, UpstreamError> {
-        let mut req = self.request(Method::POST, session, body.into());
+        let resp = self.send(self.post_request(session, body.into())).await?;
+        check(resp, session.has_session()).await
+    }
+
+    /// POSTs a call's request, like [`post`](Self::post) but with no timer of its own: the call
+    /// is bounded by its own deadline (`Call::next_event`), which starts first and so always
+    /// ends first, or by its consumer going away (the reader then stops, `exchange::drive`). A
+    /// second timer here cost every call a timer wheel entry and never fired first.
+    pub(crate) async fn post_call(
+        &self,
+        session: &SessionHeaders,
+        body: Bytes,
+    ) -> Result<Response<SlotBody>, UpstreamError> {
+        let resp = self.exchange(self.post_request(session, body)).await?;
+        check(resp, session.has_session()).await
+    }
+
+    fn post_request(&self, session: &SessionHeaders, body: Bytes) -> Request<Full<Bytes>> {
+        let mut req = self.request(Method::POST, session, body);
         req.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         req.headers_mut().insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
-        let resp = self.send(req).await?;
-        check(resp, session.has_session()).await
+        req
     }
 
     /// Opens a GET stream, resuming after `last_event_id` if given. `Ok(None)` means 405: the
@@ -262,20 +279,24 @@ impl Transport {
     /// the request timeout; the body holds the slot.
     async fn send(&self, req: Request<Full<Bytes>>) -> Result<Response<SlotBody>, UpstreamError> {
         let timeout = self.settings.request_timeout;
-        let exchange = async {
-            let slot =
-                self.slots.take().await.ok_or_else(|| UpstreamError::Closed(SLOTS_CLOSED.to_owned()))?;
-            let resp = match &self.client {
-                UpstreamClient::Driven(driven) => driven.request(req).await?,
-                UpstreamClient::Pooled(pooled) => match pooled.request(req).await {
-                    Err(e) if e.is_connect() => return Err(UpstreamError::Connect(e.into())),
-                    Err(e) => return Err(UpstreamError::Transport(e.into())),
-                    Ok(resp) => resp.map(UpstreamBody::Pooled),
-                },
-            };
-            Ok(resp.map(|body| SlotBody::new(body, slot)))
+        tokio::time::timeout(timeout, self.exchange(req))
+            .await
+            .unwrap_or(Err(UpstreamError::Timeout(timeout)))
+    }
+
+    /// Takes a request slot, sends the request and waits for the response head, unbounded; the
+    /// body holds the slot.
+    async fn exchange(&self, req: Request<Full<Bytes>>) -> Result<Response<SlotBody>, UpstreamError> {
+        let slot = self.slots.take().await.ok_or_else(|| UpstreamError::Closed(SLOTS_CLOSED.to_owned()))?;
+        let resp = match &self.client {
+            UpstreamClient::Driven(driven) => driven.request(req).await?,
+            UpstreamClient::Pooled(pooled) => match pooled.request(req).await {
+                Err(e) if e.is_connect() => return Err(UpstreamError::Connect(e.into())),
+                Err(e) => return Err(UpstreamError::Transport(e.into())),
+                Ok(resp) => resp.map(UpstreamBody::Pooled),
+            },
         };
-        tokio::time::timeout(timeout, exchange).await.unwrap_or(Err(UpstreamError::Timeout(timeout)))
+        Ok(resp.map(|body| SlotBody::new(body, slot)))
     }
 }
 
