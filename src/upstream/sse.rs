@@ -116,25 +116,27 @@ impl SseParser {
             self.dispatch(out);
             return Ok(());
         }
-        let text = std::str::from_utf8(line).map_err(|_| SseError::Utf8)?;
-        if text.starts_with(':') {
-            return Ok(());
-        }
-        let (name, value) = match text.split_once(':') {
-            Some((name, value)) => (name, value.strip_prefix(' ').unwrap_or(value)),
-            None => (text, ""),
+        // Split by bytes (a field name is ASCII), and check as UTF-8 only the value of a field
+        // that is kept: this runs for every line of every upstream response.
+        let (name, value) = match memchr::memchr(b':', line) {
+            Some(0) => return Ok(()),
+            Some(colon) => {
+                (&line[..colon], line[colon + 1..].strip_prefix(b" ").unwrap_or(&line[colon + 1..]))
+            }
+            None => (&line[..], &[][..]),
         };
         self.field(name, value)
     }
 
-    fn field(&mut self, name: &str, value: &str) -> Result<(), SseError> {
+    fn field(&mut self, name: &[u8], value: &[u8]) -> Result<(), SseError> {
+        let text = || std::str::from_utf8(value).map_err(|_| SseError::Utf8);
         match name {
-            "data" => self.push_data(value)?,
-            "event" => self.event.event = Some(value.to_owned()),
+            b"data" => self.push_data(text()?)?,
+            b"event" => self.event.event = Some(text()?.to_owned()),
             // An id containing NUL is ignored (WHATWG), so it never reaches a header.
-            "id" if !value.contains('\0') => self.event.id = Some(value.to_owned()),
-            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
-                let millis = value.parse::<u64>().unwrap_or(u64::MAX);
+            b"id" if !value.contains(&0) => self.event.id = Some(text()?.to_owned()),
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                let millis = text()?.parse::<u64>().unwrap_or(u64::MAX);
                 self.event.retry = Some(Duration::from_millis(millis));
             }
             _ => return Ok(()),
@@ -241,7 +243,12 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_an_error() {
+        for line in [&b"data: \xff\n"[..], b"event: \xff\n", b"id: \xff\n"] {
+            let mut p = SseParser::new(64);
+            assert!(matches!(p.feed(line), Err(SseError::Utf8)), "{line:?}");
+        }
+        // What is skipped is never read as text: a comment, or an unknown field.
         let mut p = SseParser::new(64);
-        assert!(matches!(p.feed(b"data: \xff\n"), Err(SseError::Utf8)));
+        assert!(p.feed(b": \xff\n\xff: x\nfoo: \xff\n\n").unwrap().is_empty());
     }
 }
