@@ -37,6 +37,9 @@ const ERROR_BODY_LIMIT: usize = 4096;
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const ACCEPT_SSE: &str = "text/event-stream";
 const SLOTS_CLOSED: &str = "the upstream request slots were closed";
+/// Headers a request gets besides the configured ones: the session id and version, the trace
+/// context and mirrored `Mcp-*` headers, `Content-Type`, `Accept`, and hyper's `Host`.
+const REQUEST_HEADERS: usize = 10;
 
 /// The client under a transport: a plain upstream's connections are driven by its requests
 /// ([`super::driven`]); an `https://` one keeps `hyper-util`'s pooled client (TLS, HTTP/2).
@@ -267,6 +270,9 @@ impl Transport {
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = method;
         *req.uri_mut() = uri;
+        // Sized once for what is added here and by hyper (the session's, the trace's, the
+        // content's and `Host`): grown from empty, the map was reallocated on the way.
+        *req.headers_mut() = HeaderMap::with_capacity(self.settings.extra_headers.len() + REQUEST_HEADERS);
         let map = req.headers_mut();
         for (name, value) in &self.settings.extra_headers {
             map.append(name, value.clone());
