@@ -89,11 +89,14 @@ module_args "$module"
 # then run only where a filter names them): for the survivors of a unit-test run, which every
 # unit test has already let through.
 judges=()
+# Longest a mutant's tests may run: the unit tests take about 5 s, the integration suite minutes.
+test_timeout=120
 args=()
 while [[ $# -gt 0 ]]; do
   if [[ "$1" == "--integration" ]]; then
     [[ $# -ge 2 && -n "$2" ]] || { echo "mutants: --integration needs test filters, such as 'it::park'" >&2; exit 2; }
     judges=(--cargo-arg=--test=integration --cargo-test-arg=--)
+    test_timeout=900
     for filter in $2; do
       judges+=("--cargo-test-arg=$filter")
     done
@@ -116,7 +119,7 @@ for arg in "$@"; do
 done
 
 exec "$BIN" mutants "${where[@]}" "${selected[@]}" "${judges[@]}" \
-  --timeout 120 \
+  --timeout "$test_timeout" \
   --build-timeout 1500 \
   --output target \
   "$@"
