@@ -22,6 +22,7 @@ on_every_transport!(
     a_second_retry_of_an_answered_parked_state_is_refused,
     invalid_answers_leave_the_call_parked_for_a_corrected_retry,
     a_parked_call_that_times_out_is_cancelled_upstream_and_its_retry_replays,
+    a_parked_call_is_cancelled_upstream_when_the_gateway_shuts_down,
     a_full_registry_replays_the_round_instead,
     a_tool_override_parks_only_that_tool,
     auto_mode_parks_a_tool_once_its_replay_diverged,
@@ -148,6 +149,24 @@ async fn a_parked_call_that_times_out_is_cancelled_upstream_and_its_retry_replay
     assert!(done.text()?.starts_with("Order #2 placed"), "{}", done.text()?);
     assert_eq!(outcome(&gateway, "fallback"), 1.0);
     stop(upstream, gateway).await
+}
+
+async fn a_parked_call_is_cancelled_upstream_when_the_gateway_shuts_down(t: Transport) -> TestResult {
+    let (upstream, gateway, client) = start(t, park_mode()).await?;
+    order(&client).send().await?.input_required()?;
+    assert_eq!(parked(&gateway), 1.0);
+    assert_eq!(upstream.cancellations(), 0);
+    // Cancelled during the shutdown, not left to a guard dropped after it: over HTTP the
+    // server has counted the cancellation by the time the shutdown returns. A stdio server
+    // logs it once it has read it.
+    bounded("the gateway to drain", gateway.shutdown()).await?;
+    match t {
+        Transport::Http | Transport::Sse => assert_eq!(upstream.cancellations(), 1),
+        Transport::Stdio => {
+            eventually("the upstream to see the cancellation", || upstream.cancellations() == 1).await?
+        }
+    }
+    upstream.stop().await
 }
 
 async fn a_full_registry_replays_the_round_instead(t: Transport) -> TestResult {
