@@ -5,6 +5,8 @@
 //! A replayed round's call is ended the same way, but after its reply ([`CallGuard::wind_down`]):
 //! the two upstream exchanges are no longer part of the round the client waits for.
 
+use tokio::time::Instant;
+
 use super::round::refuse_all;
 use crate::protocol::RequestId;
 use crate::upstream::{Call, Lease, Session, UpstreamError, UpstreamEvent};
@@ -45,6 +47,18 @@ impl CallGuard {
         match self.call.as_mut() {
             Some(call) => call.next_event().await,
             None => Ok(None),
+        }
+    }
+
+    /// The next event of the call, or `None` once `limit` has passed first (see
+    /// [`Call::next_event_within`]).
+    pub(super) async fn next_event_within(
+        &mut self,
+        limit: Instant,
+    ) -> Option<Result<Option<UpstreamEvent>, UpstreamError>> {
+        match self.call.as_mut() {
+            Some(call) => call.next_event_within(limit).await,
+            None => Some(Ok(None)),
         }
     }
 

@@ -15,6 +15,7 @@ use super::park::{OpenQuestion, Parked};
 use super::{memory, url};
 use super::{Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
+use crate::clock::Clock;
 use crate::error::{map_read_error, map_upstream_error, FrontError};
 use crate::mrtr::{
     next_round, Binding, Decision, Journal, Offered, ParkHandle, Replay, ReplayError, RoundOutcome,
@@ -152,10 +153,8 @@ impl<'a> Run<'a> {
             if now >= deadline {
                 return Box::pin(self.on_wake(guard, replay, open, gather, wake)).await;
             }
-            let event = tokio::select! {
-                biased;
-                ev = guard.next_event() => ev,
-                _ = clock.sleep_until(deadline) => return Box::pin(self.on_wake(guard, replay, open, gather, wake)).await,
+            let Some(event) = next_event(clock, &mut guard, deadline).await else {
+                return Box::pin(self.on_wake(guard, replay, open, gather, wake)).await;
             };
             let event = match event {
                 Ok(Some(ev)) => ev,
@@ -464,6 +463,25 @@ fn micros(d: std::time::Duration) -> u64 {
 fn failed(guard: CallGuard, what: &str) -> FrontError {
     guard.poison();
     UpstreamError::Closed(what.to_owned()).into()
+}
+
+/// The call's next event, or `None` once `deadline` has passed first; an event already queued
+/// is taken first. On the system clock the call's own timer serves both deadlines (one timer
+/// wheel entry per wait, not two); a manual clock, which only its owner moves, is waited on
+/// beside the call.
+async fn next_event(
+    clock: &Clock,
+    guard: &mut CallGuard,
+    deadline: Instant,
+) -> Option<Result<Option<UpstreamEvent>, UpstreamError>> {
+    match clock {
+        Clock::System => guard.next_event_within(deadline).await,
+        Clock::Manual(_) => tokio::select! {
+            biased;
+            ev = guard.next_event() => Some(ev),
+            () = clock.sleep_until(deadline) => None,
+        },
+    }
 }
 
 fn next_wake(gather: Option<Instant>, silent: Instant, total: Instant) -> (Instant, Wake) {

@@ -138,13 +138,25 @@ impl Call {
     /// The next event, in the order the server sent it. `Ok(None)` once the response has been
     /// delivered. An `Err` is terminal and marks the session unhealthy.
     pub async fn next_event(&mut self) -> Result<Option<UpstreamEvent>, UpstreamError> {
+        let deadline = self.deadline;
+        self.next_event_within(deadline).await.unwrap_or(Err(UpstreamError::Timeout(self.timeout)))
+    }
+
+    /// [`next_event`](Self::next_event), or `None` once `limit` has passed if it comes before
+    /// the call's own deadline (at the same instant the call's deadline wins). One timer for
+    /// both: a caller with a deadline of its own (a round's) needs no second timer beside it.
+    pub async fn next_event_within(
+        &mut self,
+        limit: Instant,
+    ) -> Option<Result<Option<UpstreamEvent>, UpstreamError>> {
         if self.finished {
-            return Ok(None);
+            return Some(Ok(None));
         }
         let (reader, rx) = (&mut self.reader, &mut self.rx);
-        let next =
-            tokio::time::timeout_at(self.deadline, std::future::poll_fn(|cx| recv(reader, rx, cx))).await;
+        let until = limit.min(self.deadline);
+        let next = tokio::time::timeout_at(until, std::future::poll_fn(|cx| recv(reader, rx, cx))).await;
         let result = match next {
+            Err(_) if limit < self.deadline => return None,
             Err(_) => Err(UpstreamError::Timeout(self.timeout)),
             Ok(None) => Err(UpstreamError::Closed("call ended without a response".to_owned())),
             Ok(Some(event)) => event,
@@ -155,7 +167,7 @@ impl Call {
             observe(trace, &result);
         }
         self.answered = matches!(result, Ok(UpstreamEvent::Response(_)));
-        self.state.note(result).map(Some)
+        Some(self.state.note(result).map(Some))
     }
 }
 

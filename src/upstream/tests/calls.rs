@@ -270,3 +270,40 @@ async fn dropped_get_stream_reconnects_with_last_event_id() {
     let refusal = server.wait_for(|s| s.is_response_to(&json!(11))).await;
     assert_eq!(refusal.body["error"]["code"], json!(-32603));
 }
+
+#[tokio::test]
+async fn a_wait_within_an_earlier_limit_ends_and_the_call_goes_on() {
+    let (tx, rx) = sse_channel();
+    let rx = once(rx);
+    let server = TestServer::start(on_call(move |_| take(&rx).unwrap())).await;
+    let session = open(&server).await;
+    let mut call = session.call("tools/call", Some(json!({"name": "slow"})));
+    // Nothing has come by the limit, which is before the call's deadline: the wait ends, the
+    // call does not.
+    let soon = tokio::time::Instant::now() + std::time::Duration::from_millis(20);
+    assert!(call.next_event_within(soon).await.is_none());
+    assert!(session.is_healthy());
+    let later = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    tx.send(event(Some("1"), &result(&json!(1), json!({"content": []})))).await.unwrap();
+    let Some(Ok(Some(UpstreamEvent::Response(Outcome::Result(_))))) = call.next_event_within(later).await
+    else {
+        panic!("expected the call's response after the first wait ended")
+    };
+    assert!(matches!(call.next_event_within(soon).await, Some(Ok(None))));
+}
+
+#[tokio::test]
+async fn at_its_own_deadline_a_call_times_out_whatever_the_limit() {
+    let server = TestServer::start(on_call(|_| Reply::Hang)).await;
+    let mut s = settings(&server);
+    s.request_timeout = std::time::Duration::from_millis(100);
+    let session = Session::initialize(Arc::new(s), &caps()).await.unwrap();
+    let mut call = session.call("tools/call", None);
+    // A limit after the call's deadline, then one at the same instant: the call's wins both.
+    let after = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    assert!(matches!(call.next_event_within(after).await, Some(Err(UpstreamError::Timeout(_)))));
+    let mut call = session.call("tools/call", None);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(100);
+    call.set_deadline(deadline);
+    assert!(matches!(call.next_event_within(deadline).await, Some(Err(UpstreamError::Timeout(_)))));
+}
