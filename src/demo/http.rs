@@ -269,13 +269,13 @@ fn notification(shared: &Shared, session: &Arc<Session>, note: &jsonrpc::Notific
 }
 
 fn cancel(shared: &Shared, session: &Session, note: &jsonrpc::Notification) {
-    let id = note
-        .params
-        .as_ref()
+    let params = note.params.as_ref();
+    let id = params
         .and_then(|p| p.get("requestId"))
         .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+    let reason = params.and_then(|p| p.get("reason")).and_then(Value::as_str).unwrap_or("");
     let stopped = id.is_some_and(|id| session.cancel_call(&id));
-    shared.stats.record_cancellation(stopped);
+    shared.stats.record_cancellation(stopped, reason);
 }
 
 fn deliver(shared: &Shared, session: &Session, response: RpcResponse) {

@@ -1,11 +1,17 @@
 //! Counters that tests and the binary read to see what the demo server went through.
 //!
 //! Everything is a fixed set of atomics: the per-tool counters are indexed by the closed tool
-//! enum, so no client input can make this structure grow.
+//! enum, so no client input can make this structure grow. The one text kept, the last
+//! cancellation's reason, is cut to [`REASON_BYTES`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use parking_lot::Mutex;
+
 use super::catalog::Tool;
+
+/// The most of a cancellation's reason kept.
+const REASON_BYTES: usize = 256;
 
 /// What the demo server has seen since it started. Shared as `Arc<DemoStats>`.
 #[derive(Debug, Default)]
@@ -17,6 +23,7 @@ pub struct DemoStats {
     tool_calls: [AtomicU64; Tool::ALL.len()],
     unknown_tool_calls: AtomicU64,
     cancellations: AtomicU64,
+    cancel_reason: Mutex<String>,
     calls_stopped: AtomicU64,
     requests_sent: AtomicU64,
     answers: AtomicU64,
@@ -125,6 +132,12 @@ impl DemoStats {
         read(&self.cancellations)
     }
 
+    /// The reason the last `notifications/cancelled` gave, cut to [`REASON_BYTES`] ("" before
+    /// any, or when it gave none).
+    pub fn last_cancel_reason(&self) -> String {
+        self.cancel_reason.lock().clone()
+    }
+
     /// Running calls actually stopped by a cancellation.
     pub fn calls_stopped(&self) -> u64 {
         read(&self.calls_stopped)
@@ -176,8 +189,13 @@ impl DemoStats {
         }
     }
 
-    pub(crate) fn record_cancellation(&self, stopped: bool) {
+    pub(crate) fn record_cancellation(&self, stopped: bool, reason: &str) {
         bump(&self.cancellations);
+        let mut end = reason.len().min(REASON_BYTES);
+        while !reason.is_char_boundary(end) {
+            end -= 1;
+        }
+        reason[..end].clone_into(&mut self.cancel_reason.lock());
         if stopped {
             bump(&self.calls_stopped);
         }
@@ -209,4 +227,23 @@ pub(crate) enum SessionEnd {
     Deleted,
     Evicted,
     Shutdown,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancellation_keeps_its_reason_cut_on_a_char_boundary() {
+        let stats = DemoStats::default();
+        assert_eq!(stats.last_cancel_reason(), "");
+        stats.record_cancellation(true, "shutting down");
+        assert_eq!((stats.cancellations(), stats.calls_stopped()), (1, 1));
+        assert_eq!(stats.last_cancel_reason(), "shutting down");
+        // 255 ASCII bytes then a two-byte char: the cut falls inside it, so it is left out.
+        let long = format!("{}é and more", "a".repeat(REASON_BYTES - 1));
+        stats.record_cancellation(false, &long);
+        assert_eq!(stats.last_cancel_reason(), "a".repeat(REASON_BYTES - 1));
+        assert_eq!((stats.cancellations(), stats.calls_stopped()), (2, 1));
+    }
 }

@@ -64,10 +64,12 @@ struct Shared {
     streams: Mutex<HashMap<u64, StreamTx>>,
     /// Elicitations asked and not answered: their id and what the call does with the answer.
     asked: Mutex<HashMap<String, Waiting>>,
-    /// Orders placed, tool calls by name, and cancellations received.
+    /// Orders placed, tool calls by name, and cancellations received (with the last one's
+    /// reason).
     orders: AtomicU64,
     calls: Mutex<HashMap<String, u64>>,
     cancellations: AtomicU64,
+    cancel_reason: Mutex<String>,
     rolls: AtomicU64,
     /// Numbers the questions asked, so no two share an id.
     asks: AtomicU64,
@@ -111,6 +113,7 @@ impl SseLegacy {
             orders: AtomicU64::new(0),
             calls: Mutex::new(HashMap::new()),
             cancellations: AtomicU64::new(0),
+            cancel_reason: Mutex::new(String::new()),
             rolls: AtomicU64::new(0),
             asks: AtomicU64::new(0),
         });
@@ -131,6 +134,11 @@ impl SseLegacy {
     /// `notifications/cancelled` received.
     pub(crate) fn cancellations(&self) -> u64 {
         self.shared.cancellations.load(Ordering::Relaxed)
+    }
+
+    /// The reason the last `notifications/cancelled` gave ("" before any, or without one).
+    pub(crate) fn cancel_reason(&self) -> String {
+        self.shared.cancel_reason.lock().clone()
     }
 
     /// The event stream's URL.
@@ -243,6 +251,7 @@ async fn on_message(shared: &Shared, n: u64, tx: &StreamTx, message: &Value) {
         Some("resources/unsubscribe") => send(tx, json!({"jsonrpc": "2.0", "id": id, "result": {}})).await,
         Some("notifications/cancelled") => {
             shared.cancellations.fetch_add(1, Ordering::Relaxed);
+            *shared.cancel_reason.lock() = message["params"]["reason"].as_str().unwrap_or("").to_owned();
             let call = message["params"]["requestId"].clone();
             shared.asked.lock().retain(|_, waiting| waiting.call != call);
         }

@@ -140,6 +140,21 @@ impl Upstream {
         }
     }
 
+    /// The reason the last cancellation gave ("" before any, or without one).
+    pub(crate) fn cancel_reason(&self) -> String {
+        match &self.server {
+            Server::Demo(demo) => demo.stats.last_cancel_reason(),
+            Server::Stdio { log, .. } => {
+                let text = std::fs::read_to_string(log).unwrap_or_default();
+                let last = text.lines().rfind(|line| line.starts_with("cancelled "));
+                last.and_then(|line| line.split_once(": "))
+                    .map(|(_, reason)| reason.to_owned())
+                    .unwrap_or_default()
+            }
+            Server::Sse(sse) => sse.cancel_reason(),
+        }
+    }
+
     /// Stops the server (the gateways in front of it first).
     pub(crate) async fn stop(self) -> TestResult {
         if let Server::Demo(demo) = self.server {

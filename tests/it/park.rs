@@ -166,6 +166,9 @@ async fn a_parked_call_is_cancelled_upstream_when_the_gateway_shuts_down(t: Tran
             eventually("the upstream to see the cancellation", || upstream.cancellations() == 1).await?
         }
     }
+    // By the registry, which says why; a parked call's guard dropped with the gateway would
+    // cancel it too, as a client gone away.
+    assert_eq!(upstream.cancel_reason(), "mrtr-gateway is shutting down");
     upstream.stop().await
 }
 
