@@ -8,6 +8,8 @@
 //!   per call, and [`UPSTREAM_WORDS`] in the message) until the test marks the out-of-band
 //!   interaction done ([`Chatty::complete`]), then answers `signed in`;
 //! - `url_required_unlisted` fails with a `-32042` that lists nothing;
+//! - `url_required_script` and `url_required_http` fail with a `-32042` listing one URL
+//!   elicitation whose URL is a `javascript:` one and a plain `http:` one;
 //! - `touch` changes every resource its own session subscribed to (`resources/subscribe`) and
 //!   tells only that session, in its SSE answer: a `notifications/resources/updated` per URI,
 //!   then the result `touched <n>`. That is how many per-session servers notify (as
@@ -197,16 +199,21 @@ fn call(r: &RpcRequest, seen: &Seen, session: &str) -> Response<Body> {
         "touch" => touch(r, &seen.subscriptions_of(session)),
         "flood" => flood(r),
         "url_required" if seen.completed.load(Ordering::Relaxed) => json_message(&result(&r.id, "signed in")),
-        "url_required" => {
-            let elicitation = json!({"mode": "url", "elicitationId": format!("e-{number}"),
-                                     "url": "https://login.example.com/start", "message": "Sign in to continue"});
-            url_error(&r.id, json!({"elicitations": [elicitation]}))
-        }
+        "url_required" => url_listing(&r.id, number, "https://login.example.com/start"),
         "url_required_unlisted" => url_error(&r.id, json!({})),
+        "url_required_script" => url_listing(&r.id, number, "javascript:alert(1)"),
+        "url_required_http" => url_listing(&r.id, number, "http://login.example.com/start"),
         _ => json_message(
             &json!({"jsonrpc": "2.0", "id": r.id, "error": {"code": -32602, "message": "no tool"}}),
         ),
     }
+}
+
+/// A `-32042` listing one URL elicitation of `url`, with an `elicitationId` fresh per call.
+fn url_listing(id: &RequestId, number: usize, url: &str) -> Response<Body> {
+    let elicitation = json!({"mode": "url", "elicitationId": format!("e-{number}"),
+                             "url": url, "message": "Sign in to continue"});
+    url_error(id, json!({"elicitations": [elicitation]}))
 }
 
 fn url_error(id: &RequestId, data: Value) -> Response<Body> {

@@ -2,12 +2,17 @@
 //! `elicitation.url` gets a URL-mode `input_required` and completes the call by retrying after
 //! the out-of-band interaction; a retry before it is done is asked again; a client that
 //! declines gets a fixed `-32603` message, and one that did not declare `elicitation.url`
-//! -32021 naming it, with nothing of what the upstream said.
+//! -32021 naming it, with nothing of what the upstream said. A `javascript:` URL is refused
+//! (an error result naming the tool and the reason, counted), and a plain `http:` one relayed
+//! and counted as a warning.
 
 use http::StatusCode;
 use serde_json::{json, Map, Value};
 
 use super::chatty_upstream::{Chatty, UPSTREAM_WORDS};
+use mrtr_gateway::app::Gateway;
+
+use crate::common::harness::metric;
 use crate::common::{Client, Setup, TestResult};
 
 fn url_client() -> Value {
@@ -115,6 +120,45 @@ async fn a_url_required_error_that_lists_nothing_gets_a_fixed_message() -> TestR
     let message = reply.expect_error(StatusCode::OK, -32603)?;
     assert_eq!(message, "the upstream requires a URL elicitation it did not describe");
     assert!(!reply.body.to_string().contains(UPSTREAM_WORDS));
+    gateway.shutdown().await;
+    Ok(())
+}
+
+fn sensitive_count(gateway: &Gateway, tool: &str, reason: &str, action: &str) -> f64 {
+    let series = format!(
+        r#"mrtr_gateway_sensitive_questions_total{{action="{action}",reason="{reason}",tool="{tool}"}}"#
+    );
+    metric(gateway, &series)
+}
+
+#[tokio::test]
+async fn a_url_required_error_with_a_script_url_is_refused_by_name() -> TestResult {
+    let upstream = Chatty::spawn(true).await?;
+    let (gateway, client) = Setup::new().attach_url(&upstream.url()).await?;
+    let tool = "url_required_script";
+    let reply = client.call_tool(tool, json!({})).caps(url_client()).send().await?;
+    assert_eq!(reply.result()?["isError"], true, "{:?}", reply.body);
+    let text = reply.text()?;
+    assert!(text.contains("url_required_script") && text.contains("script_url"), "{text}");
+    let body = reply.body.to_string();
+    assert!(!body.contains("alert(1)") && !body.contains(UPSTREAM_WORDS), "{body}");
+    assert_eq!(sensitive_count(&gateway, tool, "script_url", "refused"), 1.0);
+    assert_eq!(upstream.seen.calls_of(tool), 1, "a refusal is not retried upstream");
+    gateway.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_url_required_error_with_a_plain_http_url_is_relayed_and_counted() -> TestResult {
+    let upstream = Chatty::spawn(true).await?;
+    let (gateway, client) = Setup::new().attach_url(&upstream.url()).await?;
+    let tool = "url_required_http";
+    let reply = client.call_tool(tool, json!({})).caps(url_client()).send().await?;
+    let (requests, _) = reply.input_required()?;
+    let asked = requests.values().next().cloned().unwrap_or_default();
+    assert_eq!(asked["params"]["url"], "http://login.example.com/start", "{requests:?}");
+    assert_eq!(sensitive_count(&gateway, tool, "insecure_url", "warned"), 1.0);
+    assert_eq!(sensitive_count(&gateway, tool, "insecure_url", "refused"), 0.0);
     gateway.shutdown().await;
     Ok(())
 }
