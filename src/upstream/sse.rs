@@ -8,6 +8,7 @@
 //! needs them to resume the stream. Line and event sizes are bounded: a hostile or broken upstream
 //! cannot make the gateway buffer without limit.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// Largest line buffer kept between lines.
@@ -29,8 +30,9 @@ pub enum SseError {
 pub struct SseEvent {
     /// The `id` field of this event, if it carried one.
     pub id: Option<String>,
-    /// The `event` field (`None` means the default type, `message`).
-    pub event: Option<String>,
+    /// The `event` field (`None` means the default type, `message`). An explicit `message`,
+    /// which nearly every server writes, is borrowed, not allocated per event.
+    pub event: Option<Cow<'static, str>>,
     /// The joined `data` lines.
     pub data: String,
     /// A reconnection delay the server asked for in this event.
@@ -68,37 +70,55 @@ impl SseParser {
         }
     }
 
-    /// Feeds one chunk and returns the events it completed, in order. Lines are copied a run
-    /// at a time, not byte by byte, and the line buffer keeps its capacity between lines.
-    pub fn feed(&mut self, mut chunk: &[u8]) -> Result<Vec<SseEvent>, SseError> {
+    /// Feeds one chunk and returns the events it completed, in order.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, SseError> {
         let mut out = Vec::new();
+        self.feed_into(chunk, &mut out)?;
+        Ok(out)
+    }
+
+    /// Feeds one chunk and adds the events it completed to `out`, in order; those completed
+    /// before an error are added too. A line whole in the chunk is parsed where it lies: only
+    /// a line split across chunks is copied (a run at a time) into the line buffer, which
+    /// keeps its capacity between lines. This runs on every upstream response.
+    pub fn feed_into(&mut self, mut chunk: &[u8], out: &mut impl Extend<SseEvent>) -> Result<(), SseError> {
         while let Some((&first, rest)) = chunk.split_first() {
             if std::mem::take(&mut self.skip_lf) && first == b'\n' {
                 chunk = rest;
                 continue;
             }
             let Some(end) = memchr::memchr2(b'\r', b'\n', chunk) else {
-                return self.append(chunk).map(|()| out);
+                return self.append(chunk);
             };
-            self.append(&chunk[..end])?;
             self.skip_lf = chunk[end] == b'\r';
-            self.end_line(&mut out)?;
+            if self.line.is_empty() {
+                self.check_line(end)?;
+                self.parse_line(&chunk[..end], out)?;
+            } else {
+                self.append(&chunk[..end])?;
+                self.end_line(out)?;
+            }
             chunk = &chunk[end + 1..];
         }
-        Ok(out)
+        Ok(())
+    }
+
+    fn check_line(&self, len: usize) -> Result<(), SseError> {
+        if len > self.max_line {
+            return Err(SseError::LineTooLong(self.max_line));
+        }
+        Ok(())
     }
 
     fn append(&mut self, bytes: &[u8]) -> Result<(), SseError> {
-        if self.line.len() + bytes.len() > self.max_line {
-            return Err(SseError::LineTooLong(self.max_line));
-        }
+        self.check_line(self.line.len() + bytes.len())?;
         self.line.extend_from_slice(bytes);
         Ok(())
     }
 
-    fn end_line(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    fn end_line(&mut self, out: &mut impl Extend<SseEvent>) -> Result<(), SseError> {
         let mut line = std::mem::take(&mut self.line);
-        let result = self.parse_line(&mut line, out);
+        let result = self.parse_line(&line, out);
         // Keep an ordinary line's buffer for the next line, but not a huge one's: a long-lived
         // GET stream should not pin the largest event it ever saw.
         if line.capacity() <= KEPT_LINE_CAPACITY {
@@ -108,22 +128,22 @@ impl SseParser {
         result
     }
 
-    fn parse_line(&mut self, line: &mut Vec<u8>, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
-        if std::mem::take(&mut self.at_start) && line.starts_with("\u{feff}".as_bytes()) {
-            line.drain(..3);
+    fn parse_line(&mut self, mut line: &[u8], out: &mut impl Extend<SseEvent>) -> Result<(), SseError> {
+        if std::mem::take(&mut self.at_start) {
+            line = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line);
         }
         if line.is_empty() {
             self.dispatch(out);
             return Ok(());
         }
         // Split by bytes (a field name is ASCII), and check as UTF-8 only the value of a field
-        // that is kept: this runs for every line of every upstream response.
+        // that is kept.
         let (name, value) = match memchr::memchr(b':', line) {
             Some(0) => return Ok(()),
             Some(colon) => {
                 (&line[..colon], line[colon + 1..].strip_prefix(b" ").unwrap_or(&line[colon + 1..]))
             }
-            None => (&line[..], &[][..]),
+            None => (line, &[][..]),
         };
         self.field(name, value)
     }
@@ -132,7 +152,8 @@ impl SseParser {
         let text = || std::str::from_utf8(value).map_err(|_| SseError::Utf8);
         match name {
             b"data" => self.push_data(text()?)?,
-            b"event" => self.event.event = Some(text()?.to_owned()),
+            b"event" if value == b"message" => self.event.event = Some(Cow::Borrowed("message")),
+            b"event" => self.event.event = Some(Cow::Owned(text()?.to_owned())),
             // An id containing NUL is ignored (WHATWG), so it never reaches a header.
             b"id" if !value.contains(&0) => self.event.id = Some(text()?.to_owned()),
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
@@ -158,9 +179,9 @@ impl SseParser {
         Ok(())
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+    fn dispatch(&mut self, out: &mut impl Extend<SseEvent>) {
         if std::mem::take(&mut self.has_field) {
-            out.push(std::mem::take(&mut self.event));
+            out.extend(Some(std::mem::take(&mut self.event)));
         }
         self.event = SseEvent::default();
         self.has_data = false;
@@ -239,6 +260,23 @@ mod tests {
         let mut p = SseParser::new(8);
         let long = vec![b'x'; 200];
         assert!(matches!(p.feed(&long), Err(SseError::LineTooLong(_))));
+    }
+
+    #[test]
+    fn events_before_an_error_are_kept_and_split_lines_parse_as_whole_ones() {
+        let stream = b"event: message\ndata: a\n\nevent: other\ndata: b\n\ndata: \xff\n";
+        let mut p = SseParser::new(64);
+        let mut out = Vec::new();
+        assert!(matches!(p.feed_into(stream, &mut out), Err(SseError::Utf8)));
+        let got: Vec<_> = out.iter().map(|e| (e.event.as_deref(), e.data.as_str())).collect();
+        assert_eq!(got, [(Some("message"), "a"), (Some("other"), "b")]);
+        // The same events, fed a byte at a time (every line through the line buffer).
+        let mut p = SseParser::new(64);
+        let mut bytewise = Vec::new();
+        for byte in &stream[..stream.len() - b"data: \xff\n".len()] {
+            p.feed_into(std::slice::from_ref(byte), &mut bytewise).unwrap();
+        }
+        assert_eq!(bytewise, out);
     }
 
     #[test]

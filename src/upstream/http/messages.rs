@@ -140,7 +140,7 @@ impl MessageStream {
         };
         let frame = frame.map_err(|e| UpstreamError::Closed(format!("stream broke: {e}")))?;
         if let Ok(data) = frame.into_data() {
-            self.pending.extend(parser.feed(&data)?);
+            parser.feed_into(&data, &mut self.pending)?;
         }
         Ok(true)
     }

@@ -48,7 +48,7 @@ impl EventReader {
             };
             let frame = frame.map_err(|e| UpstreamError::Closed(format!("event stream broke: {e}")))?;
             if let Ok(data) = frame.into_data() {
-                self.pending.extend(self.parser.feed(&data)?);
+                self.parser.feed_into(&data, &mut self.pending)?;
             }
         }
     }
