@@ -25,7 +25,7 @@ pub use params::check_params;
 /// What the front needs from a request's `_meta`.
 #[derive(Debug, Clone)]
 pub struct RequestMeta {
-    pub protocol_version: String,
+    pub protocol_version: Cow<'static, str>,
     /// The raw `clientCapabilities` object.
     pub capabilities: Value,
     pub progress_token: Option<Value>,
@@ -46,7 +46,11 @@ pub fn request_meta(params: Option<&Value>) -> Result<RequestMeta, FrontError> {
         None => return Err(missing_meta("params._meta")),
     };
     let version = match meta_obj.get(meta::PROTOCOL_VERSION) {
-        Some(Value::String(v)) => v.clone(),
+        // A version the front speaks is borrowed from the list: no copy on every request.
+        Some(Value::String(v)) => match FRONT_SUPPORTED_VERSIONS.iter().find(|s| **s == v.as_str()) {
+            Some(known) => Cow::Borrowed(*known),
+            None => Cow::Owned(v.clone()),
+        },
         Some(_) => {
             return Err(FrontError::InvalidParams(format!(
                 "_meta.{} must be a string",
@@ -70,7 +74,7 @@ pub fn request_meta(params: Option<&Value>) -> Result<RequestMeta, FrontError> {
 
 /// Refuses protocol versions the front does not speak (-32022 with `data.supported`).
 pub fn check_version(meta: &RequestMeta) -> Result<(), FrontError> {
-    if FRONT_SUPPORTED_VERSIONS.contains(&meta.protocol_version.as_str()) {
+    if FRONT_SUPPORTED_VERSIONS.contains(&meta.protocol_version.as_ref()) {
         Ok(())
     } else {
         // Named back to the client in the message and `data.requested`: bounded.
