@@ -227,16 +227,6 @@ impl ParkRegistry {
         }
     }
 
-    /// Calls parked now.
-    pub fn len(&self) -> usize {
-        self.entries.lock().calls.len()
-    }
-
-    /// For clippy's `len_without_is_empty`.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Cancels every parked call upstream and releases its lease (at shutdown).
     pub async fn cancel_all(&self) {
         let entries: Vec<Entry> = {
