@@ -228,5 +228,33 @@ mod tests {
         assert_eq!(m.len(), 0);
         m.record("c", 0, 100_000, None);
         assert_eq!(count(&m, "c", 0), Some(usize::from(u16::MAX)));
+        let longest = "x".repeat(MAX_KEY_BYTES);
+        m.record(&longest, 63, 2, None);
+        assert_eq!(
+            count(&m, &longest, 63),
+            Some(2),
+            "a key of the longest length and the last round are kept"
+        );
+    }
+
+    #[test]
+    fn the_one_forgotten_is_always_the_least_recently_used() {
+        // Every tool but one is used again before a new one comes: whichever that one is, it
+        // alone goes (by use, not by the map's order, which no test could rely on).
+        let tools = ["a", "b", "c", "d", "e", "f", "g", "h"];
+        for stale in tools {
+            let m = GatherMemory::new(tools.len(), &[], 16);
+            for t in tools {
+                m.record(t, 0, 1, None);
+            }
+            for t in tools.iter().filter(|t| **t != stale) {
+                assert_eq!(count(&m, t, 0), Some(1));
+            }
+            m.record("new", 0, 1, None);
+            assert_eq!(m.expected(stale, 0), None, "{stale} was the least recently used");
+            for t in tools.iter().filter(|t| **t != stale) {
+                assert_eq!(count(&m, t, 0), Some(1), "{t} was used since");
+            }
+        }
     }
 }
