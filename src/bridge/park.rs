@@ -288,3 +288,72 @@ pub(super) async fn cancel(parked: Parked, reason: &str) {
 fn gauge(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry() -> ParkRegistry {
+        let metrics = Arc::new(Metrics::new().expect("metrics"));
+        ParkRegistry::new(&ParkConfig::default(), Clock::System, metrics)
+    }
+
+    fn id(n: usize) -> CallId {
+        let mut id = CallId([0; crate::mrtr::park::CALL_ID_LEN]);
+        id.0[..8].copy_from_slice(&(n as u64).to_le_bytes());
+        id
+    }
+
+    #[test]
+    fn answered_ids_are_remembered_up_to_the_bound_oldest_forgotten_first() {
+        let r = registry();
+        for n in 0..crate::defaults::PARK_MEMORY {
+            r.answered(id(n));
+        }
+        // Answered again: still one place, not two.
+        r.answered(id(0));
+        assert!(matches!(r.take(id(0)), Found::Answered));
+        assert!(matches!(r.take(id(crate::defaults::PARK_MEMORY - 1)), Found::Answered));
+        r.answered(id(crate::defaults::PARK_MEMORY));
+        assert!(matches!(r.take(id(0)), Found::Unknown), "the oldest goes when one more comes");
+        assert!(matches!(r.take(id(1)), Found::Answered));
+        assert!(matches!(r.take(id(crate::defaults::PARK_MEMORY)), Found::Answered));
+        assert!(matches!(r.take(id(usize::MAX)), Found::Unknown));
+    }
+
+    #[test]
+    fn each_outcome_is_counted_under_its_own_label() {
+        let r = registry();
+        let outcomes = [
+            ParkOutcome::Parked,
+            ParkOutcome::Resumed,
+            ParkOutcome::TimedOut,
+            ParkOutcome::Full,
+            ParkOutcome::Share,
+            ParkOutcome::Fallback,
+            ParkOutcome::Forwarded,
+            ParkOutcome::Refused,
+            ParkOutcome::Unauthenticated,
+        ];
+        for (n, outcome) in outcomes.iter().enumerate() {
+            for _ in 0..=n {
+                r.count(*outcome);
+            }
+        }
+        for (n, outcome) in outcomes.iter().enumerate() {
+            let counted = r.metrics.park_outcomes.with_label_values(&[outcome.label()]).get();
+            assert_eq!(counted, (n + 1) as u64, "{}", outcome.label());
+        }
+        r.count_unparked(ParkOutcome::Share);
+        assert_eq!(r.metrics.park_outcomes.with_label_values(&["share"]).get(), 6);
+        let share = r.metrics.share_refusals.with_label_values(&[crate::limits::share::PARKED_CALLS]).get();
+        assert_eq!(share, 1, "a share refusal is counted as one too");
+    }
+
+    #[test]
+    fn the_gauge_saturates() {
+        assert_eq!(gauge(0), 0);
+        assert_eq!(gauge(3), 3);
+        assert_eq!(gauge(usize::MAX), i64::MAX);
+    }
+}
