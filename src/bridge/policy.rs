@@ -74,4 +74,18 @@ mod tests {
         assert!(p.parks("flaky"), "diverged on this replica");
         assert!(!p.parks("never"), "an explicit replay override stays replay");
     }
+
+    #[test]
+    fn the_diverged_tools_remembered_are_bounded() {
+        let p = policy(MrtrMode::Auto);
+        for n in 0..MAX_DIVERGENCE_TOOLS {
+            p.diverged(&format!("tool-{n}"));
+        }
+        let last = format!("tool-{}", MAX_DIVERGENCE_TOOLS - 1);
+        assert!(p.parks("tool-0") && p.parks(&last), "up to the bound, each is remembered");
+        p.diverged("one-more");
+        assert!(!p.parks("one-more"), "past the bound, a new tool is not");
+        p.diverged("tool-0");
+        assert!(p.parks("tool-0"));
+    }
 }
