@@ -107,7 +107,7 @@ async fn a_principal_at_its_share_of_parked_calls_is_replayed_and_another_is_par
     let bob = h.client.with_bearer(&token("bob", "")?);
     let outcome =
         |label: &str| h.metric(&format!(r#"mrtr_gateway_park_outcomes_total{{outcome="{label}"}}"#));
-    let (_q1, _s1) = order(&alice).send().await?.input_required()?;
+    let (q1, s1) = order(&alice).send().await?.input_required()?;
     assert_eq!(outcome("parked"), 1.0);
     // Alice's second call is not parked: its round is replayed, and she still gets her question.
     let (q2, s2) = order(&alice).send().await?.input_required()?;
@@ -120,5 +120,11 @@ async fn a_principal_at_its_share_of_parked_calls_is_replayed_and_another_is_par
     // Alice's replayed call completes by replay.
     let done = order(&alice).state(&s2).responses(answer_all(&q2)).send().await?;
     assert!(done.text()?.contains("placed"), "{}", done.text()?);
+    // Her parked call, answered, gives her place back: her next call parks again.
+    let done = order(&alice).state(&s1).responses(answer_all(&q1)).send().await?;
+    assert!(done.text()?.contains("placed"), "{}", done.text()?);
+    assert_eq!(outcome("resumed"), 1.0);
+    order(&alice).send().await?.input_required()?;
+    assert_eq!((outcome("parked"), outcome("share")), (3.0, 1.0));
     h.stop().await
 }
