@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::everything;
 use crate::common::answers::{MODEL, NAME, ROOT, SUMMARY};
-use crate::common::{answer_all, eventually, Harness, Setup, TestResult};
+use crate::common::{answer_all, bounded, eventually, Harness, HarnessError, Setup, TestResult};
 
 #[tokio::test]
 async fn sampling_round_trip() -> TestResult {
@@ -92,4 +92,40 @@ async fn a_new_session_is_used_only_once_its_get_stream_is_answered() -> TestRes
     gateway.shutdown().await;
     demo.shutdown().await?;
     Ok(())
+}
+
+#[tokio::test]
+async fn a_parked_call_asks_again_what_its_retry_left_unanswered_and_gathers_it_into_one_round() -> TestResult
+{
+    // The retry answers one of the three questions: the parked call takes that answer, asks
+    // the other two again, and gathers them into one round. The configured count stands for
+    // that round too, so it ends on its window (3 s) with the two; a round that did not gather
+    // would wait out its timeout (15 s) and fail the call instead.
+    let h = Setup::new()
+        .set("mrtr", "mode = \"park\"")
+        .set("mrtr", "gather_window_ms = 3000")
+        .set("mrtr", "gather_expect = { ask_three = 3 }")
+        .set("mrtr", "round_timeout_ms = 15000")
+        .start()
+        .await?;
+    let call = || h.client.call_tool("ask_three", json!({})).caps(everything());
+    let (requests, state) = call().send().await?.input_required()?;
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    let all = answer_all(&requests);
+    let (key, answer) = requests
+        .iter()
+        .find(|(_, q)| q["method"] == "elicitation/create")
+        .map(|(k, _)| (k.clone(), all[k].clone()))
+        .ok_or_else(|| HarnessError::Unexpected("no elicitation among the questions".into()))?;
+    let partial =
+        bounded("the partly answered retry", call().state(&state).responses(json!({ key: answer })).send())
+            .await??;
+    let (again, state) = partial.input_required()?;
+    let mut methods: Vec<&str> = again.values().filter_map(|q| q["method"].as_str()).collect();
+    methods.sort_unstable();
+    assert_eq!(methods, ["roots/list", "sampling/createMessage"]);
+    let done = call().state(&state).responses(answer_all(&again)).send().await?;
+    assert_eq!(done.text()?, format!("Name: {NAME}; Summary: {SUMMARY} (model {MODEL}); Roots: {ROOT}"));
+    assert_eq!(h.demo.stats.tool_calls("ask_three"), 1, "the call was parked and continued, never replayed");
+    h.stop().await
 }
