@@ -27,7 +27,17 @@ async fn sampling_round_trip() -> TestResult {
 
 #[tokio::test]
 async fn roots_asked_on_the_get_stream_become_input_requests() -> TestResult {
-    let h = Harness::start().await?;
+    roots_round_trip(Setup::new()).await
+}
+
+#[tokio::test]
+async fn a_parked_call_that_learned_the_roots_retires_its_session_too() -> TestResult {
+    // Parked, the call's session is the one the answer reaches: it learned the roots as well.
+    roots_round_trip(Setup::new().set("mrtr", "mode = \"park\"")).await
+}
+
+async fn roots_round_trip(setup: Setup) -> TestResult {
+    let h = setup.start().await?;
     let call = || h.client.call_tool("list_roots", json!({})).caps(json!({"roots": {}}));
     let (requests, state) = call().send().await?.input_required()?;
     let question = requests.values().next().cloned().unwrap_or_default();
