@@ -47,7 +47,7 @@ fn validate(map: &HeaderMap, method: &str, kind: FrontMethod, params: Option<&Va
     };
     match run() {
         Ok(m) => Decision::Accepted {
-            version: m.protocol_version,
+            version: m.protocol_version.into_owned(),
             capabilities: m.capabilities,
             progress: m.progress_token,
         },
@@ -186,7 +186,7 @@ fuzz_target!(|data: &[u8]| {
         fixed = with(&fixed, &headers::NAME, Some(sentinel(name)));
     }
     let outcome = validate(&fixed, &method, kind, params);
-    let supported = FRONT_SUPPORTED_VERSIONS.contains(&meta.protocol_version.as_str());
+    let supported = FRONT_SUPPORTED_VERSIONS.contains(&meta.protocol_version.as_ref());
     match refused_label(&outcome) {
         None => assert!(supported),
         Some("unsupported_version") => assert!(!supported),
