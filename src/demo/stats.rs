@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use super::catalog::Tool;
+use crate::protocol::quote::truncate;
 
 /// The most of a cancellation's reason kept.
 const REASON_BYTES: usize = 256;
@@ -191,11 +192,7 @@ impl DemoStats {
 
     pub(crate) fn record_cancellation(&self, stopped: bool, reason: &str) {
         bump(&self.cancellations);
-        let mut end = reason.len().min(REASON_BYTES);
-        while !reason.is_char_boundary(end) {
-            end -= 1;
-        }
-        reason[..end].clone_into(&mut self.cancel_reason.lock());
+        truncate(reason, REASON_BYTES).clone_into(&mut self.cancel_reason.lock());
         if stopped {
             bump(&self.calls_stopped);
         }

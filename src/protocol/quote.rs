@@ -1,6 +1,7 @@
 //! How a client's or a server's text is quoted in a message the gateway writes: escaped and
 //! bounded, so that no value is echoed or logged unbounded or able to forge a line. Every layer
-//! that names a tool, a method or a header value in an error uses this one function.
+//! that names a tool, a method or a header value in an error uses this one function; a value
+//! kept or recorded as it is (a span attribute, a reason) is bounded by [`truncate`].
 
 /// Characters of a client-sent value (a header, a name) quoted in an error message or a log
 /// line; a longer one is cut, with an ellipsis (not configurable).
@@ -24,4 +25,16 @@ pub fn quoted(text: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// At most `max` bytes of `s`, cut at a character boundary.
+pub fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }

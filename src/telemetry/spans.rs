@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use super::carrier::{Headers, Meta, Written};
 use super::Tracing;
+use crate::protocol::quote::truncate;
 use crate::protocol::RequestId;
 
 /// Attribute keys (MCP and JSON-RPC semantic conventions, and the gateway's own).
@@ -404,18 +405,6 @@ pub fn request_id(id: &RequestId) -> String {
         RequestId::Number(n) => n.to_string(),
         RequestId::String(s) => truncate(s, MAX_NAME).to_owned(),
     }
-}
-
-/// At most `max` bytes of `s`, cut at a character boundary.
-fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 #[cfg(test)]
