@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use mrtr_gateway::app::Gateway;
 use serde_json::{json, Map, Value};
 
 use super::schema::{entry, report};
@@ -27,11 +28,12 @@ fn question(requests: &Map<String, Value>) -> Value {
     requests.values().next().cloned().unwrap_or_default()
 }
 
-fn sensitive_count(gw: &StdioGateway, tool: &str, reason: &str, action: &str) -> f64 {
+/// Questions of `tool` counted for `reason` with `action` (`warned`, `refused`).
+pub(super) fn sensitive_count(gateway: &Gateway, tool: &str, reason: &str, action: &str) -> f64 {
     let series = format!(
         r#"mrtr_gateway_sensitive_questions_total{{action="{action}",reason="{reason}",tool="{tool}"}}"#
     );
-    metric(&gw.gateway, &series)
+    metric(gateway, &series)
 }
 
 #[tokio::test]
@@ -63,10 +65,10 @@ async fn under_warn_secrets_are_relayed_counted_and_marked() -> TestResult {
     assert_eq!(entry(&report, "open_http")["sensitive"], json!({"insecure_url": 1}));
     assert_eq!(entry(&report, "open_script")["sensitive"], json!({"script_url": 1}));
     assert_eq!(entry(&report, "tokenizer")["sensitive"], json!({}));
-    assert_eq!(sensitive_count(&gw, "login_password", "password_format", "warned"), 1.0);
-    assert_eq!(sensitive_count(&gw, "pay", "payment_field", "warned"), 1.0);
-    assert_eq!(sensitive_count(&gw, "open_http", "insecure_url", "warned"), 1.0);
-    assert_eq!(sensitive_count(&gw, "open_script", "script_url", "refused"), 1.0);
+    assert_eq!(sensitive_count(&gw.gateway, "login_password", "password_format", "warned"), 1.0);
+    assert_eq!(sensitive_count(&gw.gateway, "pay", "payment_field", "warned"), 1.0);
+    assert_eq!(sensitive_count(&gw.gateway, "open_http", "insecure_url", "warned"), 1.0);
+    assert_eq!(sensitive_count(&gw.gateway, "open_script", "script_url", "refused"), 1.0);
     gw.stop().await
 }
 
@@ -89,7 +91,7 @@ async fn under_refuse_secrets_are_declined_upstream_and_the_client_told_why() ->
         let text = reply.text()?;
         assert!(text.contains(&format!("\"{tool}\"")) && text.contains(reason), "{text}");
         assert!(text.contains("declined"), "{text}");
-        assert_eq!(sensitive_count(&gw, tool, reason, "refused"), 1.0, "{tool}");
+        assert_eq!(sensitive_count(&gw.gateway, tool, reason, "refused"), 1.0, "{tool}");
         let declined = format!("answer {tool} decline");
         eventually("the upstream to log the decline", || upstream_log(&log).contains(&declined)).await?;
     }
@@ -97,7 +99,7 @@ async fn under_refuse_secrets_are_declined_upstream_and_the_client_told_why() ->
     call(&gw, "tokenizer").await?.input_required()?;
     let report = report(&gw).await?;
     assert_eq!(entry(&report, "pay")["sensitive"], json!({"payment_field": 1}));
-    assert_eq!(sensitive_count(&gw, "pay", "payment_field", "warned"), 0.0);
+    assert_eq!(sensitive_count(&gw.gateway, "pay", "payment_field", "warned"), 0.0);
     gw.stop().await
 }
 
@@ -111,14 +113,14 @@ async fn park_mode_applies_the_same_policy() -> TestResult {
     let done = retry.responses(answer_all(&requests)).send().await?;
     assert!(done.text()?.starts_with("answer: accept"), "{:?}", done.body);
     assert_eq!(metric(&gw.gateway, r#"mrtr_gateway_park_outcomes_total{outcome="resumed"}"#), 1.0);
-    assert_eq!(sensitive_count(&gw, "pay", "payment_field", "warned"), 1.0);
+    assert_eq!(sensitive_count(&gw.gateway, "pay", "payment_field", "warned"), 1.0);
     gw.stop().await?;
 
     let refuse = "[elicitation]\nsensitive = \"refuse\"";
     let gw = StdioGateway::start_with(&["--schema"], &[], &park, refuse).await?;
     let reply = call(&gw, "pay").await?;
     assert_eq!(reply.result()?["isError"], true, "{:?}", reply.body);
-    assert_eq!(sensitive_count(&gw, "pay", "payment_field", "refused"), 1.0);
+    assert_eq!(sensitive_count(&gw.gateway, "pay", "payment_field", "refused"), 1.0);
     assert_eq!(metric(&gw.gateway, r#"mrtr_gateway_park_outcomes_total{outcome="parked"}"#), 0.0);
     gw.stop().await
 }
@@ -131,7 +133,7 @@ async fn a_refused_question_of_a_prompt_is_a_json_rpc_error_naming_it() -> TestR
     let reply = gw.client.get_prompt("secret_prompt", json!({})).caps(with_url()).send().await?;
     let message = reply.expect_error(http::StatusCode::OK, -32603)?;
     assert!(message.contains("\"secret_prompt\"") && message.contains("credential_field"), "{message}");
-    assert_eq!(sensitive_count(&gw, "secret_prompt", "credential_field", "refused"), 1.0);
+    assert_eq!(sensitive_count(&gw.gateway, "secret_prompt", "credential_field", "refused"), 1.0);
     let requests =
         metric(&gw.gateway, r#"mrtr_gateway_requests_total{method="prompts/get",outcome="refused"}"#);
     assert_eq!(requests, 1.0);

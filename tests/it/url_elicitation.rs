@@ -10,9 +10,7 @@ use http::StatusCode;
 use serde_json::{json, Map, Value};
 
 use super::chatty_upstream::{Chatty, UPSTREAM_WORDS};
-use mrtr_gateway::app::Gateway;
-
-use crate::common::harness::metric;
+use super::sensitive_forms::sensitive_count;
 use crate::common::{Client, Setup, TestResult};
 
 fn url_client() -> Value {
@@ -122,13 +120,6 @@ async fn a_url_required_error_that_lists_nothing_gets_a_fixed_message() -> TestR
     assert!(!reply.body.to_string().contains(UPSTREAM_WORDS));
     gateway.shutdown().await;
     Ok(())
-}
-
-fn sensitive_count(gateway: &Gateway, tool: &str, reason: &str, action: &str) -> f64 {
-    let series = format!(
-        r#"mrtr_gateway_sensitive_questions_total{{action="{action}",reason="{reason}",tool="{tool}"}}"#
-    );
-    metric(gateway, &series)
 }
 
 #[tokio::test]
