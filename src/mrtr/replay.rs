@@ -2,7 +2,8 @@
 //!
 //! On each round the gateway runs the legacy call again from the start. A [`Replay`] cursor
 //! sees every question the server pushes, in order. The k-th occurrence of a question digest
-//! gets the answer recorded for that same occurrence; anything else is asked: under the key it
+//! gets the answer recorded for that same occurrence (a roots question takes the client's latest
+//! roots, however often it is asked: they are the client's state); anything else is asked: under the key it
 //! had last round if it was already pending there (clients answer by key), else under the
 //! server's key hint, else under a freshly minted key. When answers go unused while a question
 //! never seen before is asked, the legacy tool is not deterministic; the outcome says so, for
@@ -255,8 +256,18 @@ impl Replay {
     }
 
     /// Where the answer to this occurrence of `digest` sits in the journal, if it has one.
+    ///
+    /// The client's roots are its state, not an answer to one asking: an occurrence of a roots
+    /// question the journal has no answer for takes the latest roots answer to the same
+    /// question, as the client would have given the same list again. A legacy server may list
+    /// the roots twice in one run (a timer after `initialize` racing the tool that needs them);
+    /// without this, the second listing would cost the client another round.
     fn recorded_index(&self, digest: Digest, occurrence: u32) -> Option<usize> {
-        self.journal.answered.iter().position(|a| a.digest == digest && a.occurrence == occurrence)
+        let answered = &self.journal.answered;
+        answered
+            .iter()
+            .position(|a| a.digest == digest && a.occurrence == occurrence)
+            .or_else(|| answered.iter().rposition(|a| a.digest == digest && a.kind == InputKind::Roots))
     }
 
     fn mark_used(&mut self, index: usize) {

@@ -96,6 +96,24 @@ fn identical_questions_get_their_answers_in_order() {
 }
 
 #[test]
+fn the_roots_answer_every_listing_of_them_in_a_run() {
+    let roots = |replay: &mut Replay| replay.decide("roots/list", None).unwrap();
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
+    let Decision::Ask { key } = roots(&mut replay) else { panic!("the roots were answered unasked") };
+    let name = ask(&mut replay, &question("Name?"));
+    let listed = json!({"roots": [{"uri": "file:///work"}]});
+    let mut replay = next_round(replay.finish(), json!({ key: listed, name: accept("Alice") }));
+    for listing in 0..3 {
+        let Decision::Answer(raw) = roots(&mut replay) else { panic!("listing {listing} was asked") };
+        assert_eq!(serde_json::from_str::<Value>(raw.get()).unwrap(), listed);
+    }
+    // An elicitation stays one answer per asking, with the roots answered beside it.
+    assert_eq!(answer(&mut replay, &question("Name?")), accept("Alice"));
+    assert_eq!(ask(&mut replay, &question("Name?")), "elicitation-3");
+    assert!(!replay.finish().diverged);
+}
+
+#[test]
 fn a_changed_question_is_asked_again_never_answered() {
     let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
     let key = ask(&mut replay, &question("Name?"));
