@@ -315,10 +315,10 @@ impl<'a> Run<'a> {
                 self.tainted |= method == methods::ROOTS_LIST;
                 respond(session, &id, Ok(raw_value(&raw))).await;
             }
-            Ok(Decision::Ask { .. }) => {
+            Ok(Decision::Ask { key }) => {
                 self.asked(&checked);
                 if self.bridge.parks.is_some() {
-                    if let Some(pending) = replay.last_asked() {
+                    if let Some(pending) = replay.asked_under(&key) {
                         let (pending, method) = (pending.clone(), method.to_owned());
                         self.waiting.push(OpenQuestion {
                             id: id.clone(),

@@ -174,6 +174,9 @@ impl Replay {
         digest: Digest,
         occurrence: u32,
     ) -> Result<String, ReplayError> {
+        if let Some(listed) = self.roots_asked(method, digest) {
+            return Ok(listed.key.clone());
+        }
         if self.asked.len() >= self.max_questions {
             return Err(ReplayError::TooManyQuestions { limit: self.max_questions });
         }
@@ -182,6 +185,15 @@ impl Replay {
         self.requests.insert(key.clone(), request);
         self.asked.push(Pending { key: key.clone(), digest, occurrence, kind });
         Ok(key)
+    }
+
+    /// The roots question of this round that a new listing of the roots joins: one answer
+    /// serves both (see [`Self::recorded_index`]), so the client is asked once.
+    fn roots_asked(&self, method: &str, digest: Digest) -> Option<&Pending> {
+        if InputKind::from_method(method) != Some(InputKind::Roots) {
+            return None;
+        }
+        self.asked.iter().find(|p| p.digest == digest && p.kind == InputKind::Roots)
     }
 
     /// Number of questions asked so far in this round.
@@ -216,9 +228,9 @@ impl Replay {
         self.new_question = false;
     }
 
-    /// The question the last [`Decision::Ask`] put to the client.
-    pub fn last_asked(&self) -> Option<&Pending> {
-        self.asked.last()
+    /// The question of this round asked under `key` (what a [`Decision::Ask`] named).
+    pub fn asked_under(&self, key: &str) -> Option<&Pending> {
+        self.asked.iter().find(|p| p.key == key)
     }
 
     /// Decides again on a question a parked call is still waiting on: answered from the

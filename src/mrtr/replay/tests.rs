@@ -114,6 +114,27 @@ fn the_roots_answer_every_listing_of_them_in_a_run() {
 }
 
 #[test]
+fn the_roots_listed_twice_in_a_round_are_asked_once() {
+    let mut replay = Replay::new(Journal::new(), 2);
+    let roots = |replay: &mut Replay| match replay.decide("roots/list", None).unwrap() {
+        Decision::Ask { key } => key,
+        Decision::Answer(raw) => panic!("the roots were answered unasked: {}", raw.get()),
+    };
+    let key = roots(&mut replay);
+    let name = ask(&mut replay, &question("Name?"));
+    // Joins the first listing: no new key, no new request, and not counted against the cap.
+    assert_eq!(roots(&mut replay), key);
+    assert_eq!(replay.asked(), 2);
+    assert_eq!(replay.asked_under(&key).unwrap().occurrence, 0);
+    let outcome = replay.finish();
+    assert_eq!(outcome.input_requests.len(), 2);
+    assert!(outcome.input_requests.contains_key(&key) && outcome.input_requests.contains_key(&name));
+    // Two elicitations alike stay two questions.
+    let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
+    assert_ne!(ask(&mut replay, &question("Name?")), ask(&mut replay, &question("Name?")));
+}
+
+#[test]
 fn a_changed_question_is_asked_again_never_answered() {
     let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
     let key = ask(&mut replay, &question("Name?"));
@@ -282,8 +303,9 @@ fn a_parked_run_resumes_where_it_stood() {
     let (first, second) = (question("Name?"), question("Again?"));
     let k1 = ask(&mut replay, &first);
     let k2 = ask(&mut replay, &second);
-    let pending = replay.last_asked().cloned().unwrap();
-    assert_eq!(pending.key, k2);
+    let pending = replay.asked_under(&k2).cloned().unwrap();
+    assert_eq!((pending.key.as_str(), pending.occurrence), (k2.as_str(), 0));
+    assert_eq!(replay.asked_under(&k1).unwrap().key, k1);
     let outcome = replay.end_round();
     assert_eq!(outcome.input_requests.len(), 2);
     assert_eq!(outcome.journal.pending.len(), 2, "the sealed journal still allows a replay");
