@@ -115,7 +115,7 @@ fn the_roots_answer_every_listing_of_them_in_a_run() {
 
 #[test]
 fn the_roots_listed_twice_in_a_round_are_asked_once() {
-    let mut replay = Replay::new(Journal::new(), 2);
+    let mut replay = Replay::new(Journal::new(), 3);
     let roots = |replay: &mut Replay| match replay.decide("roots/list", None).unwrap() {
         Decision::Ask { key } => key,
         Decision::Answer(raw) => panic!("the roots were answered unasked: {}", raw.get()),
@@ -126,8 +126,14 @@ fn the_roots_listed_twice_in_a_round_are_asked_once() {
     assert_eq!(roots(&mut replay), key);
     assert_eq!(replay.asked(), 2);
     assert_eq!(replay.asked_under(&key).unwrap().occurrence, 0);
+    // A listing with other params is another question, as any changed question is.
+    let other = json!({"scope": "other"});
+    let Decision::Ask { key: third } = replay.decide("roots/list", Some(&other)).unwrap() else {
+        panic!("other roots were answered unasked")
+    };
+    assert_ne!(third, key);
     let outcome = replay.finish();
-    assert_eq!(outcome.input_requests.len(), 2);
+    assert_eq!(outcome.input_requests.len(), 3);
     assert!(outcome.input_requests.contains_key(&key) && outcome.input_requests.contains_key(&name));
     // Two elicitations alike stay two questions.
     let mut replay = Replay::new(Journal::new(), defaults::MAX_QUESTIONS_PER_ROUND);
