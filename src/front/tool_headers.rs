@@ -20,6 +20,8 @@
 mod annotation;
 
 use std::collections::{HashMap, HashSet};
+
+use foldhash::fast::RandomState as FoldHash;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -96,7 +98,9 @@ pub struct ToolHeaders {
 /// Every key's tools, and how many entries they are in all.
 #[derive(Default)]
 struct Tools {
-    by_key: HashMap<PoolKey, HashMap<Box<str>, Entry>>,
+    /// foldhash (seeded per process) on the call's path: the keys are the gateway's pool keys
+    /// and the upstream's tool names, bounded by `max_tools`.
+    by_key: HashMap<PoolKey, HashMap<Box<str>, Entry, FoldHash>, FoldHash>,
     len: usize,
 }
 

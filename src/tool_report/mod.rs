@@ -124,7 +124,9 @@ pub struct ToolReport {
 
 #[derive(Debug, Default)]
 struct Table {
-    tools: HashMap<Box<str>, Entry>,
+    /// foldhash, seeded per process: every call looks its tool up here; the upstream's tool
+    /// names are the keys, bounded by the report's size.
+    tools: HashMap<Box<str>, Entry, foldhash::fast::RandomState>,
     other: Option<Entry>,
     /// The schema checks' counts of prompt and resource lists, by [`crate::schema::ListKind::index`].
     lists: [findings::SchemaCounts; crate::schema::ListKind::ALL.len()],

@@ -43,7 +43,9 @@ struct Slot {
 /// The in-flight calls of one session.
 #[derive(Default)]
 pub(crate) struct Router {
-    calls: HashMap<i64, Slot>,
+    /// By upstream request id, which the gateway mints: foldhash, not SipHash, as nothing
+    /// here needs a keyed hash against chosen collisions.
+    calls: HashMap<i64, Slot, foldhash::fast::RandomState>,
     attached: Option<i64>,
     /// The configured `roots/list` result, answered when no call can be asked.
     roots: Option<Arc<Value>>,
