@@ -2,6 +2,7 @@
 //! they are listed outermost first, the order a request meets them. A connection and a request
 //! clone the stack, which clones `Arc`s: no layer is boxed or built per request.
 
+mod echo_id;
 mod recover;
 mod shed;
 mod size;
@@ -20,7 +21,7 @@ use http_body::Body;
 use http_body_util::Limited;
 use tower::timeout::TimeoutLayer;
 use tower::{BoxError, Service, ServiceBuilder};
-use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::request_id::SetRequestIdLayer;
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::Level;
@@ -113,7 +114,7 @@ where
                 .on_failure(DefaultOnFailure::new().level(Level::DEBUG)),
         )
         // The id goes back on every response, a shed or timed-out one included.
-        .layer(PropagateRequestIdLayer::new(span::X_REQUEST_ID))
+        .layer(echo_id::EchoIdLayer::new(span::X_REQUEST_ID))
         // Layers below fail with errors; the client gets each as a counted JSON-RPC error.
         .layer(recover::RecoverLayer::new(metrics))
         // Past the limit a request is refused at once (503), not queued; the permit rides in
