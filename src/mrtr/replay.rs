@@ -2,10 +2,10 @@
 //!
 //! On each round the gateway runs the legacy call again from the start. A [`Replay`] cursor
 //! sees every question the server pushes, in order. The k-th occurrence of a question digest
-//! gets the answer recorded for that same occurrence (a roots question takes the client's latest
-//! roots, however often it is asked: they are the client's state); anything else is asked: under the key it
-//! had last round if it was already pending there (clients answer by key), else under the
-//! server's key hint, else under a freshly minted key. When answers go unused while a question
+//! gets the answer recorded for that same occurrence (a roots question takes the client's
+//! latest roots, however often it is asked: they are the client's state); anything else is
+//! asked: under the key it had last round if it was already pending there (clients answer by
+//! key), else under the server's key hint, else under a freshly minted key. When answers go unused while a question
 //! never seen before is asked, the legacy tool is not deterministic; the outcome says so, for
 //! the logs and metrics.
 //!
