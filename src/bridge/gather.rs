@@ -93,6 +93,20 @@ mod tests {
     }
 
     #[test]
+    fn the_count_waited_for_is_given_back_to_lower_the_memory() {
+        let memory = super::super::memory::GatherMemory::new(8, &[], 1_000);
+        memory.record("tools/call t", 0, 3, None);
+        let t0 = Instant::now();
+        let expected = memory.expected("tools/call t", 0);
+        let g = Gathering::start(t0, WINDOW, expected);
+        assert_eq!(g.expected(), Some(3));
+        assert_eq!(Gathering::start(t0, WINDOW, None).expected(), None);
+        // The tool asked one question in the whole window: what it waited for lowers the memory.
+        memory.record("tools/call t", 0, 1, g.expected());
+        assert_eq!(memory.expected("tools/call t", 0).map(|e| e.count), Some(1));
+    }
+
+    #[test]
     fn a_recheck_waits_for_the_count_then_the_idle_gap_applies() {
         let t0 = Instant::now();
         let mut g = Gathering::start(t0, WINDOW, Some(Expected { count: 3, recheck: true }));
