@@ -107,6 +107,9 @@ async fn total_timeout_ms_ends_a_call_the_upstream_never_answers() -> TestResult
     assert_eq!(message, "upstream server timed out");
     let stats = h.demo.stats.clone();
     eventually("the hung call to be cancelled upstream", || stats.calls_stopped() >= 1).await?;
+    // The upstream is told which bound ended its call: the total one, not the round's silence.
+    let reason = stats.last_cancel_reason();
+    assert!(reason.contains("the request took longer than 500ms"), "{reason}");
     let series = r#"mrtr_gateway_requests_total{method="tools/call",outcome="upstream_timeout"}"#;
     assert_eq!(h.metric(series), 1.0);
     h.stop().await
