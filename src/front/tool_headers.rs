@@ -20,13 +20,12 @@
 mod annotation;
 
 use std::collections::{HashMap, HashSet};
-
-use foldhash::fast::RandomState as FoldHash;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use foldhash::fast::RandomState as FoldHash;
 use http::HeaderMap;
 use parking_lot::RwLock;
 use serde::Deserialize;
