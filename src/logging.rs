@@ -61,3 +61,6 @@ pub fn fingerprint(id: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     Sha256::digest(id)[..4].iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+pub(crate) mod captured;

@@ -1,33 +1,15 @@
 //! The boundary records what the client is not told: the upstream failure's kind on its
 //! counter, its full detail on the request's log line.
 
-use std::io::Write;
-use std::sync::Arc;
-
 use http::StatusCode;
 use http_body_util::BodyExt;
-use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::*;
+use crate::logging::captured::logged;
 use crate::upstream::UpstreamError;
 
 const BODY: &[u8] = b"Traceback secret: File \"app.py\", line 7, password=hunter2";
-
-/// A log sink shared with the test.
-#[derive(Clone, Default)]
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 async fn body_json(outcome: Outcome) -> Value {
     let bytes = outcome.response.into_body().collect().await.map(|c| c.to_bytes());
@@ -61,16 +43,10 @@ async fn an_upstream_500_body_never_reaches_the_client() {
 #[test]
 fn the_boundary_counts_the_upstream_kind_and_logs_the_detail_once() {
     let metrics = Metrics::new().unwrap_or_else(|e| panic!("{e}"));
-    let sink = Sink::default();
-    let writer = sink.clone();
-    let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || writer.clone()).finish();
     let outcome = Outcome::error(Some(&RequestId::Number(1)), &http_500());
-    tracing::subscriber::with_default(subscriber, || {
-        outcome.record(&metrics, "tools/call", Instant::now());
-    });
+    let ((), log) = logged(tracing::Level::INFO, || outcome.record(&metrics, "tools/call", Instant::now()));
     assert_eq!(metrics.upstream_errors.with_label_values(&["http_status"]).get(), 1);
     assert_eq!(metrics.requests.with_label_values(&["tools/call", "upstream_unavailable"]).get(), 1);
-    let log = String::from_utf8(sink.0.lock().clone()).unwrap_or_default();
     assert_eq!(log.lines().count(), 1, "{log}");
     assert!(log.contains("WARN") && log.contains("Traceback secret"), "{log}");
 }

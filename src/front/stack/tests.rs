@@ -1,7 +1,6 @@
 //! The stack driven with `oneshot`, without sockets, around stub handlers.
 
 use std::convert::Infallible;
-use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,14 +16,10 @@ use super::{layered, stack, Limits};
 use crate::app::{front_state, upstream_settings};
 use crate::body::FrontBody;
 use crate::config::Config;
+use crate::logging::captured::capture;
 use crate::metrics::Metrics;
 
 type Req = Request<Limited<Full<Bytes>>>;
-
-/// Held by every test here. The stack's tracing callsites are shared, and one registered on
-/// another thread while the log test installs its subscriber could keep a stale "disabled"
-/// interest and hide the very lines that test reads.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn limits(max_in_flight: usize) -> Limits {
     Limits { max_in_flight, max_body_bytes: 64, request_timeout: Duration::from_secs(5) }
@@ -55,7 +50,6 @@ fn counted(metrics: &Metrics, outcome: &str) -> u64 {
 
 #[tokio::test]
 async fn a_request_past_the_limit_is_shed_with_503() {
-    let _serial = SERIAL.lock().await;
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let (entered, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let (e, r) = (entered.clone(), release.clone());
@@ -80,7 +74,6 @@ async fn a_request_past_the_limit_is_shed_with_503() {
 
 #[tokio::test]
 async fn a_streamed_response_holds_its_permit_until_its_body_ends() {
-    let _serial = SERIAL.lock().await;
     let streams = Arc::new(Mutex::new(Vec::new()));
     let senders = streams.clone();
     let inner = service_fn(move |_: Req| {
@@ -105,7 +98,6 @@ async fn a_streamed_response_holds_its_permit_until_its_body_ends() {
 
 #[tokio::test]
 async fn a_dropped_stream_releases_its_permit() {
-    let _serial = SERIAL.lock().await;
     let inner = service_fn(|_: Req| async {
         let (_tx, rx) = mpsc::channel::<Bytes>(1);
         // The sender stays alive in a task that never ends, as a pump would while running.
@@ -124,7 +116,6 @@ async fn a_dropped_stream_releases_its_permit() {
 
 #[tokio::test]
 async fn the_request_id_is_made_or_kept_and_echoed() {
-    let _serial = SERIAL.lock().await;
     let inner = service_fn(|req: Req| async move {
         let seen = req.headers()["x-request-id"].to_str().unwrap_or_default().to_owned();
         ok(FrontBody::full(seen))
@@ -144,7 +135,6 @@ async fn the_request_id_is_made_or_kept_and_echoed() {
 
 #[tokio::test]
 async fn a_declared_body_over_the_limit_is_refused_before_the_handler() {
-    let _serial = SERIAL.lock().await;
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let inner = service_fn(|_: Req| async { panic!("the handler must not run") });
     let svc = layered(inner, limits(4), metrics.clone());
@@ -161,7 +151,6 @@ async fn a_declared_body_over_the_limit_is_refused_before_the_handler() {
 
 #[tokio::test]
 async fn an_undeclared_body_is_limited_as_it_is_read() {
-    let _serial = SERIAL.lock().await;
     let inner = service_fn(|req: Req| async move {
         let err = req.into_body().collect().await.expect_err("over the limit");
         assert!(err.downcast_ref::<http_body_util::LengthLimitError>().is_some());
@@ -174,7 +163,6 @@ async fn an_undeclared_body_is_limited_as_it_is_read() {
 
 #[tokio::test(start_paused = true)]
 async fn a_handler_that_never_answers_times_out_and_frees_its_permit() {
-    let _serial = SERIAL.lock().await;
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let (tx, rx) = oneshot::channel::<()>();
     let rx = Arc::new(Mutex::new(Some(rx)));
@@ -201,7 +189,6 @@ async fn a_handler_that_never_answers_times_out_and_frees_its_permit() {
 
 #[tokio::test]
 async fn the_real_front_is_served_without_a_socket() {
-    let _serial = SERIAL.lock().await;
     // Nothing listens upstream: these requests are answered before any upstream call.
     let cfg = Config::from_toml("[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\n").expect("config");
     let metrics = Arc::new(Metrics::new().expect("metrics"));
@@ -221,36 +208,8 @@ async fn the_real_front_is_served_without_a_socket() {
     assert_eq!(metrics.requests.with_label_values(&["notification", "accepted"]).get(), 1);
 }
 
-/// A writer that keeps what the subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Captures every log line at `level` and above written while the guard lives, on this thread.
-fn capture(level: tracing::Level) -> (Captured, tracing::subscriber::DefaultGuard) {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    (captured, tracing::subscriber::set_default(subscriber))
-}
-
 #[tokio::test]
 async fn authorization_is_never_logged() {
-    let _serial = SERIAL.lock().await;
     let inner = service_fn(|req: Req| async move {
         // What the span records below the sensitive-headers layer.
         let headers = format!("{:?}", req.headers());
@@ -266,7 +225,7 @@ async fn authorization_is_never_logged() {
     req.headers_mut().insert("x-request-id", "rid-42".parse().expect("value"));
     let r = svc.oneshot(req).await.expect("infallible");
     r.into_body().collect().await.expect("body");
-    let logged = String::from_utf8_lossy(&captured.0.lock()).into_owned();
+    let logged = captured.text();
     assert!(logged.contains("inside the handler"), "{logged}");
     assert!(logged.contains("rid-42"), "the span names the request: {logged}");
     assert!(logged.contains("authorization"), "headers are recorded at debug: {logged}");
@@ -275,7 +234,6 @@ async fn authorization_is_never_logged() {
 
 #[tokio::test]
 async fn a_request_dropped_before_its_response_is_logged_and_counted_as_abandoned() {
-    let _serial = SERIAL.lock().await;
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let entered = Arc::new(Notify::new());
     let e = entered.clone();
@@ -301,7 +259,7 @@ async fn a_request_dropped_before_its_response_is_logged_and_counted_as_abandone
     }
     drop(call);
     assert_eq!(counted(&metrics, "abandoned"), 1);
-    let logged = String::from_utf8_lossy(&captured.0.lock()).into_owned();
+    let logged = captured.text();
     let lines: Vec<&str> = logged.lines().filter(|l| l.contains("outcome=\"abandoned\"")).collect();
     assert_eq!(lines.len(), 1, "{logged}");
     assert!(lines[0].contains("rid-gone") && lines[0].contains("tools/call"), "{logged}");
@@ -309,7 +267,6 @@ async fn a_request_dropped_before_its_response_is_logged_and_counted_as_abandone
 
 #[tokio::test]
 async fn an_answered_request_is_not_counted_as_abandoned() {
-    let _serial = SERIAL.lock().await;
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let svc = layered(service_fn(|_: Req| async { ok(FrontBody::full("{}")) }), limits(4), metrics.clone());
     let r = svc.oneshot(post("{}")).await.expect("infallible");
@@ -341,7 +298,6 @@ async fn id_for(
 /// the form the gateway issues; any other is replaced by one of the gateway's.
 #[tokio::test]
 async fn an_unsafe_client_request_id_is_replaced_by_the_gateways_own() {
-    let _serial = SERIAL.lock().await;
     let inner = service_fn(|req: Req| async move {
         let seen = req.headers()["x-request-id"].to_str().unwrap_or_default().to_owned();
         ok(FrontBody::full(seen))
@@ -379,7 +335,6 @@ fn issued_form(id: &str) -> bool {
 #[tokio::test]
 async fn a_session_id_is_logged_as_a_fingerprint_only() {
     use sha2::{Digest as _, Sha256};
-    let _serial = SERIAL.lock().await;
     let inner = service_fn(|_: Req| async move {
         tracing::info!("inside the handler");
         ok(FrontBody::full("{}"))
@@ -391,7 +346,7 @@ async fn a_session_id_is_logged_as_a_fingerprint_only() {
     req.headers_mut().insert("mcp-session-id", SESSION.parse().expect("value"));
     let r = svc.oneshot(req).await.expect("infallible");
     r.into_body().collect().await.expect("body");
-    let logged = String::from_utf8_lossy(&captured.0.lock()).into_owned();
+    let logged = captured.text();
     assert!(logged.contains("inside the handler") && logged.contains("mcp-session-id"), "{logged}");
     assert!(!logged.contains("sealed-session-id"), "{logged}");
     let digest = Sha256::digest(SESSION.as_bytes());
@@ -404,7 +359,6 @@ async fn a_session_id_is_logged_as_a_fingerprint_only() {
 #[tokio::test]
 async fn refusal_lines_name_the_principal_when_there_is_one() {
     use jsonwebtoken::{encode, EncodingKey, Header};
-    let _serial = SERIAL.lock().await;
     let toml = "[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\n\
                 [auth]\nmode = \"jwt\"\njwt_hs256_secret = \"log-test-secret\"\n\
                 [limits]\nprincipal = { rate_per_sec = 0.001, burst = 1 }\n";
@@ -439,7 +393,7 @@ async fn refusal_lines_name_the_principal_when_there_is_one() {
     assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
     let anonymous = svc.oneshot(request(None)).await.expect("infallible");
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
-    let logged = String::from_utf8_lossy(&captured.0.lock()).into_owned();
+    let logged = captured.text();
     let line = |outcome: &str| {
         let want = format!("outcome=\"{outcome}\"");
         let lines: Vec<&str> = logged.lines().filter(|l| l.contains(&want)).collect();

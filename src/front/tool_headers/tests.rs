@@ -155,34 +155,15 @@ async fn a_list_change_forgets_every_tool_and_allows_a_new_listing() {
     assert!(c.check(&key(), "sql", &HeaderMap::new(), None).is_some());
 }
 
-/// Collects what a test's log lines say.
-#[derive(Clone, Default)]
-struct Lines(Arc<parking_lot::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn an_invalid_tool_is_logged_once_with_its_name_and_reason() {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
     let bad = json!({"name": "bad_tool", "inputSchema": {"type": "object",
         "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}});
-    tracing::subscriber::with_default(subscriber, || {
+    let ((), text) = crate::logging::captured::logged(tracing::Level::INFO, || {
         let c = catalogue();
         c.learn(&key(), &page(json!([bad.clone(), region_tool("good")])));
         c.learn(&key(), &page(json!([bad])));
     });
-    let text = String::from_utf8(lines.0.lock().clone()).unwrap();
     let logged: Vec<&str> = text.lines().collect();
     assert_eq!(logged.len(), 1, "{text}");
     assert!(logged[0].contains("WARN") && logged[0].contains("bad_tool"), "{text}");
