@@ -330,3 +330,6 @@ impl Stream {
         how
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,183 @@
+//! The listen bridge against the embedded demo as its legacy server: the bounds on listeners
+//! and sessions and what each listener gives back when it goes, the one `resources/subscribe`
+//! per URI a hub sends for all its listeners, and the URIs a principal may not read.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::*;
+use crate::auth::Policy;
+use crate::config::RuleConfig;
+use crate::demo::{spawn_loopback, DemoHandle, DemoOptions};
+use crate::upstream::UpstreamSettings;
+
+const COUNTER: &str = "demo://counter";
+
+fn config(max_listeners: usize, max_per_principal: usize, max_sessions: usize) -> SubscriptionsConfig {
+    SubscriptionsConfig {
+        enabled: true,
+        max_listeners,
+        max_per_principal,
+        max_uris: 4,
+        share_with_calls: false,
+        max_sessions,
+    }
+}
+
+fn bridge(url: &str, cfg: SubscriptionsConfig) -> Subscriptions {
+    let pool = Pool::new(UpstreamSettings::new(url.parse().unwrap())).unwrap();
+    Subscriptions::new(Arc::new(pool), cfg, ListenMetrics::detached().unwrap())
+}
+
+fn key(principal: &str) -> PoolKey {
+    (Arc::from(principal), 0)
+}
+
+/// Waits (bounded) until `done` holds.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{what}: not within 5 s");
+}
+
+async fn within<T>(f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(5), f).await.expect("within 5 s")
+}
+
+#[tokio::test]
+async fn the_bounds_refuse_by_name_and_each_listener_gives_its_place_back() {
+    // Never contacted: no listener here opens a session.
+    let subs = bridge("http://127.0.0.1:9/mcp", config(3, 2, 2));
+    let a1 = subs.reserve(&key("a")).unwrap();
+    let a2 = subs.reserve(&key("a")).unwrap();
+    assert!(matches!(subs.reserve(&key("a")), Err(ListenError::PerPrincipal { limit: 2 })));
+    let b1 = subs.reserve(&key("b")).unwrap();
+    assert_eq!(subs.listeners(), 3);
+    assert!(matches!(subs.reserve(&key("c")), Err(ListenError::Total { limit: 3 })));
+    {
+        let reg = subs.state.lock();
+        assert_eq!((reg.total, reg.sessions, reg.per_principal[&key("a").0]), (3, 2, 2));
+        assert_eq!(*reg.hubs[&key("a")].listeners.lock(), 2);
+    }
+
+    drop(a1);
+    assert_eq!(subs.listeners(), 2);
+    assert_eq!(subs.state.lock().per_principal[&key("a").0], 1);
+    // Two keys hold the two sessions allowed: a third key is refused for that bound alone.
+    assert!(matches!(subs.reserve(&key("c")), Err(ListenError::Sessions { limit: 2 })));
+    let a3 = subs.reserve(&key("a")).unwrap();
+    assert_eq!(subs.state.lock().sessions, 2, "a key with an entry needs no second session");
+
+    drop((a2, a3));
+    {
+        let reg = subs.state.lock();
+        assert_eq!((reg.total, reg.sessions), (1, 1));
+        assert!(!reg.per_principal.contains_key(&key("a").0), "a principal with none left is forgotten");
+        assert!(!reg.hubs.contains_key(&key("a")), "an entry with no listener is forgotten");
+    }
+    let c1 = subs.reserve(&key("c")).unwrap();
+    drop((b1, c1));
+    assert_eq!(subs.sessions(), 0);
+    let reg = subs.state.lock();
+    assert_eq!((reg.total, reg.sessions, reg.per_principal.len(), reg.hubs.len()), (0, 0, 0, 0));
+}
+
+#[tokio::test]
+async fn a_stopping_bridge_takes_no_listener() {
+    let subs = bridge("http://127.0.0.1:9/mcp", config(3, 2, 2));
+    subs.stop();
+    assert!(matches!(subs.reserve(&key("a")), Err(ListenError::ShuttingDown)));
+    assert_eq!(subs.listeners(), 0);
+}
+
+fn listen_request<'a>(id: i64, principal: &str, params: &'a Value, grants: &'a Grants) -> ListenRequest<'a> {
+    static CAPS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    ListenRequest {
+        id: RequestId::Number(id),
+        key: key(principal),
+        capabilities: CAPS.get_or_init(|| json!({})),
+        params: Some(params),
+        grants,
+    }
+}
+
+/// The next frame of a listen stream (the acknowledgement first), as JSON.
+async fn frame(body: &mut mpsc::Receiver<Bytes>) -> Value {
+    let frame = within(body.recv()).await.expect("a frame");
+    let text = std::str::from_utf8(&frame).unwrap();
+    let data = text.lines().find_map(|l| l.strip_prefix("data: ")).expect("an SSE data line");
+    serde_json::from_str(data).unwrap()
+}
+
+async fn demo() -> DemoHandle {
+    spawn_loopback(DemoOptions::default()).unwrap()
+}
+
+#[tokio::test]
+async fn listeners_of_one_key_share_its_session_and_each_uri_is_subscribed_once() {
+    let demo = demo().await;
+    let subs = bridge(&demo.url(), config(8, 8, 8));
+    let params = json!({"notifications": {"resourceSubscriptions": [COUNTER]}});
+    let all = Grants::unrestricted();
+    let mut first = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
+    let ack = frame(&mut first.body).await;
+    assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!([COUNTER]), "{ack}");
+    let mut second = within(subs.listen(listen_request(2, "a", &params, &all))).await.unwrap();
+    frame(&mut second.body).await;
+    assert_eq!((subs.listeners(), subs.sessions()), (2, 1));
+    assert_eq!((demo.stats.subscribes(), demo.stats.initializes()), (1, 1));
+    assert_eq!(subs.metrics.listeners.get(), 2);
+
+    drop(first.body);
+    assert_eq!(within(first.ended).await.unwrap(), Ended::ClientClosed);
+    eventually("the first listener's place given back", || subs.listeners() == 1).await;
+    assert_eq!(demo.stats.unsubscribes(), 0, "the second listener still holds the URI");
+    assert_eq!(subs.sessions(), 1);
+
+    drop(second.body);
+    assert_eq!(within(second.ended).await.unwrap(), Ended::ClientClosed);
+    eventually("the URI unsubscribed after its last listener", || demo.stats.unsubscribes() == 1).await;
+    eventually("the session closed", || subs.state.lock().sessions == 0).await;
+    assert_eq!((subs.listeners(), subs.sessions(), subs.metrics.listeners.get()), (0, 0, 0));
+    assert_eq!(subs.metrics.sessions.get(), 0);
+}
+
+#[tokio::test]
+async fn a_uri_the_principal_may_not_read_is_not_subscribed() {
+    let demo = demo().await;
+    let subs = bridge(&demo.url(), config(8, 8, 8));
+    let rule = RuleConfig {
+        methods: vec!["resources/read".into()],
+        resources: vec!["demo://docs/*".into()],
+        ..RuleConfig::default()
+    };
+    let policy = Policy::compile_anonymous(&[rule]).unwrap();
+    let grants = policy.grants(&serde_json::Map::new());
+    let params = json!({"notifications": {"resourceSubscriptions": [COUNTER]}});
+    let mut listening = within(subs.listen(listen_request(1, "a", &params, &grants))).await.unwrap();
+    let ack = frame(&mut listening.body).await;
+    assert_eq!(ack["params"]["notifications"], json!({}), "none honoured: {ack}");
+    assert_eq!(demo.stats.subscribes(), 0);
+}
+
+#[tokio::test]
+async fn shutdown_ends_every_stream_with_the_graceful_response() {
+    let demo = demo().await;
+    let subs = bridge(&demo.url(), config(8, 8, 8));
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let all = Grants::unrestricted();
+    let mut listening = within(subs.listen(listen_request(7, "a", &params, &all))).await.unwrap();
+    frame(&mut listening.body).await;
+    subs.stop();
+    assert_eq!(within(listening.ended).await.unwrap(), Ended::Shutdown);
+    let closing = frame(&mut listening.body).await;
+    assert_eq!(closing["id"], 7, "{closing}");
+    within(subs.close_sessions()).await;
+    eventually("the session closed", || subs.metrics.sessions.get() == 0).await;
+}
