@@ -545,4 +545,45 @@ mod tests {
         assert!(matches!(next_wake(Some(now), s, t).1, Wake::Gathered));
         assert!(matches!(next_wake(None, t, s).1, Wake::Total));
     }
+
+    fn request(method: MrtrMethod, target: &str) -> MrtrRequest {
+        MrtrRequest {
+            principal: "p".into(),
+            caps: ClientCaps::default(),
+            method,
+            target: target.to_owned(),
+            upstream_params: Value::Null,
+            state: None,
+            responses: None,
+            output: None,
+        }
+    }
+
+    #[test]
+    fn only_a_read_turns_a_missing_resource_into_the_uri_it_asked_for() {
+        let missing = || {
+            let message = "Unknown resource: demo://gone".to_owned();
+            Outcome::Error(ErrorObject { code: codes::LEGACY_RESOURCE_NOT_FOUND, message, data: None })
+        };
+        let Err(FrontError::Upstream(read)) =
+            complete(missing(), &request(MrtrMethod::ResourcesRead, "demo://x"))
+        else {
+            panic!("a read's upstream error is relayed")
+        };
+        assert_eq!(
+            (read.message.as_str(), read.data),
+            ("Resource not found", Some(serde_json::json!({"uri": "demo://x"})))
+        );
+        // A tool or a prompt that fails on a resource keeps the upstream's answer, only its code
+        // mapped: the URI of a read is not what it asked for.
+        for method in [MrtrMethod::ToolsCall, MrtrMethod::PromptsGet] {
+            let Err(FrontError::Upstream(e)) = complete(missing(), &request(method, "t")) else {
+                panic!("{method:?}: the upstream error is relayed")
+            };
+            assert_eq!(
+                (e.code, e.message.as_str(), e.data),
+                (codes::INVALID_PARAMS, "Unknown resource: demo://gone", None)
+            );
+        }
+    }
 }

@@ -71,6 +71,7 @@ fn log(error: &ErrorObject, why: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::logging::captured::logged;
 
     fn url_error(data: Value) -> ErrorObject {
         ErrorObject { code: -32042, message: "secret upstream words".into(), data: Some(data) }
@@ -96,6 +97,17 @@ mod tests {
             required(&url_error(listed()), &caps(json!({"elicitation": {"url": {}}}))).unwrap().unwrap();
         assert_eq!(list.len(), 1);
         assert_eq!(list[0]["url"], "https://a.example/x");
+    }
+
+    #[test]
+    fn what_the_upstream_said_goes_to_the_log_line_only() {
+        let client = caps(json!({"elicitation": {"form": {}}}));
+        let (answer, log) = logged(tracing::Level::WARN, || required(&url_error(listed()), &client));
+        let Some(Err(e)) = answer else { panic!("expected an error") };
+        assert!(!e.to_object().message.contains("secret"));
+        assert_eq!(log.lines().count(), 1, "{log}");
+        assert!(log.contains("secret upstream words"), "{log}");
+        assert!(log.contains("the request did not declare elicitation.url"), "{log}");
     }
 
     #[test]
