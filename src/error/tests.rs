@@ -510,3 +510,12 @@ fn every_outcome_label_is_a_distinct_snake_case_name() {
         assert_eq!(name, wanted);
     }
 }
+
+#[test]
+fn an_upstream_or_relayed_error_reaches_the_client_as_it_was_answered() {
+    let answered =
+        ErrorObject { code: -32000, message: "no such city".into(), data: Some(json!({"city": "Atlantis"})) };
+    assert_eq!(FrontError::Upstream(answered.clone()).to_object(), answered);
+    let relayed = FrontError::Relayed { error: answered.clone(), status: StatusCode::OK };
+    assert_eq!(relayed.to_object(), answered);
+}
