@@ -215,6 +215,37 @@ mod tests {
     }
 
     #[test]
+    fn a_list_kind_is_honoured_only_when_both_asked_and_offered() {
+        let every = json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true},
+            "resources": {"listChanged": true}});
+        let all = Offer::from_capabilities(&every);
+        let none = Offer::from_capabilities(&json!({}));
+        let asked = parse(json!({"toolsListChanged": true, "promptsListChanged": true,
+            "resourcesListChanged": true}))
+        .unwrap();
+        let kinds = |f: Filter| (f.tools_list_changed, f.prompts_list_changed, f.resources_list_changed);
+        assert_eq!(kinds(asked.honoured_lists(all)), (true, true, true));
+        assert_eq!(kinds(asked.honoured_lists(none)), (false, false, false));
+        assert_eq!(kinds(Filter::default().honoured_lists(all)), (false, false, false));
+    }
+
+    #[test]
+    fn exactly_max_uris_are_accepted() {
+        let four = parse(json!({"resourceSubscriptions": ["a", "b", "c", "d"]})).unwrap();
+        assert_eq!(four.resources.len(), 4);
+    }
+
+    #[test]
+    fn each_list_kind_reaches_the_listeners_that_named_it() {
+        let prompts = Filter { prompts_list_changed: true, ..Filter::default() };
+        assert!(prompts.wants(methods::PROMPTS_LIST_CHANGED, None));
+        assert!(!prompts.wants(methods::TOOLS_LIST_CHANGED, None));
+        let resources = Filter { resources_list_changed: true, ..Filter::default() };
+        assert!(resources.wants(methods::RESOURCES_LIST_CHANGED, None));
+        assert!(!resources.wants(methods::PROMPTS_LIST_CHANGED, None));
+    }
+
+    #[test]
     fn a_listener_gets_only_what_its_filter_names() {
         let f = Filter { tools_list_changed: true, resources: vec!["file:///a".into()], ..Filter::default() };
         assert!(f.wants(methods::TOOLS_LIST_CHANGED, None));

@@ -89,11 +89,30 @@ async fn the_bounds_refuse_by_name_and_each_listener_gives_its_place_back() {
 }
 
 #[tokio::test]
-async fn a_stopping_bridge_takes_no_listener() {
+async fn a_stopping_bridge_takes_no_listener_and_counts_the_refusal() {
     let subs = bridge("http://127.0.0.1:9/mcp", config(3, 2, 2));
     subs.stop();
-    assert!(matches!(subs.reserve(&key("a")), Err(ListenError::ShuttingDown)));
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let all = Grants::unrestricted();
+    let refused = subs.listen(listen_request(1, "a", &params, &all)).await;
+    assert!(matches!(refused, Err(ListenError::ShuttingDown)));
+    assert_eq!(subs.metrics.refused.with_label_values(&["shutting_down"]).get(), 1);
     assert_eq!(subs.listeners(), 0);
+}
+
+#[test]
+fn each_refusal_is_counted_under_the_label_the_metrics_reference_names() {
+    for (e, label) in [
+        (ListenError::Invalid("x".into()), "invalid"),
+        (ListenError::TooManyUris { limit: 1 }, "too_many_uris"),
+        (ListenError::PerPrincipal { limit: 1 }, "per_principal"),
+        (ListenError::Total { limit: 1 }, "total"),
+        (ListenError::Sessions { limit: 1 }, "sessions"),
+        (ListenError::ShuttingDown, "shutting_down"),
+        (ListenError::Upstream(crate::upstream::UpstreamError::StreamEnded), "upstream"),
+    ] {
+        assert_eq!(e.label(), label);
+    }
 }
 
 fn listen_request<'a>(id: i64, principal: &str, params: &'a Value, grants: &'a Grants) -> ListenRequest<'a> {
