@@ -50,6 +50,10 @@ async fn within<T>(f: impl Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(5), f).await.expect("within 5 s")
 }
 
+/// Longest a hub may take to notice its session lost: the health check runs every
+/// `LISTEN_HEALTH_CHECK` (5 s), after a failed reconnection of the session's GET stream.
+const LOSS_WAIT: Duration = Duration::from_secs(30);
+
 #[tokio::test]
 async fn the_bounds_refuse_by_name_and_each_listener_gives_its_place_back() {
     // Never contacted: no listener here opens a session.
@@ -149,6 +153,7 @@ async fn listeners_of_one_key_share_its_session_and_each_uri_is_subscribed_once(
     assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!([COUNTER]), "{ack}");
     let mut second = within(subs.listen(listen_request(2, "a", &params, &all))).await.unwrap();
     frame(&mut second.body).await;
+    let hub = subs.state.lock().hubs[&key("a")].hub.get().cloned().expect("the key's hub");
     assert_eq!((subs.listeners(), subs.sessions()), (2, 1));
     assert_eq!((demo.stats.subscribes(), demo.stats.initializes()), (1, 1));
     assert_eq!(subs.metrics.listeners.get(), 2);
@@ -165,6 +170,7 @@ async fn listeners_of_one_key_share_its_session_and_each_uri_is_subscribed_once(
     eventually("the session closed", || subs.state.lock().sessions == 0).await;
     assert_eq!((subs.listeners(), subs.sessions(), subs.metrics.listeners.get()), (0, 0, 0));
     assert_eq!(subs.metrics.sessions.get(), 0);
+    assert!(!hub.is_alive(), "a closed hub takes no listener, though its server is up");
 }
 
 #[tokio::test]
@@ -199,4 +205,85 @@ async fn shutdown_ends_every_stream_with_the_graceful_response() {
     assert_eq!(closing["id"], 7, "{closing}");
     within(subs.close_sessions()).await;
     eventually("the session closed", || subs.metrics.sessions.get() == 0).await;
+}
+
+#[tokio::test]
+async fn a_resource_update_reaches_only_the_listeners_of_its_uri() {
+    let demo = demo().await;
+    let subs = bridge(&demo.url(), config(8, 8, 8));
+    let all = Grants::unrestricted();
+    let counter = json!({"notifications": {"resourceSubscriptions": [COUNTER]}});
+    let tools = json!({"notifications": {"toolsListChanged": true}});
+    let mut subscribed = within(subs.listen(listen_request(1, "a", &counter, &all))).await.unwrap();
+    let mut other = within(subs.listen(listen_request(2, "a", &tools, &all))).await.unwrap();
+    frame(&mut subscribed.body).await;
+    frame(&mut other.body).await;
+    // Another principal's session bumps the counter; the server tells every session subscribed.
+    let caller = within(subs.pool.lease(key("b"), &json!({}))).await.unwrap();
+    let bump =
+        caller.session().request(methods::TOOLS_CALL, Some(json!({"name": "bump_counter", "arguments": {}})));
+    assert!(matches!(within(bump).await.unwrap(), crate::protocol::jsonrpc::Outcome::Result(_)));
+    let update = frame(&mut subscribed.body).await;
+    assert_eq!(update["method"], methods::RESOURCES_UPDATED, "{update}");
+    assert_eq!(update["params"]["uri"], COUNTER, "{update}");
+    assert_eq!(update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 1, "{update}");
+    // One notification is written to every listener that wants it at once: had the other
+    // wanted it, it would be queued by now.
+    assert!(other.body.try_recv().is_err(), "a listener that did not subscribe hears nothing");
+    assert_eq!(subs.metrics.delivered.with_label_values(&[methods::RESOURCES_UPDATED]).get(), 1);
+}
+
+#[tokio::test]
+async fn a_lost_upstream_ends_its_streams_without_the_graceful_response() {
+    // The demo forgets a session idle for a second: the listening one (it only listens) too.
+    let options = DemoOptions { session_idle_timeout: Duration::from_secs(1), ..DemoOptions::default() };
+    let demo = spawn_loopback(options).unwrap();
+    let subs = bridge(&demo.url(), config(8, 8, 8));
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let all = Grants::unrestricted();
+    let mut listening = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
+    frame(&mut listening.body).await;
+    let hub = subs.state.lock().hubs[&key("a")].hub.get().cloned().expect("the key's hub");
+    assert!(hub.is_alive());
+    let ended = tokio::time::timeout(LOSS_WAIT, listening.ended).await.expect("the loss noticed");
+    assert_eq!(ended.unwrap(), Ended::Dropped);
+    assert!(within(listening.body.recv()).await.is_none(), "no closing response: the client listens again");
+    assert_eq!(subs.metrics.ended.with_label_values(&["upstream_lost"]).get(), 1);
+    assert!(!hub.is_alive());
+    eventually("the lost session given back", || subs.state.lock().sessions == 0).await;
+}
+
+#[tokio::test]
+async fn a_shared_listen_session_serves_its_keys_calls_and_ends_after_its_last_listener() {
+    let demo = demo().await;
+    let subs = bridge(&demo.url(), SubscriptionsConfig { share_with_calls: true, ..config(8, 8, 8) });
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let all = Grants::unrestricted();
+    let mut listening = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
+    frame(&mut listening.body).await;
+    {
+        let lease = within(subs.pool.lease(key("a"), &json!({}))).await.unwrap();
+        let echo = lease
+            .session()
+            .request(methods::TOOLS_CALL, Some(json!({"name": "echo", "arguments": {"message": "hi"}})));
+        assert!(matches!(within(echo).await.unwrap(), crate::protocol::jsonrpc::Outcome::Result(_)));
+    }
+    assert_eq!(demo.stats.initializes(), 1, "the key's call ran on the listen session");
+    drop(listening.body);
+    assert_eq!(within(listening.ended).await.unwrap(), Ended::ClientClosed);
+    eventually("the listen session ended upstream", || demo.stats.deletes() == 1).await;
+}
+
+#[tokio::test]
+async fn closing_the_sessions_ends_them_upstream_before_it_returns() {
+    let demo = demo().await;
+    let subs = bridge(&demo.url(), config(8, 8, 8));
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let all = Grants::unrestricted();
+    let mut listening = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
+    frame(&mut listening.body).await;
+    within(subs.close_sessions()).await;
+    assert_eq!(demo.stats.deletes(), 1, "the session was ended upstream");
+    assert_eq!(subs.sessions(), 0);
+    assert_eq!(within(listening.ended).await.unwrap(), Ended::Dropped);
 }
