@@ -239,6 +239,20 @@ impl Hub {
     }
 }
 
+#[cfg(test)]
+impl Hub {
+    /// Listeners the hub writes to now.
+    pub(super) fn listener_count(&self) -> usize {
+        self.listeners.lock().len()
+    }
+
+    /// Listeners holding `uri` now; `None` when it is not subscribed, or while the count is
+    /// being changed.
+    pub(super) fn holders(&self, uri: &str) -> Option<usize> {
+        self.uris.try_lock().ok().and_then(|held| held.get(uri).copied())
+    }
+}
+
 /// Reads the session's listenable notifications until it dies or the hub ends; checks the
 /// session's health between them, since some transports only mark a dead session unhealthy.
 async fn fan_out(

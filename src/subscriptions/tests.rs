@@ -161,6 +161,8 @@ async fn listeners_of_one_key_share_its_session_and_each_uri_is_subscribed_once(
     drop(first.body);
     assert_eq!(within(first.ended).await.unwrap(), Ended::ClientClosed);
     eventually("the first listener's place given back", || subs.listeners() == 1).await;
+    assert_eq!(hub.listener_count(), 1, "the first listener left the hub");
+    eventually("the URI counted once less", || hub.holders(COUNTER) == Some(1)).await;
     assert_eq!(demo.stats.unsubscribes(), 0, "the second listener still holds the URI");
     assert_eq!(subs.sessions(), 1);
 
@@ -195,10 +197,12 @@ async fn a_uri_the_principal_may_not_read_is_not_subscribed() {
 async fn shutdown_ends_every_stream_with_the_graceful_response() {
     let demo = demo().await;
     let subs = bridge(&demo.url(), config(8, 8, 8));
-    let params = json!({"notifications": {"toolsListChanged": true}});
+    let params = json!({"notifications": {"toolsListChanged": true, "resourcesListChanged": true}});
     let all = Grants::unrestricted();
     let mut listening = within(subs.listen(listen_request(7, "a", &params, &all))).await.unwrap();
-    frame(&mut listening.body).await;
+    let ack = frame(&mut listening.body).await;
+    // The demo offers resource list changes only.
+    assert_eq!(ack["params"]["notifications"], json!({"resourcesListChanged": true}), "{ack}");
     subs.stop();
     assert_eq!(within(listening.ended).await.unwrap(), Ended::Shutdown);
     let closing = frame(&mut listening.body).await;
