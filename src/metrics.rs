@@ -456,6 +456,8 @@ mod tests {
         // The features' series, registered through their collectors.
         assert_eq!(find("mrtr_gateway_auth_denials_total"), Some(vec!["method".into()]));
         assert_eq!(find("mrtr_gateway_outbound_connections"), Some(vec!["client".into()]));
+        assert_eq!(find("mrtr_gateway_listen_streams"), Some(vec![]));
+        assert_eq!(find("mrtr_gateway_listen_refused_total"), Some(vec!["reason".into()]));
         let mut names: Vec<_> = m.series().iter().map(|s| s.name.as_str()).collect();
         let total = names.len();
         names.dedup();
