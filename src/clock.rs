@@ -110,6 +110,20 @@ fn system_unix() -> Duration {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()
 }
 
+/// Test support: waits until `done` holds, looking every 10 ms; panics naming `what` once
+/// `bound` has passed in looks.
+#[cfg(test)]
+pub(crate) async fn eventually(what: &str, bound: Duration, mut done: impl FnMut() -> bool) {
+    const LOOK: Duration = Duration::from_millis(10);
+    for _ in 0..=bound.as_millis() / LOOK.as_millis() {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(LOOK).await;
+    }
+    panic!("gave up waiting for {what} (within {bound:?})");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

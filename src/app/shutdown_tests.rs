@@ -45,14 +45,8 @@ async fn hanging_call(gw: &Gateway) -> TcpStream {
     conn
 }
 
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..MAX_POLLS {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    panic!("gave up waiting for {what}");
+async fn eventually(what: &str, done: impl FnMut() -> bool) {
+    crate::clock::eventually(what, POLL * MAX_POLLS as u32, done).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

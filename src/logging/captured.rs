@@ -4,9 +4,10 @@
 //! One subscriber serves the whole test process, installed as the global default the first time
 //! a test captures. It writes only on a thread that is capturing, at the level that thread asked
 //! for; everywhere else it writes nothing. Its filter is asked at every event and span (and by
-//! `tracing::enabled!`), never cached per callsite: every callsite's interest is "sometimes". A subscriber set per test (`set_default`) does not give that. If a
-//! callsite first registers on another thread while a test installs its subscriber, the callsite
-//! can keep a stale "never" interest, and the very line that test reads is lost.
+//! `tracing::enabled!`), never cached per callsite: every callsite's interest is "sometimes".
+//! A subscriber set per test (`set_default`) does not give that. If a callsite first registers
+//! on another thread while a test installs its subscriber, the callsite can keep a stale
+//! "never" interest, and the very line that test reads is lost.
 
 use std::cell::RefCell;
 use std::io::Write;

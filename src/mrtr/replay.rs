@@ -5,9 +5,9 @@
 //! gets the answer recorded for that same occurrence (a roots question takes the client's
 //! latest roots, however often it is asked: they are the client's state); anything else is
 //! asked: under the key it had last round if it was already pending there (clients answer by
-//! key), else under the server's key hint, else under a freshly minted key. When answers go unused while a question
-//! never seen before is asked, the legacy tool is not deterministic; the outcome says so, for
-//! the logs and metrics.
+//! key), else under the server's key hint, else under a freshly minted key. When answers go
+//! unused while a question never seen before is asked, the legacy tool is not deterministic;
+//! the outcome says so, for the logs and metrics.
 //!
 //! Answers sent without a `requestState` ([`Offered`]) answer no question of the gateway's:
 //! with no state there is no chain, so a minted key means nothing. But a question the server

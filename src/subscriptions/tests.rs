@@ -35,15 +35,9 @@ fn key(principal: &str) -> PoolKey {
     (Arc::from(principal), 0)
 }
 
-/// Waits (bounded) until `done` holds.
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..500 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{what}: not within 5 s");
+/// Waits until `done` holds, at most 5 s.
+async fn eventually(what: &str, done: impl FnMut() -> bool) {
+    crate::clock::eventually(what, Duration::from_secs(5), done).await
 }
 
 async fn within<T>(f: impl Future<Output = T>) -> T {
