@@ -215,7 +215,11 @@ fn request_response(
             let body = calls::start(shared, Arc::clone(&session), call)?;
             return Ok(sse_response(&session, body));
         }
-        methods::PING | LOGGING_SET_LEVEL => Ok(Value::Object(Default::default())),
+        methods::PING => {
+            shared.stats.record_ping();
+            Ok(Value::Object(Default::default()))
+        }
+        LOGGING_SET_LEVEL => Ok(Value::Object(Default::default())),
         methods::TOOLS_LIST => Ok(catalog::tools_list(caps)),
         methods::PROMPTS_LIST => Ok(catalog::prompts_list(caps)),
         methods::RESOURCES_LIST => Ok(catalog::resources_list(caps, shared.resources.counter())),
@@ -240,14 +244,31 @@ fn request_response(
     Ok(json_response(StatusCode::OK, bytes))
 }
 
-/// `resources/subscribe`: only a resource this session may read can be subscribed to.
+/// `resources/subscribe`: only a resource this session may read can be subscribed to, and
+/// none when the server does not offer subscriptions. Each refusal is counted.
 fn subscribe(shared: &Shared, session: &Session, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    let accepted = accept_subscribe(shared, session, params);
+    match &accepted {
+        Ok(_) => shared.stats.record_subscribe(),
+        Err(_) => shared.stats.record_refused_subscribe(),
+    }
+    accepted
+}
+
+fn accept_subscribe(
+    shared: &Shared,
+    session: &Session,
+    params: Option<&Value>,
+) -> Result<Value, ErrorObject> {
+    if !shared.options.resource_subscriptions {
+        let method = methods::RESOURCES_SUBSCRIBE;
+        return Err(rpc_error(codes::METHOD_NOT_FOUND, format!("Method not found: {method}")));
+    }
     let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or("");
     if !catalog::resource_offered(uri, session.caps()) {
         return Err(rpc_error(codes::LEGACY_RESOURCE_NOT_FOUND, format!("Resource {uri} not found")));
     }
     session.subscribe(uri).map_err(|e| rpc_error(codes::INVALID_REQUEST, e.to_string()))?;
-    shared.stats.record_subscribe();
     Ok(Value::Object(Default::default()))
 }
 

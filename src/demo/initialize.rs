@@ -46,7 +46,7 @@ pub(crate) fn answer(shared: &Shared, request: &Request) -> Result<Response<Demo
         max_calls: shared.options.max_calls_per_session,
     };
     let id = format!("{:032x}", rand::thread_rng().gen::<u128>());
-    let raw = serde_json::value::to_raw_value(&result(version))?;
+    let raw = serde_json::value::to_raw_value(&result(version, shared.options.resource_subscriptions))?;
     let header = HeaderValue::from_str(&id).map_err(|_| InitializeError::Collision)?;
     let session = Arc::new(Session::new(id, version, caps, limits));
     shared.resources.register(&session);
@@ -66,13 +66,13 @@ fn negotiate(requested: Option<&str>) -> &'static str {
     LEGACY_VERSIONS.iter().copied().find(|version| Some(*version) == requested).unwrap_or(LATEST)
 }
 
-fn result(version: &str) -> Value {
+fn result(version: &str, subscribe: bool) -> Value {
     json!({
         "protocolVersion": version,
         "capabilities": {
             "tools": {"listChanged": false},
             "prompts": {"listChanged": false},
-            "resources": {"subscribe": true, "listChanged": true},
+            "resources": {"subscribe": subscribe, "listChanged": true},
             "completions": {},
             "logging": {},
         },

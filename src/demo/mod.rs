@@ -90,6 +90,10 @@ pub struct DemoOptions {
     /// a permit from this semaphore, as a busy server's would be; a closed semaphore answers at
     /// once. Tests hold it empty to see what waits for a cancel. Off by default.
     pub cancel_gate: Option<Arc<tokio::sync::Semaphore>>,
+    /// Whether the server offers `resources.subscribe`. Off, it leaves the capability out and
+    /// refuses every `resources/subscribe` as an unknown method, as a server without
+    /// subscriptions does ([`DemoStats::refused_subscribes`] counts them). On by default.
+    pub resource_subscriptions: bool,
 }
 
 impl Default for DemoOptions {
@@ -107,6 +111,7 @@ impl Default for DemoOptions {
             close_after_priming: None,
             get_stream_delay: None,
             cancel_gate: None,
+            resource_subscriptions: true,
         }
     }
 }

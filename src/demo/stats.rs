@@ -32,7 +32,9 @@ pub struct DemoStats {
     unmatched_answers: AtomicU64,
     outstanding: AtomicU64,
     subscribes: AtomicU64,
+    refused_subscribes: AtomicU64,
     unsubscribes: AtomicU64,
+    pings: AtomicU64,
     orders: AtomicU64,
     connections: AtomicU64,
     calls_before_get_stream: AtomicU64,
@@ -109,8 +111,27 @@ impl DemoStats {
         read(&self.unsubscribes)
     }
 
+    /// `resources/subscribe` requests refused: an unknown or unreadable resource, a session
+    /// at its limit, or a server that does not offer subscriptions.
+    pub fn refused_subscribes(&self) -> u64 {
+        read(&self.refused_subscribes)
+    }
+
+    /// `ping` requests answered.
+    pub fn pings(&self) -> u64 {
+        read(&self.pings)
+    }
+
     pub(crate) fn record_subscribe(&self) {
         bump(&self.subscribes);
+    }
+
+    pub(crate) fn record_refused_subscribe(&self) {
+        bump(&self.refused_subscribes);
+    }
+
+    pub(crate) fn record_ping(&self) {
+        bump(&self.pings);
     }
 
     pub(crate) fn record_unsubscribe(&self) {

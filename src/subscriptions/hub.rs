@@ -161,7 +161,7 @@ impl Hub {
 
     /// A `ping`, so that a server which ends sessions that send nothing keeps this one (its
     /// failure marks the session unhealthy, which the health check then sees).
-    async fn ping(&self) {
+    pub(super) async fn ping(&self) {
         let ping = self.session.request(methods::PING, None);
         if tokio::time::timeout(defaults::LISTEN_UPSTREAM_TIMEOUT, ping).await.is_err() {
             tracing::debug!("a listen session's keep-alive ping timed out");
@@ -250,6 +250,16 @@ impl Hub {
     /// being changed.
     pub(super) fn holders(&self, uri: &str) -> Option<usize> {
         self.uris.try_lock().ok().and_then(|held| held.get(uri).copied())
+    }
+
+    /// The upstream session's own health, whatever the hub's.
+    pub(super) fn session_is_healthy(&self) -> bool {
+        self.session.is_healthy()
+    }
+
+    /// What the fan-out does when the session's notification stream fails.
+    pub(super) fn lose_notifications(&self) {
+        self.lose("the notification stream failed");
     }
 }
 

@@ -285,3 +285,50 @@ async fn closing_the_sessions_ends_them_upstream_before_it_returns() {
     assert_eq!(subs.sessions(), 0);
     assert_eq!(within(listening.ended).await.unwrap(), Ended::Dropped);
 }
+
+#[tokio::test]
+async fn a_server_without_resource_subscriptions_is_never_asked_for_one() {
+    let options = DemoOptions { resource_subscriptions: false, ..DemoOptions::default() };
+    let demo = spawn_loopback(options).unwrap();
+    let subs = bridge(&demo.url(), config(8, 8, 8));
+    let params = json!({"notifications": {"resourceSubscriptions": [COUNTER], "resourcesListChanged": true}});
+    let all = Grants::unrestricted();
+    let mut listening = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
+    let ack = frame(&mut listening.body).await;
+    assert_eq!(ack["params"]["notifications"], json!({"resourcesListChanged": true}), "{ack}");
+    let hub = subs.state.lock().hubs[&key("a")].hub.get().cloned().expect("the key's hub");
+    assert!(hub.hold(&[COUNTER.to_owned()]).await.is_empty());
+    assert_eq!((demo.stats.subscribes(), demo.stats.refused_subscribes()), (0, 0), "nothing sent upstream");
+}
+
+#[tokio::test]
+async fn the_keepalive_pings_the_listen_session_upstream() {
+    let demo = demo().await;
+    let subs = bridge(&demo.url(), config(8, 8, 8));
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let all = Grants::unrestricted();
+    let mut listening = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
+    frame(&mut listening.body).await;
+    let hub = subs.state.lock().hubs[&key("a")].hub.get().cloned().expect("the key's hub");
+    assert_eq!(demo.stats.pings(), 0);
+    within(hub.ping()).await;
+    assert_eq!(demo.stats.pings(), 1);
+}
+
+#[tokio::test]
+async fn a_hub_whose_notifications_failed_takes_no_listener_though_its_session_answers() {
+    let demo = demo().await;
+    let subs = bridge(&demo.url(), config(8, 8, 8));
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let all = Grants::unrestricted();
+    let mut listening = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
+    frame(&mut listening.body).await;
+    let hub = subs.state.lock().hubs[&key("a")].hub.get().cloned().expect("the key's hub");
+    assert!(hub.is_alive());
+    // No await between these: on this single-threaded runtime, nothing closes the session
+    // before the checks.
+    hub.lose_notifications();
+    assert!(hub.session_is_healthy(), "the session itself still answers");
+    assert!(!hub.is_alive(), "a new listener needs a new hub");
+    assert_eq!(within(listening.ended).await.unwrap(), Ended::Dropped);
+}
