@@ -181,6 +181,162 @@ mod tests {
         assert!(e.detail().contains("secret upstream detail"));
     }
 
+    /// What a refused connection to a port nothing listens on gives the relay's client.
+    async fn unreachable() -> hyper_util::client::legacy::Error {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build_http::<http_body_util::Empty<bytes::Bytes>>();
+        let uri: http::Uri = format!("http://127.0.0.1:{port}/mcp").parse().unwrap();
+        client.get(uri).await.expect_err("nothing listens there")
+    }
+
+    /// The status, the `Allow` header and the JSON-RPC error of `e`'s response to request 5.
+    fn answered(e: &LegacyError) -> (u16, Option<String>, Value) {
+        let r = e.response(Some(&RequestId::Number(5)));
+        assert_eq!(r.headers()[CONTENT_TYPE], "application/json", "{e:?}");
+        let allow = r.headers().get(http::header::ALLOW).map(|v| v.to_str().unwrap().to_owned());
+        let status = r.status().as_u16();
+        let FrontBody::Full(Some(bytes)) = r.into_body() else { panic!("a full body") };
+        (status, allow, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn every_case_has_its_status_code_fixed_message_and_label() {
+        let client_error =
+            |status, code| LegacyError::Status { status, code, id: None, body: "upstream words".into() };
+        let cases = [
+            (
+                LegacyError::TooManySessions(3),
+                503,
+                -32000,
+                "too many legacy sessions on this gateway (the limit is 3)",
+                "too_many_sessions",
+            ),
+            (
+                LegacyError::PrincipalShare(2),
+                503,
+                -32000,
+                "this client holds its share of legacy sessions on this gateway (2); end one first",
+                "principal_share",
+            ),
+            (
+                LegacyError::BadSessionId(SessionIdError::Principal),
+                404,
+                SESSION_NOT_FOUND,
+                "Session not found",
+                "principal",
+            ),
+            (
+                LegacyError::BadSessionId(SessionIdError::Version(9)),
+                404,
+                SESSION_NOT_FOUND,
+                "Session not found",
+                "version",
+            ),
+            (LegacyError::NotHere, 404, SESSION_NOT_FOUND, "Session not found", "not_here"),
+            (LegacyError::UpstreamForgot, 404, SESSION_NOT_FOUND, "Session not found", "upstream_forgot"),
+            (
+                LegacyError::MissingSession,
+                400,
+                -32000,
+                "a request of a legacy session needs its Mcp-Session-Id header",
+                "missing_session",
+            ),
+            (
+                LegacyError::Invalid("no method".into()),
+                400,
+                codes::INVALID_REQUEST,
+                "invalid message: no method",
+                "invalid",
+            ),
+            (
+                LegacyError::MethodNotAllowed("PUT".into()),
+                405,
+                -32000,
+                "HTTP method PUT not allowed here",
+                "method_not_allowed",
+            ),
+            (
+                client_error(StatusCode::CONFLICT, Some(-32602)),
+                409,
+                -32602,
+                "the upstream server refused the request (HTTP 409 Conflict)",
+                "upstream_status",
+            ),
+            (
+                client_error(StatusCode::INTERNAL_SERVER_ERROR, None),
+                502,
+                -32000,
+                "the upstream server refused the request (HTTP 500 Internal Server Error)",
+                "upstream_status",
+            ),
+            (
+                LegacyError::Timeout(Duration::from_secs(2)),
+                504,
+                -32000,
+                "upstream server did not answer within 2s",
+                "upstream_timeout",
+            ),
+            (
+                LegacyError::Transport(unreachable().await),
+                502,
+                -32000,
+                "the upstream server is unreachable",
+                "upstream_unreachable",
+            ),
+            (
+                LegacyError::Upstream(UpstreamError::Closed("upstream words".into())),
+                502,
+                -32000,
+                "the upstream session failed",
+                "upstream_session",
+            ),
+            (
+                LegacyError::Settings("upstream words".into()),
+                500,
+                codes::INTERNAL_ERROR,
+                "internal error",
+                "settings",
+            ),
+        ];
+        for (e, status, code, message, label) in cases {
+            let (got_status, allow, body) = answered(&e);
+            assert_eq!(got_status, status, "{e:?}");
+            assert_eq!(e.status().as_u16(), status, "{e:?}");
+            assert_eq!(allow.as_deref(), (status == 405).then_some("POST, DELETE"), "{e:?}");
+            assert_eq!(body["id"], 5, "{e:?}");
+            assert_eq!(
+                (body["error"]["code"].as_i64(), body["error"]["message"].as_str()),
+                (Some(code), Some(message)),
+                "{e:?}"
+            );
+            assert!(!body.to_string().contains("upstream words"), "{e:?}: {body}");
+            assert_eq!(e.label(), label, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn an_upstream_error_answers_the_id_the_upstream_named() {
+        let refused = |id| LegacyError::Status {
+            status: StatusCode::BAD_REQUEST,
+            code: Some(-32600),
+            id,
+            body: String::new(),
+        };
+        assert_eq!(answered(&refused(Some(RequestId::Number(9)))).2["id"], 9);
+        assert_eq!(answered(&refused(None)).2["id"], 5, "else the request's own");
+    }
+
+    #[test]
+    fn an_upstream_session_error_keeps_its_cause() {
+        let timeout = LegacyError::from(UpstreamError::Timeout(Duration::from_secs(3)));
+        assert!(matches!(timeout, LegacyError::Timeout(d) if d == Duration::from_secs(3)));
+        assert!(matches!(LegacyError::from(UpstreamError::SessionExpired), LegacyError::UpstreamForgot));
+        let closed = LegacyError::from(UpstreamError::Closed("gone".into()));
+        assert!(matches!(closed, LegacyError::Upstream(UpstreamError::Closed(ref w)) if w == "gone"));
+        assert!(closed.detail().contains("gone"), "the upstream's words go to the log line");
+    }
+
     #[test]
     fn error_parts_reads_code_and_id() {
         let (code, id) = error_parts(br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"x"}}"#);
