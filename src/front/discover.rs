@@ -83,6 +83,46 @@ mod tests {
         assert!(result["capabilities"].get("tasks").is_none(), "no legacy slot");
     }
 
+    fn init(server_info: Value, instructions: Option<&str>) -> InitializeResult {
+        InitializeResult {
+            protocol_version: "2025-11-25".into(),
+            capabilities: json!({"tools": {"listChanged": true}, "logging": {}}),
+            server_info,
+            instructions: instructions.map(str::to_owned),
+            raw: serde_json::value::to_raw_value(&json!({})).unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_result_carries_the_fronts_versions_the_cache_hints_and_what_the_server_said() {
+        let info = json!({"name": "legacy", "version": "1.2.3"});
+        let result = discover_result(&init(info.clone(), Some("Use the tools.")), 60_000, "public", false);
+        assert_eq!(
+            result,
+            json!({
+                "resultType": "complete",
+                "supportedVersions": FRONT_SUPPORTED_VERSIONS,
+                "capabilities": {"tools": {}},
+                "instructions": "Use the tools.",
+                "ttlMs": 60_000,
+                "cacheScope": "public",
+                "_meta": {meta::SERVER_INFO: info},
+            })
+        );
+        let bare = discover_result(&init(Value::Null, None), 0, "private", true);
+        assert_eq!(
+            bare,
+            json!({
+                "resultType": "complete",
+                "supportedVersions": FRONT_SUPPORTED_VERSIONS,
+                "capabilities": {"tools": {"listChanged": true}},
+                "ttlMs": 0,
+                "cacheScope": "private",
+            }),
+            "no instructions and no serverInfo: neither is invented"
+        );
+    }
+
     #[test]
     fn capabilities_are_filtered() {
         let legacy = json!({"tools": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": true},

@@ -110,5 +110,9 @@ mod tests {
         );
         assert_eq!(accepts(&with(ACCEPT, "application/json")).unwrap(), Accepts { sse: false });
         assert_eq!(accepts(&with(ACCEPT, "text/event-stream")).unwrap_err().status().as_u16(), 406);
+        for wildcard in ["application/*", "*/*", "text/html;q=0.9, */*;q=0.1", "APPLICATION/JSON"] {
+            assert_eq!(accepts(&with(ACCEPT, wildcard)).unwrap(), Accepts { sse: false }, "{wildcard}");
+        }
+        assert_eq!(accepts(&HeaderMap::new()).unwrap(), Accepts { sse: false }, "no Accept accepts JSON");
     }
 }

@@ -60,3 +60,32 @@ fn client_errors_count_no_upstream_failure() {
     assert!(!text.contains("mrtr_gateway_upstream_errors_total{"), "{text}");
     assert_eq!(metrics.requests.with_label_values(&["tools/call", "invalid_params"]).get(), 1);
 }
+
+#[test]
+fn a_relayed_response_is_labelled_by_its_status() {
+    use OutcomeLabel as L;
+    for (status, label) in [
+        (202, L::Accepted),
+        (200, L::Complete),
+        (204, L::Complete),
+        (401, L::Unauthorized),
+        (403, L::Forbidden),
+        (404, L::SessionNotFound),
+        (405, L::HttpMethodNotAllowed),
+        (406, L::NotAcceptable),
+        (413, L::PayloadTooLarge),
+        (415, L::UnsupportedMediaType),
+        (429, L::RateLimited),
+        (502, L::UpstreamError),
+        (503, L::Overloaded),
+        (504, L::UpstreamTimeout),
+        (400, L::InvalidRequest),
+        (409, L::InvalidRequest),
+        (500, L::Internal),
+        (302, L::Internal),
+    ] {
+        let mut response = Response::new(FrontBody::empty());
+        *response.status_mut() = StatusCode::from_u16(status).unwrap();
+        assert_eq!(Outcome::relayed(response).label, label, "HTTP {status}");
+    }
+}
