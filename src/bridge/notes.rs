@@ -116,6 +116,25 @@ pub(super) async fn align_level(session: &Session, wanted: Option<LogLevel>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::demo::{spawn_loopback, DemoOptions};
+    use crate::upstream::{Pool, UpstreamSettings};
+
+    #[tokio::test]
+    async fn the_session_is_set_to_the_level_asked_once_and_only_when_it_differs() {
+        let demo = spawn_loopback(DemoOptions::default()).unwrap();
+        let pool = Pool::new(UpstreamSettings::new(demo.url().parse().unwrap())).unwrap();
+        let lease = pool.lease((std::sync::Arc::from("p"), 0), &json!({})).await.unwrap();
+        let session = lease.session();
+        assert!(session.declares_logging(), "the demo declares logging");
+        align_level(session, None).await;
+        assert_eq!((session.log_level(), demo.stats.set_levels()), (None, 0), "no level asked, none set");
+        align_level(session, Some(LogLevel::Warning)).await;
+        assert_eq!((session.log_level(), demo.stats.set_levels()), (Some(LogLevel::Warning), 1));
+        align_level(session, Some(LogLevel::Warning)).await;
+        assert_eq!(demo.stats.set_levels(), 1, "the session is there already");
+        align_level(session, Some(LogLevel::Debug)).await;
+        assert_eq!((session.log_level(), demo.stats.set_levels()), (Some(LogLevel::Debug), 2));
+    }
 
     fn notes(token: Option<Value>, level: Option<LogLevel>) -> Notes {
         let (tx, _rx) = mpsc::channel(1);

@@ -219,7 +219,10 @@ fn request_response(
             shared.stats.record_ping();
             Ok(Value::Object(Default::default()))
         }
-        LOGGING_SET_LEVEL => Ok(Value::Object(Default::default())),
+        LOGGING_SET_LEVEL => {
+            shared.stats.record_set_level();
+            Ok(Value::Object(Default::default()))
+        }
         methods::TOOLS_LIST => Ok(catalog::tools_list(caps)),
         methods::PROMPTS_LIST => Ok(catalog::prompts_list(caps)),
         methods::RESOURCES_LIST => Ok(catalog::resources_list(caps, shared.resources.counter())),

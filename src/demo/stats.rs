@@ -35,6 +35,7 @@ pub struct DemoStats {
     refused_subscribes: AtomicU64,
     unsubscribes: AtomicU64,
     pings: AtomicU64,
+    set_levels: AtomicU64,
     orders: AtomicU64,
     connections: AtomicU64,
     calls_before_get_stream: AtomicU64,
@@ -132,6 +133,15 @@ impl DemoStats {
 
     pub(crate) fn record_ping(&self) {
         bump(&self.pings);
+    }
+
+    /// `logging/setLevel` requests answered.
+    pub fn set_levels(&self) -> u64 {
+        read(&self.set_levels)
+    }
+
+    pub(crate) fn record_set_level(&self) {
+        bump(&self.set_levels);
     }
 
     pub(crate) fn record_unsubscribe(&self) {
