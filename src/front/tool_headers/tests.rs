@@ -159,15 +159,19 @@ async fn a_list_change_forgets_every_tool_and_allows_a_new_listing() {
 fn an_invalid_tool_is_logged_once_with_its_name_and_reason() {
     let bad = json!({"name": "bad_tool", "inputSchema": {"type": "object",
         "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}});
+    let c = catalogue();
     let ((), text) = crate::logging::captured::logged(tracing::Level::INFO, || {
-        let c = catalogue();
         c.learn(&key(), &page(json!([bad.clone(), region_tool("good")])));
-        c.learn(&key(), &page(json!([bad])));
     });
     let logged: Vec<&str> = text.lines().collect();
-    assert_eq!(logged.len(), 1, "{text}");
+    assert_eq!(logged.len(), 1, "logged when first seen: {text}");
     assert!(logged[0].contains("WARN") && logged[0].contains("bad_tool"), "{text}");
     assert!(logged[0].contains("is on a property of type \"number\""), "{text}");
+    let ((), again) = crate::logging::captured::logged(tracing::Level::INFO, || {
+        c.learn(&key(), &page(json!([bad.clone()])));
+        c.learn(&key(), &page(json!([bad])));
+    });
+    assert_eq!(again, "", "never again while the catalogue knows it invalid");
 }
 
 #[tokio::test(start_paused = true)]
