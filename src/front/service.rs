@@ -727,4 +727,15 @@ mod tests {
             "a front request's future is {size} bytes, over {MAX_REQUEST_FUTURE}"
         );
     }
+
+    #[test]
+    fn an_encoded_tool_name_becomes_the_upstreams_and_a_plain_one_stays() {
+        let upstream = "files.read/v2";
+        let mut encoded = Some(serde_json::json!({"name": crate::schema::name::encode(upstream)}));
+        upstream_tool_name(&mut encoded);
+        assert_eq!(encoded.unwrap()["name"], upstream);
+        let mut plain = Some(serde_json::json!({"name": "echo"}));
+        upstream_tool_name(&mut plain);
+        assert_eq!(plain.unwrap()["name"], "echo");
+    }
 }

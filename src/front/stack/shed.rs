@@ -144,3 +144,18 @@ impl<B: Body> Body for Permitted<B> {
         self.inner.size_hint()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use http_body_util::{Empty, Full};
+
+    use super::*;
+
+    /// hyper reads `is_end_stream` to decide whether a response has a body to send at all.
+    #[test]
+    fn a_permitted_body_ends_when_its_inner_body_does() {
+        assert!(!Permitted::from(Full::new(Bytes::from_static(b"{}"))).is_end_stream());
+        assert!(Permitted::from(Empty::<Bytes>::new()).is_end_stream());
+    }
+}
