@@ -82,8 +82,12 @@ fn only_string_integer_and_boolean_can_be_mirrored() {
         let e = error(json!({"type": "object", "properties": {"a": {"type": ty, "x-mcp-header": "A"}}}));
         assert!(matches!(e, AnnotationError::NotPrimitive { .. }), "{e}");
     }
-    let union = json!({"type": "object", "properties": {"a": {"anyOf": [{"type": "number"}, {"type": "null"}], "x-mcp-header": "A"}}});
-    assert!(matches!(error(union), AnnotationError::NotPrimitive { .. }));
+    for keyword in ["anyOf", "oneOf"] {
+        let union = json!({"type": "object", "properties": {"a": {keyword: [{"type": "number"}, {"type": "null"}], "x-mcp-header": "A"}}});
+        let e = error(union);
+        assert!(matches!(e, AnnotationError::NotPrimitive { .. }), "{e}");
+        assert!(e.to_string().contains("is on a property of type a union;"), "{keyword}: {e}");
+    }
     let e = error(json!({"type": "object", "properties": {"a": {"x-mcp-header": "A"}}}));
     assert_eq!(e.to_string(), "x-mcp-header \"A\" at /properties/a is on a property of type none; only string, integer and boolean can be mirrored");
 }
