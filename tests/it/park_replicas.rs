@@ -215,6 +215,31 @@ async fn a_chain_whose_owner_was_killed_is_replayed_from_its_journal(t: Transpor
     upstream.stop().await
 }
 
+/// An owner that restarted (at the same address) no longer holds the call: it says so, and the
+/// replica the retry reached replays it from the journal. The owner neither replays it nor
+/// forwards it on: one replica serves a retry, and counts how.
+#[tokio::test]
+async fn an_owner_that_lost_the_call_leaves_the_replay_to_the_replica_the_retry_reached() -> TestResult {
+    let upstream = Upstream::start(Transport::Http).await?;
+    let (a, client_a, port) = replica_of(&upstream).await?;
+    let (b, client_b, _) = replica_of(&upstream).await?;
+    let (q1, s1) = order(&client_a).send().await?.input_required()?;
+    bounded("the owner to shut down", a.shutdown()).await?;
+    let (restarted, _) = upstream.gateway(replica(port)).await?;
+
+    let done = order(&client_b).state(&s1).responses(answer_all(&q1)).send().await?;
+    assert!(done.text()?.starts_with("Order #2 placed"), "{}", done.text()?);
+    assert_eq!((outcome(&b, "fallback"), outcome(&b, "forwarded")), (1.0, 0.0));
+    assert_eq!(
+        (outcome(&restarted, "fallback"), outcome(&restarted, "forwarded")),
+        (0.0, 0.0),
+        "the owner only said it no longer holds the call"
+    );
+    bounded("the restarted owner to drain", restarted.shutdown()).await?;
+    bounded("replica b to drain", b.shutdown()).await?;
+    upstream.stop().await
+}
+
 /// POSTs `body` to the internal listener at `port` with the MAC header `mac`, if any.
 async fn post_internal(port: u16, body: &[u8], mac: Option<String>) -> TestResult<(StatusCode, String)> {
     let http: HyperClient<HttpConnector, Full<Bytes>> =
