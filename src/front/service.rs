@@ -728,6 +728,14 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_body_past_the_limit_is_too_large_by_name() {
+        let body = http_body_util::Limited::new(http_body_util::Full::new(Bytes::from_static(b"12345")), 4);
+        assert!(matches!(read_body(body, 4).await, Err(FrontError::PayloadTooLarge { limit: 4 })));
+        let within = http_body_util::Limited::new(http_body_util::Full::new(Bytes::from_static(b"1234")), 4);
+        assert_eq!(read_body(within, 4).await.unwrap(), Bytes::from_static(b"1234"));
+    }
+
     #[test]
     fn an_encoded_tool_name_becomes_the_upstreams_and_a_plain_one_stays() {
         let upstream = "files.read/v2";
