@@ -220,4 +220,27 @@ mod tests {
             error(Some(&RequestId::Number(1)), &FrontError::Unauthorized(crate::auth::AuthError::Missing));
         assert!(r.headers().contains_key(WWW_AUTHENTICATE));
     }
+
+    #[test]
+    fn a_refusal_carries_its_challenge_and_a_rate_limit_its_retry_time() {
+        let challenge = HeaderValue::from_static(r#"Bearer error="insufficient_scope", scope="tools:write""#);
+        let denied =
+            |challenge| crate::auth::Denied { message: "no".into(), challenge, method: "tools/call" };
+        let r = error(None, &FrontError::Forbidden(denied(Some(challenge.clone()))));
+        assert_eq!(
+            (r.status(), r.headers().get(WWW_AUTHENTICATE)),
+            (StatusCode::FORBIDDEN, Some(&challenge))
+        );
+        let r = error(None, &FrontError::Forbidden(denied(None)));
+        assert!(!r.headers().contains_key(WWW_AUTHENTICATE), "a rule refusal asks for no other token");
+        let limit = crate::limits::LimitError {
+            limit: crate::limits::Limit::Principal,
+            retry_after: std::time::Duration::from_millis(2500),
+        };
+        let r = error(None, &FrontError::RateLimited(limit));
+        assert_eq!(
+            (r.status(), &r.headers()[http::header::RETRY_AFTER]),
+            (StatusCode::TOO_MANY_REQUESTS, &HeaderValue::from(3))
+        );
+    }
 }
