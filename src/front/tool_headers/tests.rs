@@ -39,6 +39,7 @@ fn unseen_tools_are_unknown_and_seen_ones_checked() {
         &page(json!([region_tool("sql"), {"name": "plain", "inputSchema": {"type": "object"}}])),
     );
     assert!(hidden.is_empty());
+    assert_eq!((c.len(), c.is_empty()), (2, false), "the two tools listed");
     assert!(c.check(&key(), "plain", &HeaderMap::new(), Some(&args)).unwrap().is_ok());
     assert!(c.check(&key(), "sql", &with_region("us"), Some(&args)).unwrap().is_ok());
     let e = c.check(&key(), "sql", &HeaderMap::new(), Some(&args)).unwrap().unwrap_err();
@@ -54,6 +55,13 @@ fn invalid_tools_are_hidden_and_refused() {
     assert_eq!(hidden, HashSet::from(["bad".to_owned()]));
     let e = c.check(&key(), "bad", &HeaderMap::new(), None).unwrap().unwrap_err();
     assert_eq!(e.code(), -32602);
+    // A tool refused for its annotations and for something else is refused for its annotations.
+    let both = json!({"name": "both", "execution": {"taskSupport": "required"}, "inputSchema": {"type": "object",
+        "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}});
+    assert_eq!(c.learn(&key(), &page(json!([both]))), HashSet::from(["both".to_owned()]));
+    let e = c.check(&key(), "both", &HeaderMap::new(), None).unwrap().unwrap_err();
+    let annotations = crate::schema::Refusal::HeaderAnnotationInvalid.describe();
+    assert!(e.to_string().contains(annotations), "{e}");
     // A later listing where it became valid makes it callable.
     assert!(c.learn(&key(), &page(json!([region_tool("bad")]))).is_empty());
     assert!(c.check(&key(), "bad", &with_region("us"), Some(&json!({"region": "us"}))).unwrap().is_ok());
