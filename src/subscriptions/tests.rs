@@ -132,6 +132,15 @@ async fn frame(body: &mut mpsc::Receiver<Bytes>) -> Value {
     serde_json::from_str(data).unwrap()
 }
 
+/// One listener of principal "a" to `params`, past its acknowledgement, with its key's hub.
+async fn listener_and_hub(subs: &Subscriptions, params: Value) -> (Listening, Arc<hub::Hub>) {
+    let all = Grants::unrestricted();
+    let mut listening = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
+    frame(&mut listening.body).await;
+    let hub = subs.state.lock().hubs[&key("a")].hub.get().cloned().expect("the key's hub");
+    (listening, hub)
+}
+
 async fn demo() -> DemoHandle {
     spawn_loopback(DemoOptions::default()).unwrap()
 }
@@ -237,11 +246,8 @@ async fn a_lost_upstream_ends_its_streams_without_the_graceful_response() {
     let options = DemoOptions { session_idle_timeout: Duration::from_secs(1), ..DemoOptions::default() };
     let demo = spawn_loopback(options).unwrap();
     let subs = bridge(&demo.url(), config(8, 8, 8));
-    let params = json!({"notifications": {"toolsListChanged": true}});
-    let all = Grants::unrestricted();
-    let mut listening = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
-    frame(&mut listening.body).await;
-    let hub = subs.state.lock().hubs[&key("a")].hub.get().cloned().expect("the key's hub");
+    let (mut listening, hub) =
+        listener_and_hub(&subs, json!({"notifications": {"toolsListChanged": true}})).await;
     assert!(hub.is_alive());
     let ended = tokio::time::timeout(LOSS_WAIT, listening.ended).await.expect("the loss noticed");
     assert_eq!(ended.unwrap(), Ended::Dropped);
@@ -305,11 +311,8 @@ async fn a_server_without_resource_subscriptions_is_never_asked_for_one() {
 async fn the_keepalive_pings_the_listen_session_upstream() {
     let demo = demo().await;
     let subs = bridge(&demo.url(), config(8, 8, 8));
-    let params = json!({"notifications": {"toolsListChanged": true}});
-    let all = Grants::unrestricted();
-    let mut listening = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
-    frame(&mut listening.body).await;
-    let hub = subs.state.lock().hubs[&key("a")].hub.get().cloned().expect("the key's hub");
+    let (_listening, hub) =
+        listener_and_hub(&subs, json!({"notifications": {"toolsListChanged": true}})).await;
     assert_eq!(demo.stats.pings(), 0);
     within(hub.ping()).await;
     assert_eq!(demo.stats.pings(), 1);
@@ -319,11 +322,8 @@ async fn the_keepalive_pings_the_listen_session_upstream() {
 async fn a_hub_whose_notifications_failed_takes_no_listener_though_its_session_answers() {
     let demo = demo().await;
     let subs = bridge(&demo.url(), config(8, 8, 8));
-    let params = json!({"notifications": {"toolsListChanged": true}});
-    let all = Grants::unrestricted();
-    let mut listening = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
-    frame(&mut listening.body).await;
-    let hub = subs.state.lock().hubs[&key("a")].hub.get().cloned().expect("the key's hub");
+    let (listening, hub) =
+        listener_and_hub(&subs, json!({"notifications": {"toolsListChanged": true}})).await;
     assert!(hub.is_alive());
     // No await between these: on this single-threaded runtime, nothing closes the session
     // before the checks.
