@@ -152,6 +152,30 @@ mod tests {
 
     use super::*;
 
+    /// A service not ready yet: its callers must wait.
+    struct Busy;
+
+    impl Service<()> for Busy {
+        type Response = Response<Empty<Bytes>>;
+        type Error = BoxError;
+        type Future = std::future::Ready<Result<Self::Response, BoxError>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+            Poll::Pending
+        }
+
+        fn call(&mut self, (): ()) -> Self::Future {
+            std::future::ready(Err("called while not ready".into()))
+        }
+    }
+
+    #[test]
+    fn the_layer_is_ready_only_when_the_service_behind_it_is() {
+        let mut shed = ShedLayer::new(4).layer(Busy);
+        let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+        assert!(shed.poll_ready(&mut cx).is_pending());
+    }
+
     /// hyper reads `is_end_stream` to decide whether a response has a body to send at all.
     #[test]
     fn a_permitted_body_ends_when_its_inner_body_does() {
