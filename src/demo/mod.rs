@@ -90,9 +90,9 @@ pub struct DemoOptions {
     /// a permit from this semaphore, as a busy server's would be; a closed semaphore answers at
     /// once. Tests hold it empty to see what waits for a cancel. Off by default.
     pub cancel_gate: Option<Arc<tokio::sync::Semaphore>>,
-    /// Whether the server offers `resources.subscribe`. Off, it leaves the capability out and
-    /// refuses every `resources/subscribe` as an unknown method, as a server without
-    /// subscriptions does ([`DemoStats::refused_subscribes`] counts them). On by default.
+    /// Whether the server offers `resources.subscribe`. Off, it declares it `false` and refuses
+    /// every `resources/subscribe` as an unknown method, as a server without subscriptions does
+    /// ([`DemoStats::refused_subscribes`] counts them). On by default.
     pub resource_subscriptions: bool,
 }
 
