@@ -237,7 +237,7 @@ fn request_response(
         methods::RESOURCES_TEMPLATES_LIST => Ok(catalog::resource_templates_list()),
         methods::COMPLETION_COMPLETE => catalog::complete(call.params.as_ref())
             .ok_or_else(|| rpc_error(codes::INVALID_PARAMS, "unknown completion reference".into())),
-        other => Err(rpc_error(codes::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        other => Err(method_not_found(other)),
     };
     // Like the reference server, JSON-RPC errors travel with HTTP 200.
     let bytes = match result {
@@ -264,8 +264,7 @@ fn accept_subscribe(
     params: Option<&Value>,
 ) -> Result<Value, ErrorObject> {
     if !shared.options.resource_subscriptions {
-        let method = methods::RESOURCES_SUBSCRIBE;
-        return Err(rpc_error(codes::METHOD_NOT_FOUND, format!("Method not found: {method}")));
+        return Err(method_not_found(methods::RESOURCES_SUBSCRIBE));
     }
     let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or("");
     if !catalog::resource_offered(uri, session.caps()) {
@@ -273,6 +272,10 @@ fn accept_subscribe(
     }
     session.subscribe(uri).map_err(|e| rpc_error(codes::INVALID_REQUEST, e.to_string()))?;
     Ok(Value::Object(Default::default()))
+}
+
+fn method_not_found(method: &str) -> ErrorObject {
+    rpc_error(codes::METHOD_NOT_FOUND, format!("Method not found: {method}"))
 }
 
 fn rpc_error(code: i64, message: String) -> ErrorObject {

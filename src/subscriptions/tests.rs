@@ -132,12 +132,17 @@ async fn frame(body: &mut mpsc::Receiver<Bytes>) -> Value {
     serde_json::from_str(data).unwrap()
 }
 
+/// The hub `principal`'s listeners share.
+fn hub_of(subs: &Subscriptions, principal: &str) -> Arc<hub::Hub> {
+    subs.state.lock().hubs[&key(principal)].hub.get().cloned().expect("the key's hub")
+}
+
 /// One listener of principal "a" to `params`, past its acknowledgement, with its key's hub.
 async fn listener_and_hub(subs: &Subscriptions, params: Value) -> (Listening, Arc<hub::Hub>) {
     let all = Grants::unrestricted();
     let mut listening = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
     frame(&mut listening.body).await;
-    let hub = subs.state.lock().hubs[&key("a")].hub.get().cloned().expect("the key's hub");
+    let hub = hub_of(subs, "a");
     (listening, hub)
 }
 
@@ -156,7 +161,7 @@ async fn listeners_of_one_key_share_its_session_and_each_uri_is_subscribed_once(
     assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!([COUNTER]), "{ack}");
     let mut second = within(subs.listen(listen_request(2, "a", &params, &all))).await.unwrap();
     frame(&mut second.body).await;
-    let hub = subs.state.lock().hubs[&key("a")].hub.get().cloned().expect("the key's hub");
+    let hub = hub_of(&subs, "a");
     assert_eq!((subs.listeners(), subs.sessions()), (2, 1));
     assert_eq!((demo.stats.subscribes(), demo.stats.initializes()), (1, 1));
     assert_eq!(subs.metrics.listeners.get(), 2);
@@ -302,7 +307,7 @@ async fn a_server_without_resource_subscriptions_is_never_asked_for_one() {
     let mut listening = within(subs.listen(listen_request(1, "a", &params, &all))).await.unwrap();
     let ack = frame(&mut listening.body).await;
     assert_eq!(ack["params"]["notifications"], json!({"resourcesListChanged": true}), "{ack}");
-    let hub = subs.state.lock().hubs[&key("a")].hub.get().cloned().expect("the key's hub");
+    let hub = hub_of(&subs, "a");
     assert!(hub.hold(&[COUNTER.to_owned()]).await.is_empty());
     assert_eq!((demo.stats.subscribes(), demo.stats.refused_subscribes()), (0, 0), "nothing sent upstream");
 }
