@@ -121,3 +121,124 @@ impl Drop for ToolRun<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+    use crate::metrics::Metrics;
+    use crate::mrtr::{CodecSettings, KeyRing, KeySecret, LiveRing};
+    use crate::protocol::version::LegacyVersion;
+    use crate::tool_report::{Report, ToolSummary, OTHER};
+    use crate::upstream::{Pool, UpstreamSettings};
+
+    /// A bridge whose report the runs below fill in; its upstream is never reached.
+    fn bridge(clock: &ManualClock) -> Bridge {
+        let pool = Pool::new(UpstreamSettings::new("http://127.0.0.1:9/".parse().unwrap())).unwrap();
+        let ring = KeyRing::new(vec![KeySecret::new([7; 32], None).unwrap()]).unwrap();
+        let metrics = Arc::new(Metrics::new().unwrap());
+        let limits = crate::config::Config::from_toml("").unwrap().mrtr;
+        let keys = Arc::new(LiveRing::new(ring));
+        Bridge::new(
+            Arc::new(pool),
+            keys,
+            CodecSettings::default(),
+            metrics,
+            limits,
+            LegacyVersion::V2025_11_25,
+        )
+        .with_clock(Clock::Manual(clock.clone()))
+    }
+
+    fn complete(result: &str) -> Result<Reply, FrontError> {
+        Ok(Reply::Complete(RawValue::from_string(result.to_owned()).unwrap()))
+    }
+
+    fn tool<'r>(report: &'r Report, name: &str) -> &'r ToolSummary {
+        report
+            .tools
+            .iter()
+            .find(|t| t.tool == name)
+            .unwrap_or_else(|| panic!("no entry for {name}: {report:?}"))
+    }
+
+    #[tokio::test]
+    async fn a_run_is_recorded_once_with_how_it_was_last_served_its_rounds_and_its_time() {
+        let clock = ManualClock::new();
+        let b = bridge(&clock);
+        let run = ToolRun::for_tool(&b, Some("t"));
+        run.resumed(2);
+        run.serve(Served::Direct);
+        run.serve(Served::Park);
+        clock.advance(Duration::from_millis(40));
+        run.end(&complete(r#"{"content":[]}"#));
+        let report = b.metrics.tools.snapshot();
+        let t = tool(&report, "t");
+        assert_eq!(
+            (t.calls.completed, t.calls.abandoned, t.runs),
+            (1, 0, 1),
+            "recorded once, not again when dropped"
+        );
+        assert_eq!((t.served.direct, t.served.park, t.served.replay), (0, 1, 0), "the later serve counts");
+        assert_eq!((t.rounds_per_call.count, t.rounds_per_call.sum), (1, 2));
+        assert_eq!((t.latency_ms.mean, t.latency_ms.max), (Some(40.0), Some(40.0)));
+
+        let first = ToolRun::for_tool(&b, Some("u"));
+        first.serve(Served::Direct);
+        first.end(&complete(r#"{"content":[]}"#));
+        let report = b.metrics.tools.snapshot();
+        let u = tool(&report, "u");
+        assert_eq!((u.served.direct, u.served.park, u.rounds_per_call.sum), (1, 0, 0));
+    }
+
+    #[tokio::test]
+    async fn only_a_served_run_that_replied_is_timed() {
+        let clock = ManualClock::new();
+        let b = bridge(&clock);
+        let refused = ToolRun::for_tool(&b, Some("t"));
+        clock.advance(Duration::from_millis(5));
+        refused.end(&Err(FrontError::InvalidParams("bad state".into())));
+        let abandoned = ToolRun::for_tool(&b, Some("t"));
+        abandoned.serve(Served::Replay);
+        clock.advance(Duration::from_millis(5));
+        drop(abandoned);
+        let report = b.metrics.tools.snapshot();
+        let other = tool(&report, OTHER);
+        assert_eq!((other.calls.failed, other.calls.abandoned, other.runs), (1, 1, 1));
+        assert_eq!(other.latency_ms.mean, None, "neither run is timed: {other:?}");
+    }
+
+    #[tokio::test]
+    async fn a_tool_earns_an_entry_by_a_result_that_is_not_a_tool_error() {
+        let clock = ManualClock::new();
+        let b = bridge(&clock);
+        for (name, result) in
+            [("missing", r#"{"content":[],"isError":true}"#), ("real", r#"{"isError":false}"#)]
+        {
+            let run = ToolRun::for_tool(&b, Some(name));
+            run.serve(Served::Direct);
+            run.end(&complete(result));
+        }
+        let report = b.metrics.tools.snapshot();
+        assert!(b.metrics.tools.has_entry("real") && !b.metrics.tools.has_entry("missing"), "{report:?}");
+        assert_eq!(tool(&report, OTHER).calls.completed, 1, "the tool error is counted without an entry");
+        assert!(!is_tool_error(&RawValue::from_string("{}".to_owned()).unwrap()));
+    }
+
+    #[tokio::test]
+    async fn an_unreported_run_records_nothing_and_a_dropped_one_is_abandoned() {
+        let clock = ManualClock::new();
+        let b = bridge(&clock);
+        ToolRun::unreported(&b).end(&complete("{}"));
+        drop(ToolRun::unreported(&b));
+        assert!(b.metrics.tools.snapshot().tools.is_empty());
+        let run = ToolRun::for_tool(&b, Some("t"));
+        run.serve(Served::Direct);
+        drop(run);
+        let report = b.metrics.tools.snapshot();
+        assert_eq!(tool(&report, OTHER).calls.abandoned, 1);
+    }
+}
