@@ -546,6 +546,19 @@ mod tests {
         assert!(matches!(next_wake(None, t, s).1, Wake::Total));
     }
 
+    #[test]
+    fn a_gap_is_whole_microseconds_saturating() {
+        assert_eq!(micros(Duration::from_nanos(2_999)), 2);
+        assert_eq!(micros(Duration::from_secs(3)), 3_000_000);
+        assert_eq!(micros(Duration::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn a_recorded_answer_is_sent_as_the_json_it_holds() {
+        let raw = RawValue::from_string(r#"{"action":"accept","content":{"n":1}}"#.to_owned()).unwrap();
+        assert_eq!(raw_value(&raw), serde_json::json!({"action": "accept", "content": {"n": 1}}));
+    }
+
     fn request(method: MrtrMethod, target: &str) -> MrtrRequest {
         MrtrRequest {
             principal: "p".into(),
