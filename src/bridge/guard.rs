@@ -172,3 +172,113 @@ impl Drop for CallGuard {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::demo::{spawn_loopback, DemoHandle, DemoOptions};
+    use crate::upstream::{Pool, UpstreamSettings};
+
+    fn upstream() -> (DemoHandle, Pool) {
+        let demo = spawn_loopback(DemoOptions::default()).unwrap();
+        let pool = Pool::new(UpstreamSettings::new(demo.url().parse().unwrap())).unwrap();
+        (demo, pool)
+    }
+
+    /// A guard over a call of the demo's `greet`, which has asked the client's name (the id
+    /// returned) and waits for the answer.
+    async fn asking(pool: &Pool) -> (CallGuard, RequestId) {
+        let lease = pool.lease((Arc::from("p"), 0), &json!({"elicitation": {}})).await.unwrap();
+        let mut call =
+            lease.session().call_with("tools/call", Some(&json!({"name": "greet", "arguments": {}})));
+        match call.next_event().await.unwrap() {
+            Some(UpstreamEvent::Request { id, method, .. }) if method == "elicitation/create" => {
+                (CallGuard::new(lease, call), id)
+            }
+            other => panic!("greet asks a question first, not {other:?}"),
+        }
+    }
+
+    async fn until(what: &str, done: impl Fn() -> bool) {
+        for _ in 0..1000 {
+            if done() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("never: {what}");
+    }
+
+    /// The demo took one cancel with `reason`, then the question's refusal (an error answer).
+    async fn told_end(demo: &DemoHandle, reason: &str) {
+        let s = &demo.stats;
+        until("the cancel and the refusal arrive", || s.cancellations() == 1 && s.errors() == 1).await;
+        assert_eq!((s.last_cancel_reason(), s.answers()), (reason.to_owned(), 0));
+    }
+
+    #[tokio::test]
+    async fn ending_a_call_cancels_it_refuses_its_questions_and_keeps_or_retires_the_session() {
+        let (demo, pool) = upstream();
+        let (guard, asked) = asking(&pool).await;
+        guard.end(&[asked], "the round ended", false).await;
+        told_end(&demo, "the round ended").await;
+        assert_eq!((pool.stats().idle, demo.stats.deletes()), (1, 0), "the session goes back to the pool");
+
+        let (guard, asked) = asking(&pool).await;
+        guard.end(&[asked], "roots were learnt", true).await;
+        until("the retired session is deleted", || demo.stats.deletes() == 1).await;
+        assert_eq!((pool.stats().idle, demo.stats.cancellations()), (0, 2));
+    }
+
+    #[tokio::test]
+    async fn a_wound_down_call_is_ended_after_the_reply_and_its_key_waits_for_its_session() {
+        let (demo, pool) = upstream();
+        let (guard, asked) = asking(&pool).await;
+        guard.wind_down(vec![asked], "replayed", false);
+        // Leased before the wind-down ran: the key waits for the session winding down rather
+        // than opening another.
+        let lease = pool.lease((Arc::from("p"), 0), &json!({"elicitation": {}})).await.unwrap();
+        told_end(&demo, "replayed").await;
+        assert_eq!(demo.stats.initializes(), 1, "the winding session is reused");
+        drop(lease);
+
+        let (guard, asked) = asking(&pool).await;
+        guard.wind_down(vec![asked], "replayed", true);
+        until("the retired session is deleted", || demo.stats.deletes() == 1).await;
+        assert_eq!(demo.stats.cancellations(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_guard_cancels_its_call_as_the_client_gone() {
+        let (demo, pool) = upstream();
+        let (guard, _asked) = asking(&pool).await;
+        drop(guard);
+        until("the cancel arrives", || demo.stats.cancellations() == 1).await;
+        assert_eq!(demo.stats.last_cancel_reason(), DROPPED);
+        until("the session is back", || pool.stats().idle == 1).await;
+    }
+
+    #[tokio::test]
+    async fn a_cancel_hands_the_lease_back_and_a_poisoning_one_retires_it() {
+        let (demo, pool) = upstream();
+        let (guard, _asked) = asking(&pool).await;
+        let lease = guard.cancel("timed out").await.expect("the guard held its lease");
+        until("the cancel arrives", || demo.stats.cancellations() == 1).await;
+        assert_eq!(demo.stats.last_cancel_reason(), "timed out");
+        drop(lease);
+        until("the session is back", || pool.stats().idle == 1).await;
+
+        let (guard, _asked) = asking(&pool).await;
+        guard.poison_after_cancel("wedged").await;
+        until("the cancel arrives and the session is deleted", || {
+            demo.stats.cancellations() == 2 && demo.stats.deletes() == 1
+        })
+        .await;
+        assert_eq!((demo.stats.last_cancel_reason(), pool.stats().idle), ("wedged".to_owned(), 0));
+    }
+}
