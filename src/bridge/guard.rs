@@ -174,7 +174,7 @@ impl Drop for CallGuard {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -184,16 +184,16 @@ mod tests {
     use crate::demo::{spawn_loopback, DemoHandle, DemoOptions};
     use crate::upstream::{Pool, UpstreamSettings};
 
-    fn upstream() -> (DemoHandle, Pool) {
+    pub(in crate::bridge) fn upstream() -> (DemoHandle, Pool) {
         let demo = spawn_loopback(DemoOptions::default()).unwrap();
         let pool = Pool::new(UpstreamSettings::new(demo.url().parse().unwrap())).unwrap();
         (demo, pool)
     }
 
-    /// A guard over a call of the demo's `greet`, which has asked the client's name (the id
-    /// returned) and waits for the answer.
-    async fn asking(pool: &Pool) -> (CallGuard, RequestId) {
-        let lease = pool.lease((Arc::from("p"), 0), &json!({"elicitation": {}})).await.unwrap();
+    /// A guard over a call of the demo's `greet` for principal `p`, which has asked the
+    /// client's name (the id returned) and waits for the answer.
+    pub(in crate::bridge) async fn asking_for(pool: &Pool, p: &str) -> (CallGuard, RequestId) {
+        let lease = pool.lease((Arc::from(p), 0), &json!({"elicitation": {}})).await.unwrap();
         let mut call =
             lease.session().call_with("tools/call", Some(&json!({"name": "greet", "arguments": {}})));
         match call.next_event().await.unwrap() {
@@ -204,7 +204,11 @@ mod tests {
         }
     }
 
-    async fn until(what: &str, done: impl Fn() -> bool) {
+    async fn asking(pool: &Pool) -> (CallGuard, RequestId) {
+        asking_for(pool, "p").await
+    }
+
+    pub(in crate::bridge) async fn until(what: &str, done: impl Fn() -> bool) {
         for _ in 0..1000 {
             if done() {
                 return;

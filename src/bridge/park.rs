@@ -291,7 +291,11 @@ fn gauge(n: usize) -> i64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::guard::tests::{asking_for, until, upstream};
     use super::*;
+    use crate::clock::ManualClock;
+    use crate::mrtr::journal::Journal;
+    use crate::upstream::Pool;
 
     fn registry() -> ParkRegistry {
         let metrics = Arc::new(Metrics::new().expect("metrics"));
@@ -348,6 +352,87 @@ mod tests {
         assert_eq!(r.metrics.park_outcomes.with_label_values(&["share"]).get(), 6);
         let share = r.metrics.share_refusals.with_label_values(&[crate::limits::share::PARKED_CALLS]).get();
         assert_eq!(share, 1, "a share refusal is counted as one too");
+    }
+
+    /// A registry of at most `max` calls, `share` of one principal, timing out after a minute.
+    fn bounded(max: usize, share: usize, clock: Clock) -> Arc<ParkRegistry> {
+        let metrics = Arc::new(Metrics::new().expect("metrics"));
+        let cfg = ParkConfig {
+            max_parked: max,
+            max_parked_per_principal: share,
+            timeout: Duration::from_secs(60),
+            ..ParkConfig::default()
+        };
+        Arc::new(ParkRegistry::new(&cfg, clock, metrics))
+    }
+
+    /// A call of principal `p` on the demo, waiting on its question as a parked call does.
+    async fn call_of(pool: &Pool, p: &str) -> Box<Parked> {
+        let (guard, _asked) = asking_for(pool, p).await;
+        Box::new(Parked {
+            guard,
+            replay: Replay::new(Journal::default(), 8),
+            open: Vec::new(),
+            tainted: false,
+        })
+    }
+
+    fn refused(parked: Result<(), (Box<Parked>, ParkOutcome)>) -> ParkOutcome {
+        match parked {
+            Ok(()) => panic!("parked past a bound"),
+            Err((_, outcome)) => outcome,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_registry_keeps_its_bound_and_each_principals_share() {
+        let (_demo, pool) = upstream();
+        let r = bounded(3, 2, Clock::System);
+        r.park(id(1), call_of(&pool, "a").await).ok().expect("room for a's first call");
+        r.park(id(2), call_of(&pool, "a").await).ok().expect("room for a's second call");
+        assert_eq!(refused(r.park(id(3), call_of(&pool, "a").await)), ParkOutcome::Share);
+        // A call taken gives its principal one place back, and only one.
+        assert!(matches!(r.take(id(1)), Found::Parked(_)));
+        r.park(id(3), call_of(&pool, "a").await).ok().expect("a's place back");
+        assert_eq!(refused(r.park(id(4), call_of(&pool, "a").await)), ParkOutcome::Share);
+        r.park(id(5), call_of(&pool, "b").await).ok().expect("b has a share of its own");
+        assert_eq!(refused(r.park(id(6), call_of(&pool, "c").await)), ParkOutcome::Full);
+        assert_eq!(r.metrics.parked_calls.get(), 3);
+        // Every call out, every share is whole again.
+        for n in [2, 3, 5] {
+            assert!(matches!(r.take(id(n)), Found::Parked(_)), "call {n}");
+        }
+        assert!(matches!(r.take(id(2)), Found::Unknown), "taken once");
+        r.park(id(7), call_of(&pool, "a").await).ok().expect("a holds nothing");
+        r.park(id(8), call_of(&pool, "a").await).ok().expect("a holds one");
+    }
+
+    #[tokio::test]
+    async fn a_parked_call_waits_its_timeout_then_is_cancelled_upstream() {
+        let (demo, pool) = upstream();
+        let manual = ManualClock::new();
+        let r = bounded(4, 4, Clock::Manual(manual.clone()));
+        r.park(id(1), call_of(&pool, "a").await).ok().expect("parked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(matches!(r.take(id(1)), Found::Parked(_)), "not expired before its timeout");
+
+        r.park(id(2), call_of(&pool, "a").await).ok().expect("parked");
+        manual.advance(Duration::from_secs(61));
+        until("the expired call is cancelled upstream", || demo.stats.cancellations() == 2).await;
+        assert_eq!(demo.stats.last_cancel_reason(), PARK_EXPIRED);
+        assert!(matches!(r.take(id(2)), Found::Unknown));
+        assert_eq!(r.metrics.park_outcomes.with_label_values(&["timed_out"]).get(), 1);
+    }
+
+    #[tokio::test]
+    async fn shutting_down_cancels_every_parked_call_upstream() {
+        let (demo, pool) = upstream();
+        let r = bounded(4, 4, Clock::System);
+        r.park(id(1), call_of(&pool, "a").await).ok().expect("parked");
+        r.cancel_all().await;
+        until("the call is cancelled upstream", || demo.stats.cancellations() == 1).await;
+        assert_eq!(demo.stats.last_cancel_reason(), "mrtr-gateway is shutting down");
+        assert_eq!(r.metrics.parked_calls.get(), 0);
     }
 
     #[test]
