@@ -702,6 +702,9 @@ where
 }
 
 #[cfg(test)]
+mod handler_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
