@@ -25,15 +25,33 @@ fn front(extra: &str) -> Front {
 }
 
 /// Sends one 2026-07-28 request of `method` (`name` mirrored in `Mcp-Name`); its status and body.
-async fn send(front: &Front, method: &str, name: Option<&str>, mut params: Value) -> (StatusCode, Value) {
-    params["_meta"] = serde_json::json!({
-        crate::protocol::meta::PROTOCOL_VERSION: "2026-07-28",
-        crate::protocol::meta::CLIENT_CAPABILITIES: {},
-    });
+async fn send(front: &Front, method: &str, name: Option<&str>, params: Value) -> (StatusCode, Value) {
+    let (status, _, body) = send_as(front, BOTH, method, name, params).await;
+    (status, body)
+}
+
+const BOTH: &str = "application/json, text/event-stream";
+
+/// [`send`] with this `Accept`; also the response's content type. A `_meta` in `params` is
+/// kept beside the envelope's fields, and a stream's body is its last event.
+async fn send_as(
+    front: &Front,
+    accept: &str,
+    method: &str,
+    name: Option<&str>,
+    mut params: Value,
+) -> (StatusCode, String, Value) {
+    let mut meta = serde_json::Map::new();
+    meta.insert(crate::protocol::meta::PROTOCOL_VERSION.to_owned(), json!("2026-07-28"));
+    meta.insert(crate::protocol::meta::CLIENT_CAPABILITIES.to_owned(), json!({}));
+    if let Some(Value::Object(extra)) = params.get_mut("_meta").map(Value::take) {
+        meta.extend(extra);
+    }
+    params["_meta"] = Value::Object(meta);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     let mut request = Request::post("/mcp")
         .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
+        .header("accept", accept)
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", method);
     if let Some(name) = name {
@@ -41,10 +59,14 @@ async fn send(front: &Front, method: &str, name: Option<&str>, mut params: Value
     }
     let response = front.state.handle(request.body(Full::new(Bytes::from(body))).expect("request")).await;
     let status = response.status();
+    let content_type =
+        response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     let bytes = response.into_body().collect().await.expect("body").to_bytes();
-    let body =
-        serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&bytes)));
-    (status, body)
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let json =
+        text.lines().filter_map(|l| l.strip_prefix("data: ")).last().map_or(text.clone(), str::to_owned);
+    let body = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    (status, content_type, body)
 }
 
 #[tokio::test]
@@ -85,4 +107,30 @@ async fn a_tools_limit_counts_that_tools_calls_only() {
     let other = json!({"name": "bump_counter", "arguments": {}});
     let (status, body) = send(&front, "tools/call", Some("bump_counter"), other).await;
     assert_eq!(status, StatusCode::OK, "another tool has no limit: {body}");
+}
+
+#[tokio::test]
+async fn only_a_first_read_of_a_resource_carries_the_cache_hints() {
+    let front = front("[front]\ncache_ttl_ms = 1234\n");
+    let uri = "demo://counter";
+    let (status, read) = send(&front, "resources/read", Some(uri), json!({"uri": uri})).await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    assert_eq!(read["result"]["ttlMs"], 1234, "{read}");
+    let call = json!({"name": "echo", "arguments": {"message": "hi"}});
+    let (_, called) = send(&front, "tools/call", Some("echo"), call).await;
+    assert_eq!(called["result"]["resultType"], "complete", "{called}");
+    assert!(called["result"].get("ttlMs").is_none(), "a tool's result is not cacheable: {called}");
+}
+
+#[tokio::test]
+async fn progress_streams_only_to_a_client_that_accepts_a_stream() {
+    let front = front("");
+    let call = || json!({"name": "count_down", "arguments": {"steps": 2}, "_meta": {"progressToken": 7}});
+    let (status, content_type, body) =
+        send_as(&front, "application/json", "tools/call", Some("count_down"), call()).await;
+    assert_eq!((status, content_type.as_str()), (StatusCode::OK, "application/json"), "{body}");
+    assert_eq!(body["result"]["resultType"], "complete", "{body}");
+    let (status, content_type, body) = send_as(&front, BOTH, "tools/call", Some("count_down"), call()).await;
+    assert_eq!((status, content_type.as_str()), (StatusCode::OK, "text/event-stream"), "{body}");
+    assert_eq!(body["result"]["resultType"], "complete", "{body}");
 }
