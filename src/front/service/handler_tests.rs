@@ -64,7 +64,7 @@ async fn send_as(
     let bytes = response.into_body().collect().await.expect("body").to_bytes();
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let json =
-        text.lines().filter_map(|l| l.strip_prefix("data: ")).last().map_or(text.clone(), str::to_owned);
+        text.lines().filter_map(|l| l.strip_prefix("data: ")).next_back().map_or(text.clone(), str::to_owned);
     let body = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
     (status, content_type, body)
 }
