@@ -134,3 +134,13 @@ async fn progress_streams_only_to_a_client_that_accepts_a_stream() {
     assert_eq!((status, content_type.as_str()), (StatusCode::OK, "text/event-stream"), "{body}");
     assert_eq!(body["result"]["resultType"], "complete", "{body}");
 }
+
+#[tokio::test]
+async fn a_call_of_an_unseen_tool_lists_the_upstreams_tools_first() {
+    let front = front("");
+    assert!(front.state.tool_headers().is_empty());
+    let call = json!({"name": "echo", "arguments": {"message": "hi"}});
+    let (status, body) = send(&front, "tools/call", Some("echo"), call).await;
+    assert_eq!((status, &body["result"]["resultType"]), (StatusCode::OK, &json!("complete")), "{body}");
+    assert!(!front.state.tool_headers().is_empty(), "the catalogue learnt the upstream's tools");
+}
