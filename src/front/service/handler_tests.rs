@@ -144,3 +144,13 @@ async fn a_call_of_an_unseen_tool_lists_the_upstreams_tools_first() {
     assert_eq!((status, &body["result"]["resultType"]), (StatusCode::OK, &json!("complete")), "{body}");
     assert!(!front.state.tool_headers().is_empty(), "the catalogue learnt the upstream's tools");
 }
+
+#[tokio::test]
+async fn a_retry_carrying_a_task_id_needs_the_tasks_extension() {
+    let front = front("[tasks]\nenabled = true\n");
+    let state = format!("{}unknown", crate::mrtr::task_id::TASK_ID_PREFIX);
+    let retry =
+        json!({"name": "echo", "arguments": {"message": "hi"}, "requestState": state, "inputResponses": {}});
+    let (_, body) = send(&front, "tools/call", Some("echo"), retry).await;
+    assert_eq!(body["error"]["code"], json!(crate::protocol::codes::MISSING_CLIENT_CAPABILITY), "{body}");
+}
