@@ -273,9 +273,12 @@ async fn a_client_without_the_extension_gets_the_error_naming_it() -> TestResult
     let get =
         gw.client.request("tasks/get").header("mcp-name", "x").param("taskId", json!("x")).send().await?;
     get.expect_error(StatusCode::BAD_REQUEST, -32021)?;
-    // An optional-task tool runs in-line for it, and a stray legacy `task` param is dropped.
+    // A tool without task support runs in-line for it, and a stray legacy `task` param is dropped.
     let plain = gw.client.call_tool("plain", json!({})).param("task", json!({"ttl": 1000})).send().await?;
     assert_eq!(plain.text()?, "plain");
+    // So does an optional-task tool: no task is made for a client that cannot follow one.
+    let typed = gw.client.call_tool("typed_job", json!({"n": 3})).send().await?;
+    assert_eq!(typed.result()?["structuredContent"], json!({"n": 3}), "run in-line");
     assert_eq!(gw.events("run count_job"), 0, "nothing ran upstream");
     gw.stop().await
 }
