@@ -1,12 +1,54 @@
-//! The handler driven whole, in process, against the demo upstream: what each method's answer
-//! carries, so that a handler path that answers with nothing, or skips a rule, fails here and
-//! not only in the integration suite.
+//! The handler's tests. Most drive it whole, in process, against the demo upstream: what each
+//! method's answer carries, so that a handler path that answers with nothing, or skips a rule,
+//! fails here and not only in the integration suite.
 
 use http_body_util::{BodyExt, Full};
 use serde_json::json;
 
 use super::*;
 use crate::demo::{spawn_loopback, DemoHandle, DemoOptions};
+
+/// Most bytes the future of one front request may take (as this test's build lays it out).
+/// hyper holds one per busy connection for as long as the request runs, so 1,000 calls in
+/// flight hold 1,000 of them: a rare path awaited inline (ending a refused call upstream did,
+/// +3.6 KB) sizes every request. Box such paths where they are awaited, as the call and the
+/// round's live state are (10,448 bytes before, 7,952 after).
+const MAX_REQUEST_FUTURE: usize = 8704;
+
+#[tokio::test]
+async fn a_requests_future_stays_small() {
+    let cfg =
+        crate::config::Config::from_toml("[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\n").expect("config");
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let settings = crate::app::upstream_settings(&cfg, None);
+    let pool = Arc::new(crate::upstream::Pool::new(settings).expect("pool"));
+    let state = Arc::new(crate::app::front_state(&cfg, &metrics, &pool).expect("front state"));
+    let request = Request::post("/mcp").body(http_body_util::Full::new(Bytes::new())).expect("request");
+    let size = std::mem::size_of_val(&state.handle(request));
+    assert!(
+        size <= MAX_REQUEST_FUTURE,
+        "a front request's future is {size} bytes, over {MAX_REQUEST_FUTURE}"
+    );
+}
+
+#[tokio::test]
+async fn a_body_past_the_limit_is_too_large_by_name() {
+    let body = http_body_util::Limited::new(http_body_util::Full::new(Bytes::from_static(b"12345")), 4);
+    assert!(matches!(read_body(body, 4).await, Err(FrontError::PayloadTooLarge { limit: 4 })));
+    let within = http_body_util::Limited::new(http_body_util::Full::new(Bytes::from_static(b"1234")), 4);
+    assert_eq!(read_body(within, 4).await.unwrap(), Bytes::from_static(b"1234"));
+}
+
+#[test]
+fn an_encoded_tool_name_becomes_the_upstreams_and_a_plain_one_stays() {
+    let upstream = "files.read/v2";
+    let mut encoded = Some(serde_json::json!({"name": crate::schema::name::encode(upstream)}));
+    upstream_tool_name(&mut encoded);
+    assert_eq!(encoded.unwrap()["name"], upstream);
+    let mut plain = Some(serde_json::json!({"name": "echo"}));
+    upstream_tool_name(&mut plain);
+    assert_eq!(plain.unwrap()["name"], "echo");
+}
 
 /// A front state over a demo server, with `extra` TOML after its `[upstream]` table.
 struct Front {
