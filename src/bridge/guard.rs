@@ -208,14 +208,9 @@ pub(super) mod tests {
         asking_for(pool, "p").await
     }
 
-    pub(in crate::bridge) async fn until(what: &str, done: impl Fn() -> bool) {
-        for _ in 0..1000 {
-            if done() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        panic!("never: {what}");
+    /// Waits until `done` holds, at most 5 s.
+    pub(in crate::bridge) async fn until(what: &str, done: impl FnMut() -> bool) {
+        crate::clock::eventually(what, Duration::from_secs(5), done).await
     }
 
     /// The demo took one cancel with `reason`, then the question's refusal (an error answer).

@@ -115,14 +115,12 @@ pub(super) async fn align_level(session: &Session, wanted: Option<LogLevel>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::guard::tests::upstream;
     use super::*;
-    use crate::demo::{spawn_loopback, DemoOptions};
-    use crate::upstream::{Pool, UpstreamSettings};
 
     #[tokio::test]
     async fn the_session_is_set_to_the_level_asked_once_and_only_when_it_differs() {
-        let demo = spawn_loopback(DemoOptions::default()).unwrap();
-        let pool = Pool::new(UpstreamSettings::new(demo.url().parse().unwrap())).unwrap();
+        let (demo, pool) = upstream();
         let lease = pool.lease((std::sync::Arc::from("p"), 0), &json!({})).await.unwrap();
         let session = lease.session();
         assert!(session.declares_logging(), "the demo declares logging");

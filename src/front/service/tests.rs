@@ -17,12 +17,7 @@ const MAX_REQUEST_FUTURE: usize = 8704;
 
 #[tokio::test]
 async fn a_requests_future_stays_small() {
-    let cfg =
-        crate::config::Config::from_toml("[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\n").expect("config");
-    let metrics = Arc::new(Metrics::new().expect("metrics"));
-    let settings = crate::app::upstream_settings(&cfg, None);
-    let pool = Arc::new(crate::upstream::Pool::new(settings).expect("pool"));
-    let state = Arc::new(crate::app::front_state(&cfg, &metrics, &pool).expect("front state"));
+    let state = state_of("[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\n");
     let request = Request::post("/mcp").body(http_body_util::Full::new(Bytes::new())).expect("request");
     let size = std::mem::size_of_val(&state.handle(request));
     assert!(
@@ -58,12 +53,16 @@ struct Front {
 
 fn front(extra: &str) -> Front {
     let demo = spawn_loopback(DemoOptions::default()).expect("demo");
-    let toml = format!("[upstream]\nurl = \"{}\"\n{extra}", demo.url());
-    let cfg = crate::config::Config::from_toml(&toml).expect("config");
+    let state = state_of(&format!("[upstream]\nurl = \"{}\"\n{extra}", demo.url()));
+    Front { state, _demo: demo }
+}
+
+/// The front state the gateway builds from this configuration.
+fn state_of(toml: &str) -> Arc<FrontState> {
+    let cfg = crate::config::Config::from_toml(toml).expect("config");
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let pool = Arc::new(crate::upstream::Pool::new(crate::app::upstream_settings(&cfg, None)).expect("pool"));
-    let state = Arc::new(crate::app::front_state(&cfg, &metrics, &pool).expect("front state"));
-    Front { state, _demo: demo }
+    Arc::new(crate::app::front_state(&cfg, &metrics, &pool).expect("front state"))
 }
 
 /// Sends one 2026-07-28 request of `method` (`name` mirrored in `Mcp-Name`); its status and body.
