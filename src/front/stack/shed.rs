@@ -182,4 +182,10 @@ mod tests {
         assert!(!Permitted::from(Full::new(Bytes::from_static(b"{}"))).is_end_stream());
         assert!(Permitted::from(Empty::<Bytes>::new()).is_end_stream());
     }
+
+    /// hyper writes a `Content-Length` from the exact size hint.
+    #[test]
+    fn a_permitted_body_has_its_inner_bodys_size() {
+        assert_eq!(Permitted::from(Full::new(Bytes::from_static(b"{}"))).size_hint().exact(), Some(2));
+    }
 }

@@ -149,6 +149,49 @@ async fn a_declared_body_over_the_limit_is_refused_before_the_handler() {
     assert_eq!(counted(&metrics, "payload_too_large"), 1);
 }
 
+/// A body of exactly the limit is the handler's to read.
+#[tokio::test]
+async fn a_declared_body_of_the_limit_is_let_through() {
+    let inner = service_fn(|req: Req| async move {
+        let read = req.into_body().collect().await.expect("within the limit").to_bytes();
+        ok(FrontBody::full(read.len().to_string()))
+    });
+    let svc = layered(inner, limits(4), Arc::new(Metrics::new().expect("metrics")));
+    let full = Request::post("/mcp")
+        .header("content-length", "64")
+        .body(Full::new(Bytes::from(vec![b' '; 64])))
+        .expect("request");
+    let r = svc.oneshot(full).await.expect("infallible");
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(&r.into_body().collect().await.expect("body").to_bytes()[..], b"64");
+}
+
+/// A handler that is never ready.
+#[derive(Clone)]
+struct NotReady;
+
+impl Service<Req> for NotReady {
+    type Response = Response<FrontBody>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Response<FrontBody>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Pending
+    }
+
+    fn call(&mut self, _: Req) -> Self::Future {
+        panic!("called while not ready")
+    }
+}
+
+/// Every layer asks the one below whether it is ready: none claims a readiness it lacks.
+#[test]
+fn the_stack_is_ready_only_when_its_handler_is() {
+    let mut svc = layered(NotReady, limits(4), Arc::new(Metrics::new().expect("metrics")));
+    let mut cx = std::task::Context::from_waker(futures_util::task::noop_waker_ref());
+    assert!(Service::<Request<Full<Bytes>>>::poll_ready(&mut svc, &mut cx).is_pending());
+}
+
 #[tokio::test]
 async fn an_undeclared_body_is_limited_as_it_is_read() {
     let inner = service_fn(|req: Req| async move {
@@ -304,7 +347,9 @@ async fn an_unsafe_client_request_id_is_replaced_by_the_gateways_own() {
     });
     let svc = layered(inner, limits(4), Arc::new(Metrics::new().expect("metrics")));
     let longest = "a".repeat(crate::defaults::MAX_CLIENT_REQUEST_ID_BYTES);
-    for kept in ["client-7", "3f2c1a9e-8b4d-4c1e-9f0a-2b7d6e5c4a31", "req_1.2:3/4+5=6@x", longest.as_str()] {
+    // "0badc0de-" is one character short of the issued form: no counter after the dash.
+    let kept = ["client-7", "3f2c1a9e-8b4d-4c1e-9f0a-2b7d6e5c4a31", "req_1.2:3/4+5=6@x", "0badc0de-"];
+    for kept in kept.into_iter().chain([longest.as_str()]) {
         assert_eq!(id_for(&svc, &[kept]).await, (kept.to_owned(), kept.to_owned()));
     }
     let too_long = "a".repeat(60 * 1024);

@@ -77,6 +77,15 @@ fn the_catalogue_is_bounded() {
     assert!(c.is_empty());
 }
 
+/// The catalogue's checker is one for every listing: a page seen before is not checked again.
+#[test]
+fn a_page_listed_again_is_checked_once() {
+    let c = catalogue();
+    let listed = page(json!([region_tool("a")]));
+    let (first, again) = (c.schema().tools(&listed, false), c.schema().tools(&listed, false));
+    assert!(Arc::ptr_eq(&first, &again));
+}
+
 #[test]
 fn pages_that_are_not_tool_lists_teach_nothing() {
     let c = catalogue();

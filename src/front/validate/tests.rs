@@ -47,7 +47,9 @@ fn unsupported_version_is_32022() {
     let p = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25",
         "io.modelcontextprotocol/clientCapabilities": {}}});
     let m = request_meta(Some(&p)).unwrap();
-    assert_eq!(check_version(&m).unwrap_err().code(), -32022);
+    let e = check_version(&m).unwrap_err();
+    assert_eq!(e.code(), -32022);
+    assert!(matches!(&e, FrontError::UnsupportedVersion { requested } if requested == "2025-11-25"), "{e:?}");
     // A header that disagrees with that body is a mismatch first.
     let h = headers(&[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")]);
     let kind = FrontMethod::Relay(crate::protocol::methods::RelayMethod::ToolsList);
@@ -143,6 +145,8 @@ fn a_quoted_client_value_is_bounded_and_escaped() {
         "io.modelcontextprotocol/clientCapabilities": {}}});
     let e = check_version(&request_meta(Some(&long)).unwrap()).unwrap_err();
     assert!(e.to_string().len() < limit + 100, "{e}");
+    let cut = format!("{}…", "v".repeat(limit));
+    assert!(matches!(&e, FrontError::UnsupportedVersion { requested } if *requested == cut), "{e:?}");
 }
 
 #[test]
@@ -154,4 +158,22 @@ fn quoting_cuts_on_the_escaped_form_and_at_a_character_boundary() {
     // Each newline takes two characters escaped.
     assert_eq!(quoted(&"\n".repeat(limit)), format!("\"{}…\"", "\\n".repeat(limit / 2)));
     assert_eq!(quoted(""), "\"\"");
+}
+
+/// The tasks extension's methods name their task in `Mcp-Name`, mirrored from `params.taskId`.
+#[test]
+fn a_task_method_mirrors_its_task_id() {
+    let kind = FrontMethod::Task(crate::protocol::methods::TaskMethod::Get);
+    let p = json!({"taskId": "task-1"});
+    let sent = |name: Option<&str>| {
+        let mut list = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tasks/get")];
+        list.extend(name.map(|n| ("mcp-name", n)));
+        check_headers(&headers(&list), "tasks/get", kind, Some(&p), "2026-07-28")
+    };
+    sent(Some("task-1")).unwrap();
+    for name in [None, Some("task-2")] {
+        let e = sent(name).unwrap_err();
+        assert_eq!(e.code(), -32020, "{name:?}");
+        assert!(e.to_string().contains("Mcp-Name"), "{e}");
+    }
 }

@@ -124,3 +124,17 @@ fn the_location_is_a_json_pointer() {
     );
     assert_eq!(e, AnnotationError::Unreachable { at: "/properties/a~1b/items".into() });
 }
+
+/// The entries of `$defs` and its kin are schemas by name: a name is never a keyword, and a
+/// name's location is escaped like any other pointer step.
+#[test]
+fn schema_map_entries_are_named_schemas() {
+    let defs = json!({"type": "object", "properties": {"a": {"type": "string"}},
+        "$defs": {"x-mcp-header": {"type": "string"}, "enum": {"type": "string"}}});
+    assert!(names(defs).is_empty());
+    let hidden =
+        json!({"type": "object", "patternProperties": {"enum": {"type": "string", "x-mcp-header": "E"}}});
+    assert_eq!(error(hidden), AnnotationError::Unreachable { at: "/patternProperties/enum".into() });
+    let slashed = json!({"type": "object", "definitions": {"a/b": {"type": "string", "x-mcp-header": "D"}}});
+    assert_eq!(error(slashed), AnnotationError::Unreachable { at: "/definitions/a~1b".into() });
+}
