@@ -334,8 +334,9 @@ fn example_curl(url: &str) -> String {
     )
 }
 
-/// The front's state over `pool`: the bridge, its state codec and the client authentication;
-/// its key ring is never reloaded (the front stack's own tests).
+/// The front's state over `pool`: the bridge, its state codec, the client authentication and,
+/// unless `legacy.enabled = false`, the legacy relay, as [`Gateway::start`] builds them; its key
+/// ring is never reloaded (the front's own tests, which configure an upstream URL).
 #[cfg(test)]
 pub(crate) fn front_state(
     cfg: &Config,
@@ -343,7 +344,14 @@ pub(crate) fn front_state(
     pool: &Arc<Pool>,
 ) -> Result<FrontState, AppError> {
     let (keys, _no_reloads) = live_keys(cfg, metrics)?;
-    front_state_with(cfg, metrics, pool, Clock::System, Auth::new(&cfg.auth, metrics.auth.clone()), keys)
+    let settings = upstream_settings(cfg, None);
+    let legacy = legacy_front(cfg, &settings, metrics, &keys, pool.connection_bound())?;
+    let auth = Auth::new(&cfg.auth, metrics.auth.clone());
+    let state = front_state_with(cfg, metrics, pool, Clock::System, auth, keys)?;
+    Ok(match legacy {
+        Some(legacy) => state.with_legacy(legacy),
+        None => state,
+    })
 }
 
 pub(crate) fn front_state_with(

@@ -96,11 +96,6 @@ pub fn opens_legacy(headers: &HeaderMap, request: &Request) -> bool {
     request.method == methods::INITIALIZE || version.is_some_and(|v| is_date(v) && v < MODERN_VERSION)
 }
 
-/// True for a JSON-RPC `initialize` request.
-pub fn is_initialize(envelope: &Envelope) -> bool {
-    matches!(envelope, Envelope::Request(r) if r.method == methods::INITIALIZE)
-}
-
 fn is_date(v: &str) -> bool {
     let b = v.as_bytes();
     b.len() == 10
@@ -192,11 +187,6 @@ impl LegacyFront {
                 e.response(None)
             }
         }
-    }
-
-    /// Legacy sessions held now.
-    pub fn sessions(&self) -> usize {
-        self.table.len()
     }
 
     /// Ends every session this replica opened (at shutdown).

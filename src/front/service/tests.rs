@@ -8,6 +8,8 @@ use serde_json::json;
 use super::*;
 use crate::demo::{spawn_loopback, DemoHandle, DemoOptions};
 
+mod legacy;
+
 /// Most bytes the future of one front request may take (as this test's build lays it out).
 /// hyper holds one per busy connection for as long as the request runs, so 1,000 calls in
 /// flight hold 1,000 of them: a rare path awaited inline (ending a refused call upstream did,
