@@ -101,3 +101,19 @@ async fn an_altered_session_id_is_refused() {
     assert!(status.is_client_error(), "{status}: {body}");
     assert_eq!(relayed(&front, "post"), 1, "only the notification was relayed");
 }
+
+/// A legacy client meets the same rate limits as a 2026-07-28 one, with no authorization rules:
+/// each request in its body takes its tokens, and its notifications none.
+#[tokio::test]
+async fn a_legacy_session_takes_its_tools_rate_limit() {
+    let front = front("[limits.tools]\necho = { rate_per_sec = 0.001, burst = 2 }\n");
+    let id = open(&front).await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"message": "hi"}}});
+    for n in 1..=2 {
+        let (status, _, body) = legacy(&front, Method::POST, Some(&id), Some(call.clone()), true).await;
+        assert_eq!(status, StatusCode::OK, "call {n} is within the burst: {body}");
+    }
+    let (status, _, body) = legacy(&front, Method::POST, Some(&id), Some(call), true).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+}
