@@ -140,7 +140,24 @@ mod tests {
             label(post.clone(), r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#),
             "legacy:tools/call"
         );
-        assert_eq!(label(post.clone(), r#"{"id":1,"method":"logging/setLevel"}"#), "legacy:logging/setLevel");
+        for method in [
+            "initialize",
+            "ping",
+            "tools/list",
+            "tools/call",
+            "prompts/list",
+            "prompts/get",
+            "resources/list",
+            "resources/templates/list",
+            "resources/read",
+            "resources/subscribe",
+            "resources/unsubscribe",
+            "completion/complete",
+            "logging/setLevel",
+        ] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}"}}"#);
+            assert_eq!(label(post.clone(), &body), format!("legacy:{method}"));
+        }
         assert_eq!(label(post.clone(), r#"{"id":1,"method":"evil/\u0041\nname"}"#), "legacy:other");
         assert_eq!(label(post.clone(), r#"{"method":"notifications/initialized"}"#), "legacy:notification");
         assert_eq!(label(post.clone(), r#"{"jsonrpc":"2.0","id":7,"result":{}}"#), "legacy:response");

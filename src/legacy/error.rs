@@ -222,19 +222,19 @@ mod tests {
             (
                 LegacyError::BadSessionId(SessionIdError::Principal),
                 404,
-                SESSION_NOT_FOUND,
+                -32001,
                 "Session not found",
                 "principal",
             ),
             (
                 LegacyError::BadSessionId(SessionIdError::Version(9)),
                 404,
-                SESSION_NOT_FOUND,
+                -32001,
                 "Session not found",
                 "version",
             ),
-            (LegacyError::NotHere, 404, SESSION_NOT_FOUND, "Session not found", "not_here"),
-            (LegacyError::UpstreamForgot, 404, SESSION_NOT_FOUND, "Session not found", "upstream_forgot"),
+            (LegacyError::NotHere, 404, -32001, "Session not found", "not_here"),
+            (LegacyError::UpstreamForgot, 404, -32001, "Session not found", "upstream_forgot"),
             (
                 LegacyError::MissingSession,
                 400,

@@ -36,6 +36,27 @@ async fn a_body_past_the_limit_is_too_large_by_name() {
     assert_eq!(read_body(within, 4).await.unwrap(), Bytes::from_static(b"1234"));
 }
 
+/// A body that breaks while it is read is the client's bad request, not an oversized one.
+#[tokio::test]
+async fn a_body_that_fails_to_read_is_an_invalid_request() {
+    let broken = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+    let frames = futures_util::stream::iter([Err::<http_body::Frame<Bytes>, _>(broken)]);
+    let e = read_body(http_body_util::StreamBody::new(frames), 4).await.unwrap_err();
+    assert!(matches!(&e, FrontError::InvalidRequest(m) if m.contains("reset")), "{e:?}");
+}
+
+#[test]
+fn a_taken_object_leaves_its_params() {
+    let mut params = Some(json!({"inputResponses": {"a": 1}, "requestState": "s", "name": "echo"}));
+    assert_eq!(
+        take_object(&mut params, "inputResponses"),
+        Some(json!({"a": 1}).as_object().cloned().unwrap())
+    );
+    assert_eq!(take_object(&mut params, "requestState"), None, "not an object");
+    assert_eq!(take_object(&mut params, "missing"), None);
+    assert_eq!(params, Some(json!({"name": "echo"})));
+}
+
 #[test]
 fn an_encoded_tool_name_becomes_the_upstreams_and_a_plain_one_stays() {
     let upstream = "files.read/v2";

@@ -98,7 +98,9 @@ async fn an_altered_session_id_is_refused() {
     let altered = String::from_utf8(altered).expect("ascii");
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     let (status, _, body) = legacy(&front, Method::POST, Some(&altered), Some(list), true).await;
-    assert!(status.is_client_error(), "{status}: {body}");
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let error: Value = serde_json::from_str(&body).expect("a JSON-RPC error");
+    assert_eq!(error["error"]["code"], -32001, "session not found, as 2025-era servers answer: {body}");
     assert_eq!(relayed(&front, "post"), 1, "only the notification was relayed");
 }
 
