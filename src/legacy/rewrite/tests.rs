@@ -124,3 +124,36 @@ fn a_list_response_past_the_bound_is_refused_and_ends_the_body() {
     assert_eq!((v[0]["id"].clone(), v[1]["id"].clone()), (json!(1), json!(2)));
     assert!(!out.windows(6).any(|w| w == b"secret"), "nothing of the response went out");
 }
+
+/// Once the awaited response went by, the rest of a chunk goes out with it, not at the end of
+/// the body: a stream that stays open must not hold what the upstream sent after the list.
+#[test]
+fn the_rest_after_the_last_list_response_goes_out_at_once() {
+    let answer = format!("data: {}\n\n", tools_response(1));
+    let after = "id: p-3\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\nid: p-4\nda";
+    let mut rewrite = Rewrite::new(lists(list_request(1)), "text/event-stream").unwrap();
+    let out = rewrite.push(Bytes::from(format!("{answer}{after}")));
+    assert!(!out.end);
+    let out: Vec<u8> = out.chunks.concat();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.ends_with(after), "{out:?}");
+    assert_eq!(messages(out.as_bytes())[0]["result"]["tools"], json!([{"name": "echo"}]));
+}
+
+/// One awaited response gets its error as one object, as it asked in one; a batch as a batch.
+#[test]
+fn a_single_list_request_past_the_bound_gets_a_single_error() {
+    let mut json = Rewrite::new(lists(list_request(7)), "application/json").unwrap();
+    json.max = 16;
+    let (out, ended) = run(json, tools_response(7).as_bytes(), 8);
+    assert!(ended);
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v, json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32000, "message": TOO_LARGE}}));
+}
+
+#[test]
+fn a_rewriter_shows_what_it_awaits() {
+    let rewrite = Rewrite::new(lists(list_request(1)), "application/json").unwrap();
+    let shown = format!("{rewrite:?}");
+    assert!(shown.contains("Lists { pending"), "{shown}");
+}
