@@ -320,6 +320,18 @@ mod tests {
         Table::new(max, per_principal, Duration::from_secs(10), IntGauge::new("g", "g").unwrap())
     }
 
+    /// The session's protocol version is the last one a request named; a request that names
+    /// none (a GET, say) keeps it, so that ending the session upstream can name it.
+    #[test]
+    fn a_session_keeps_the_last_version_a_request_named() {
+        let entry = Entry::new(claims(), Link::Http, true);
+        assert_eq!(entry.version(), None);
+        entry.set_version(Some(HeaderValue::from_static("2025-03-26")));
+        entry.set_version(Some(HeaderValue::from_static("2025-06-18")));
+        entry.set_version(None);
+        assert_eq!(entry.version(), Some(HeaderValue::from_static("2025-06-18")));
+    }
+
     #[test]
     fn the_bound_counts_reservations_and_sessions() {
         let t = table(2);
