@@ -423,10 +423,13 @@ mod tests {
         assert!(!opens_legacy(&new, &request("initialize", serde_json::json!({}))));
         assert!(!opens_legacy(&none, &request("initialize", modern_meta.clone())));
         assert!(!opens_legacy(&old, &request("tools/call", modern_meta)));
-        assert!(!opens_legacy(
-            &with(headers::PROTOCOL_VERSION, "garbage"),
-            &request("tools/list", serde_json::json!({}))
-        ));
+        // Only a date names a version: not garbage, nor a date with a digit too many.
+        for not_a_date in ["garbage", "2025-06-180"] {
+            assert!(!opens_legacy(
+                &with(headers::PROTOCOL_VERSION, not_a_date),
+                &request("tools/list", serde_json::json!({}))
+            ));
+        }
         assert!(!opens_legacy(&none, &request("tools/list", serde_json::json!({}))));
     }
 
