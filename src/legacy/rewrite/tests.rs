@@ -143,12 +143,15 @@ fn the_rest_after_the_last_list_response_goes_out_at_once() {
 /// One awaited response gets its error as one object, as it asked in one; a batch as a batch.
 #[test]
 fn a_single_list_request_past_the_bound_gets_a_single_error() {
-    let mut json = Rewrite::new(lists(list_request(7)), "application/json").unwrap();
+    let counter = prometheus::IntCounter::new("too_large", "too large").unwrap();
+    let mut json =
+        Rewrite::new(lists(list_request(7)).counting(counter.clone()), "application/json").unwrap();
     json.max = 16;
     let (out, ended) = run(json, tools_response(7).as_bytes(), 8);
     assert!(ended);
     let v: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v, json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32000, "message": TOO_LARGE}}));
+    assert_eq!(counter.get(), 1, "the refusal is counted");
 }
 
 #[test]
