@@ -119,3 +119,25 @@ async fn a_legacy_session_takes_its_tools_rate_limit() {
     let (status, _, body) = legacy(&front, Method::POST, Some(&id), Some(call), true).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
 }
+
+/// An upstream's refusal reaches the client in the gateway's words, with the upstream's own
+/// JSON-RPC code: a body the demo cannot parse is its -32700.
+#[tokio::test]
+async fn an_upstream_refusal_keeps_its_code_in_the_gateways_words() {
+    let front = front("");
+    let id = open(&front).await;
+    let request = Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", id.as_str())
+        .header("mcp-protocol-version", LEGACY_VERSION)
+        .body(Full::new(Bytes::from_static(b"{not json")))
+        .expect("request");
+    let response = front.state.handle(request).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body = response.into_body().collect().await.expect("body").to_bytes();
+    let error: Value = serde_json::from_slice(&body).expect("a JSON-RPC error");
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    let message = error["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(message, "the upstream server refused the request (HTTP 400 Bad Request)", "{error}");
+}
