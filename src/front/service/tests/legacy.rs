@@ -18,6 +18,18 @@ async fn legacy(
     body: Option<Value>,
     read: bool,
 ) -> (StatusCode, HeaderMap, String) {
+    let bytes = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
+    legacy_bytes(front, method, session, bytes, read).await
+}
+
+/// [`legacy`] with a body of any bytes, JSON or not.
+async fn legacy_bytes(
+    front: &Front,
+    method: Method,
+    session: Option<&str>,
+    bytes: Bytes,
+    read: bool,
+) -> (StatusCode, HeaderMap, String) {
     let mut request = Request::builder()
         .method(method)
         .uri("/mcp")
@@ -26,7 +38,6 @@ async fn legacy(
     if let Some(session) = session {
         request = request.header("mcp-session-id", session).header("mcp-protocol-version", LEGACY_VERSION);
     }
-    let bytes = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
     let response = front.state.handle(request.body(Full::new(bytes)).expect("request")).await;
     let (parts, body) = response.into_parts();
     let text = match read {
@@ -126,17 +137,10 @@ async fn a_legacy_session_takes_its_tools_rate_limit() {
 async fn an_upstream_refusal_keeps_its_code_in_the_gateways_words() {
     let front = front("");
     let id = open(&front).await;
-    let request = Request::post("/mcp")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", id.as_str())
-        .header("mcp-protocol-version", LEGACY_VERSION)
-        .body(Full::new(Bytes::from_static(b"{not json")))
-        .expect("request");
-    let response = front.state.handle(request).await;
-    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
-    let body = response.into_body().collect().await.expect("body").to_bytes();
-    let error: Value = serde_json::from_slice(&body).expect("a JSON-RPC error");
+    let not_json = Bytes::from_static(b"{not json");
+    let (status, _, body) = legacy_bytes(&front, Method::POST, Some(&id), not_json, true).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let error: Value = serde_json::from_str(&body).expect("a JSON-RPC error");
     assert_eq!(error["error"]["code"], -32700, "{error}");
     let message = error["error"]["message"].as_str().unwrap_or_default();
     assert_eq!(message, "the upstream server refused the request (HTTP 400 Bad Request)", "{error}");
