@@ -179,6 +179,34 @@ async fn without_a_get_stream_a_request_no_call_can_take_is_refused() -> TestRes
     gw.stop().await
 }
 
+/// Whether the fixture's event log at `log` has a line starting with `prefix`.
+fn logged(log: &std::path::Path, prefix: &str) -> bool {
+    std::fs::read_to_string(log).unwrap_or_default().lines().any(|l| l.starts_with(prefix))
+}
+
+#[tokio::test]
+async fn a_legacy_clients_cancel_reaches_the_call_upstream() -> TestResult {
+    let _serial = serial().await;
+    let dir = tempfile::tempdir()?;
+    let (gw, client, log) = logging_session(dir.path()).await?;
+    let pid = pid_of(&client).await?;
+    // `greet` asks a question that nobody answers: the POST stays open until it is cancelled.
+    let call = client.request_body("tools/call", json!({"name": "greet", "arguments": {}}));
+    let call_id = call["id"].clone();
+    let held = tokio::spawn({
+        let client = client.clone();
+        async move { client.post(&call).await }
+    });
+    eventually("the call to reach the fixture", || logged(&log, &format!("call {pid} greet"))).await?;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": call_id, "reason": "changed my mind"}});
+    assert_eq!(client.post(&cancel).await?.status, StatusCode::ACCEPTED);
+    let cancelled = format!("cancelled {pid} greet: changed my mind");
+    eventually("the cancel to reach the call upstream", || logged(&log, &cancelled)).await?;
+    held.abort();
+    gw.stop().await
+}
+
 #[tokio::test]
 async fn a_batch_is_taken_apart_and_its_responses_share_one_stream() -> TestResult {
     let _serial = serial().await;
