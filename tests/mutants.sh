@@ -120,6 +120,11 @@ for arg in "$@"; do
   fi
 done
 
+# Mutants are judged by their tests' outcomes alone, so they are built without debug info:
+# each mutant's build links much faster (on 2 cores, about 18 s instead of 25-45 s, and the
+# baseline about 170 s instead of 260 s). Set CARGO_PROFILE_DEV_DEBUG to keep it.
+export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-0}"
+
 exec "$BIN" mutants "${where[@]}" "${selected[@]}" "${judges[@]}" \
   --timeout "$test_timeout" \
   --build-timeout 1500 \
