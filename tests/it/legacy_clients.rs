@@ -14,7 +14,7 @@ use super::{everything, form_only};
 use crate::common::answers::{MODEL, NAME, ROOT, SUMMARY};
 use crate::common::harness::metric;
 use crate::common::legacy_client::LegacyClient;
-use crate::common::{eventually, Harness, Setup, TestResult};
+use crate::common::{bounded, eventually, Harness, Setup, TestResult};
 
 const SESSIONS: &str = "mrtr_gateway_legacy_sessions";
 
@@ -108,6 +108,23 @@ async fn delete_ends_the_upstream_session() -> TestResult {
     assert_eq!(after.status, StatusCode::NOT_FOUND);
     assert_eq!(after.messages[0]["error"]["code"], -32001);
     h.stop().await
+}
+
+#[tokio::test]
+async fn shutdown_ends_every_open_session_upstream() -> TestResult {
+    let h = Harness::start().await?;
+    let mut client = legacy(&h);
+    client.initialize(form_only()).await?;
+    assert!(h.demo.stats.sessions_alive() >= 1, "the legacy client's session is open upstream");
+    let Harness { demo, gateway, .. } = h;
+    bounded("the gateway to drain", gateway.shutdown()).await?;
+    assert_eq!(
+        demo.stats.sessions_alive(),
+        0,
+        "every upstream session ended by a DELETE, the legacy one's too"
+    );
+    bounded("the demo server to stop", demo.shutdown()).await??;
+    Ok(())
 }
 
 #[tokio::test]
