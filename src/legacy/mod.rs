@@ -433,6 +433,37 @@ mod tests {
         assert!(!opens_legacy(&none, &request("tools/list", serde_json::json!({}))));
     }
 
+    /// A filter that keeps everything: only whether one applies is looked at.
+    struct KeepAll;
+
+    impl ListFilter for KeepAll {
+        fn retain_listed(&self, _: &str, _: &mut serde_json::Value) -> usize {
+            0
+        }
+    }
+
+    fn parts(method: Method, headers: HeaderMap) -> Parts {
+        let mut request = ::http::Request::new(());
+        *request.method_mut() = method;
+        *request.headers_mut() = headers;
+        request.into_parts().0
+    }
+
+    #[test]
+    fn lists_are_filtered_in_a_posts_answer_or_a_resumed_stream_only() {
+        let filter: Arc<dyn ListFilter> = Arc::new(KeepAll);
+        let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let post = LegacyBody::Messages(vec![list]);
+        let resumed = with(headers::LAST_EVENT_ID, "7");
+        assert!(LegacyFront::lists(filter.clone(), &parts(Method::POST, HeaderMap::new()), &post).is_some());
+        assert!(LegacyFront::lists(filter.clone(), &parts(Method::GET, resumed.clone()), &LegacyBody::Empty)
+            .is_some());
+        // A fresh GET stream carries no response, nor does anything a DELETE answers.
+        let fresh = parts(Method::GET, HeaderMap::new());
+        assert!(LegacyFront::lists(filter.clone(), &fresh, &LegacyBody::Empty).is_none());
+        assert!(LegacyFront::lists(filter, &parts(Method::DELETE, resumed), &post).is_none());
+    }
+
     #[test]
     fn only_initialize_opens_a_session() {
         assert!(check_initialize(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#).is_ok());
