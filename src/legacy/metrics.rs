@@ -41,3 +41,25 @@ impl LegacyMetrics {
         vec![Box::new(self.sessions.clone()), Box::new(self.relayed.clone()), Box::new(self.refused.clone())]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_series_of_the_relay_is_registered_and_the_shared_one_is_not() {
+        let metrics = LegacyMetrics::detached().expect("series");
+        let registry = prometheus::Registry::new();
+        for collector in metrics.collectors() {
+            registry.register(collector).expect("registers once");
+        }
+        metrics.relayed.with_label_values(&["post"]).inc();
+        metrics.refused.with_label_values(&["bad_session"]).inc();
+        metrics.share_refusals.with_label_values(&["legacy_sessions"]).inc();
+        let names: Vec<String> = registry.gather().iter().map(|f| f.name().to_owned()).collect();
+        assert_eq!(
+            names,
+            ["legacy_refused_requests_total", "legacy_relayed_requests_total", "legacy_sessions"]
+        );
+    }
+}
