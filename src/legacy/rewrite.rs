@@ -35,6 +35,8 @@ pub(super) struct Rewrite {
     line_start: usize,
     scanned: usize,
     max: usize,
+    /// The body has ended: a CR last in `held` is a whole line end, not half of a CRLF.
+    ended: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +64,8 @@ impl Rewrite {
             "application/json" => Kind::Json,
             _ => return None,
         };
-        Some(Self { lists, kind, held: BytesMut::new(), line_start: 0, scanned: 0, max: MAX_EVENT_BYTES })
+        let held = BytesMut::new();
+        Some(Self { lists, kind, held, line_start: 0, scanned: 0, max: MAX_EVENT_BYTES, ended: false })
     }
 
     /// Takes the next chunk of the body.
@@ -81,20 +84,28 @@ impl Rewrite {
         out
     }
 
-    /// The end of the body: what is still held, filtered if it is a whole JSON message.
+    /// The end of the body: what is still held, filtered if it is a whole JSON message or
+    /// ends whole SSE events.
     pub(super) fn finish(mut self) -> Option<Bytes> {
-        let held = std::mem::take(&mut self.held).freeze();
-        if held.is_empty() {
+        if self.held.is_empty() {
             return None;
         }
-        if self.kind == Kind::Json {
-            if let Ok(mut message) = serde_json::from_slice::<Value>(&held) {
-                if self.lists.filter_message(&mut message) {
-                    return Some(Bytes::from(message.to_string()));
-                }
+        if self.kind == Kind::Sse {
+            // A CR last in the body ends its line: the last event may be whole only now.
+            self.ended = true;
+            let mut out = Vec::new();
+            self.events(&mut out);
+            // An unfinished SSE event is never dispatched by the client either: as it came.
+            out.push(std::mem::take(&mut self.held).freeze());
+            let out = out.concat();
+            return (!out.is_empty()).then(|| out.into());
+        }
+        let held = std::mem::take(&mut self.held).freeze();
+        if let Ok(mut message) = serde_json::from_slice::<Value>(&held) {
+            if self.lists.filter_message(&mut message) {
+                return Some(Bytes::from(message.to_string()));
             }
         }
-        // An unfinished SSE event is never dispatched by the client either.
         Some(held)
     }
 
@@ -115,15 +126,15 @@ impl Rewrite {
     }
 
     /// The end of the first whole event in `held` (after its blank line), scanning on from
-    /// where the last call stopped. A CR last in `held` waits for the next byte: it may be
-    /// the first half of a CRLF.
+    /// where the last call stopped. A CR last in `held` waits for the next byte, unless the
+    /// body has ended: it may be the first half of a CRLF.
     fn next_event_end(&mut self) -> Option<usize> {
         loop {
             let from = self.scanned;
             let at = from + self.held[from..].iter().position(|&b| b == b'\r' || b == b'\n')?;
             let next = match self.held[at] {
-                b'\r' if at + 1 == self.held.len() => return None,
-                b'\r' if self.held[at + 1] == b'\n' => at + 2,
+                b'\r' if at + 1 == self.held.len() && !self.ended => return None,
+                b'\r' if self.held.get(at + 1) == Some(&b'\n') => at + 2,
                 _ => at + 1,
             };
             let blank = at == self.line_start;

@@ -160,3 +160,26 @@ fn a_rewriter_shows_what_it_awaits() {
     let shown = format!("{rewrite:?}");
     assert!(shown.contains("Lists { pending"), "{shown}");
 }
+
+#[test]
+fn a_list_response_of_exactly_the_bound_is_still_filtered() {
+    let body = tools_response(2);
+    let mut json = Rewrite::new(lists(list_request(2)), "application/json").unwrap();
+    json.max = body.len();
+    let (out, ended) = run(json, body.as_bytes(), body.len());
+    assert!(!ended, "the bound is the largest body kept, not the first refused");
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["result"]["tools"], json!([{"name": "echo"}]));
+}
+
+#[test]
+fn lines_ended_by_a_lone_cr_end_events_too() {
+    // SSE allows CR, LF or CRLF to end a line; a CR followed by anything but LF is a whole end.
+    let body = format!("id: 1\rdata: {}\r\r", tools_response(8));
+    for size in [1, 5, body.len()] {
+        let rewrite = Rewrite::new(lists(list_request(8)), "text/event-stream").unwrap();
+        let (out, _) = run(rewrite, body.as_bytes(), size);
+        let tools = &messages(&out)[0]["result"]["tools"];
+        assert_eq!(tools, &json!([{"name": "echo"}]), "size {size}: {:?}", String::from_utf8_lossy(&out));
+    }
+}
