@@ -197,6 +197,19 @@ mod tests {
     }
 
     #[test]
+    fn an_ordinary_split_lines_buffer_is_kept_and_a_huge_ones_is_freed() {
+        let mut p = SseParser::new(1 << 20);
+        for (len, kept) in [(8 * 1024, true), (64 * 1024, false)] {
+            let line = format!("data: {}", "x".repeat(len));
+            // Split, so that the line goes through the line buffer.
+            let (head, tail) = line.as_bytes().split_at(10);
+            feed_all(&mut p, &[head, tail, b"\n"]);
+            assert_eq!(p.line.capacity() >= len, kept, "a line of {len} bytes");
+            assert!(p.line.is_empty());
+        }
+    }
+
+    #[test]
     fn event_split_across_every_byte_boundary() {
         let stream = b"event: message\nid: 7\ndata: {\"a\":1}\n\n";
         for cut in 0..stream.len() {
