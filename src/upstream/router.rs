@@ -292,6 +292,38 @@ mod tests {
     }
 
     #[test]
+    fn configured_roots_answer_only_a_roots_request() {
+        let roots = Some(Arc::new(json!([{"uri": "file:///srv/data"}])));
+        let ask = || parse(r#"{"jsonrpc":"2.0","id":6,"method":"elicitation/create","params":{}}"#);
+        let mut idle = Router::with_roots(roots.clone());
+        let (Action::Answer(_, Err(e)), _) = idle.route(ask(), Origin::Unattributed) else {
+            panic!("an elicitation with no call in flight must be refused")
+        };
+        assert!(e.message.contains("no client request in flight"), "{}", e.message);
+        let (tx, _rx) = mpsc::channel(4);
+        let mut listing = Router::with_roots(roots);
+        listing.insert(3, tx, false);
+        let (Action::Answer(_, Err(e)), _) = listing.route(ask(), Origin::Post(3)) else {
+            panic!("an elicitation during a list must be refused")
+        };
+        assert!(e.message.contains("cannot be asked for input"), "{}", e.message);
+    }
+
+    #[test]
+    fn another_calls_response_leaves_the_attached_call_attached() {
+        let (mut router, _rx) = router_with(2, true);
+        let (tx, _other) = mpsc::channel(4);
+        router.insert(3, tx, true);
+        let done = parse(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
+        assert!(matches!(router.route(done, Origin::Post(3)).0, Action::Deliver(..)));
+        let env = parse(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
+        assert!(
+            matches!(router.route(env, Origin::Unattributed).0, Action::Deliver(..)),
+            "call 2 still takes the stream's requests"
+        );
+    }
+
+    #[test]
     fn list_request_refuses_server_requests_on_its_own_stream() {
         let (mut router, _rx) = router_with(3, false);
         let env = parse(r#"{"jsonrpc":"2.0","id":9,"method":"elicitation/create","params":{}}"#);
