@@ -230,4 +230,16 @@ mod tests {
         let stdio = StdioSettings::new("python3", vec!["server.py".into(), "--token=secret".into()]);
         assert_eq!(UpstreamSettings::stdio(stdio).target_name(), "command python3");
     }
+
+    #[test]
+    fn stdio_settings_show_the_program_and_names_never_a_value() {
+        let mut stdio = StdioSettings::new("python3", vec!["server.py".into(), "--token=hunter2".into()]);
+        stdio.env.push(("API_KEY".into(), "sk-hunter2".into()));
+        let shown = format!("{stdio:?}");
+        assert!(shown.starts_with("StdioSettings {"), "{shown}");
+        for named in ["\"python3\"", "args: 2", "API_KEY", "max_line_bytes"] {
+            assert!(shown.contains(named), "{named} in {shown}");
+        }
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
 }

@@ -23,6 +23,7 @@ async fn a_lent_session_serves_its_keys_calls_one_at_a_time() {
     let _lending = pool.lend(&key("a"), held);
     let first = pool.lease(key("a"), &caps()).await.unwrap();
     assert_eq!(server.count(inits), 1, "the first call got the lent session");
+    assert_eq!(format!("{first:?}"), r#"Lease { key: ("a", 0), .. }"#, "a lease shows its key only");
     assert_eq!(pool.stats(), PoolStats::default(), "a lent session is not the pool's");
     let second = pool.lease(key("a"), &caps()).await.unwrap();
     assert_eq!(server.count(inits), 2, "a second call at once gets a pooled session");
