@@ -113,3 +113,17 @@ async fn a_pooled_call_meanwhile_taps_its_list_changes_into_the_lent_session() {
     assert!(notes.try_recv().is_err(), "once withdrawn, nothing is tapped");
     drop((lent, other, after));
 }
+
+#[tokio::test]
+async fn a_long_lived_holder_takes_an_idle_session_of_its_key_first() {
+    let server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    drop(pool.lease(key("a"), &caps()).await.unwrap());
+    assert_eq!(pool.stats().idle, 1);
+    let other = pool.take_unpooled(&key("b"), &caps()).await.unwrap();
+    assert_eq!(server.count(inits), 2, "another key's idle session is never taken");
+    let taken = pool.take_unpooled(&key("a"), &caps()).await.unwrap();
+    assert_eq!(server.count(inits), 2, "the idle session, with no handshake of its own");
+    assert_eq!(pool.stats(), PoolStats::default(), "taken out of the pool");
+    drop((other, taken));
+}
