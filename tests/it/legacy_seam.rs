@@ -191,7 +191,9 @@ async fn a_legacy_clients_cancel_reaches_the_call_upstream() -> TestResult {
     let (gw, client, log) = logging_session(dir.path()).await?;
     let pid = pid_of(&client).await?;
     // `greet` asks a question that nobody answers: the POST stays open until it is cancelled.
-    let call = client.request_body("tools/call", json!({"name": "greet", "arguments": {}}));
+    let mut call = client.request_body("tools/call", json!({"name": "greet", "arguments": {}}));
+    // An id no upstream id can equal: the cancel reaches the call only if the seam maps it.
+    call["id"] = json!("held-call");
     let call_id = call["id"].clone();
     let held = tokio::spawn({
         let client = client.clone();
