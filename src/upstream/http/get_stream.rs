@@ -61,7 +61,7 @@ async fn run(session: Weak<Inner>, opened: oneshot::Sender<()>) {
                 failures += 1;
             }
         }
-        if failures > MAX_FAILURES {
+        if gives_up(failures) {
             // Without this stream, GET-stream requests would go unanswered: retire the session.
             if let Some(inner) = session.upgrade() {
                 inner.state.mark_unhealthy();
@@ -70,6 +70,12 @@ async fn run(session: Weak<Inner>, opened: oneshot::Sender<()>) {
         }
         tokio::time::sleep(backoff(failures, cursor.retry)).await;
     }
+}
+
+/// Whether `failures` reconnections in a row retire the session: [`MAX_FAILURES`] are
+/// tolerated.
+fn gives_up(failures: u32) -> bool {
+    failures > MAX_FAILURES
 }
 
 /// The server's `retry` (bounded) or an exponential delay after repeated failures.
@@ -119,6 +125,14 @@ async fn connect_and_read(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn six_failures_in_a_row_are_tolerated_and_a_seventh_is_not() {
+        assert!(!gives_up(0));
+        assert!(!gives_up(MAX_FAILURES));
+        assert!(gives_up(MAX_FAILURES + 1));
+        assert_eq!(MAX_FAILURES, 6);
+    }
 
     #[test]
     fn backoff_grows_and_stays_bounded() {
