@@ -185,6 +185,19 @@ fn logged(log: &std::path::Path, prefix: &str) -> bool {
 }
 
 #[tokio::test]
+async fn the_upstream_hears_notifications_initialized_once_per_session() -> TestResult {
+    let _serial = serial().await;
+    let dir = tempfile::tempdir()?;
+    // The seam sent it when it opened the session; the client's own is not sent again.
+    let (gw, client, log) = logging_session(dir.path()).await?;
+    let pid = pid_of(&client).await?;
+    let text = std::fs::read_to_string(&log)?;
+    let initialized = text.lines().filter(|l| *l == format!("initialized {pid}")).count();
+    assert_eq!(initialized, 1, "{text}");
+    gw.stop().await
+}
+
+#[tokio::test]
 async fn a_legacy_clients_cancel_reaches_the_call_upstream() -> TestResult {
     let _serial = serial().await;
     let dir = tempfile::tempdir()?;
