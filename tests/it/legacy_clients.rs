@@ -111,6 +111,20 @@ async fn delete_ends_the_upstream_session() -> TestResult {
 }
 
 #[tokio::test]
+async fn a_call_that_never_answers_ends_at_the_request_timeout() -> TestResult {
+    let h = Setup::new().set("upstream", "request_timeout_ms = 500").start().await?;
+    let mut client = legacy(&h);
+    client.initialize(form_only()).await?;
+    let started = std::time::Instant::now();
+    let hung =
+        client.post(&client.request_body("tools/call", json!({"name": "hang", "arguments": {}}))).await?;
+    assert_eq!(hung.status, StatusCode::OK);
+    assert!(hung.messages.iter().all(|m| m.get("result").is_none()), "{:?}", hung.messages);
+    assert!(started.elapsed() >= Duration::from_millis(500), "not before the timeout");
+    h.stop().await
+}
+
+#[tokio::test]
 async fn shutdown_ends_every_open_session_upstream() -> TestResult {
     let h = Harness::start().await?;
     let mut client = legacy(&h);
