@@ -143,6 +143,20 @@ mod tests {
     }
 
     #[test]
+    fn a_path_ending_in_a_dot_segment_names_a_directory() {
+        assert_eq!(ok("sub/."), "http://127.0.0.1:3001/mcp/sub/");
+        assert_eq!(ok("sub/.."), "http://127.0.0.1:3001/mcp/");
+        assert_eq!(ok("sub/x"), "http://127.0.0.1:3001/mcp/sub/x");
+    }
+
+    #[test]
+    fn a_refused_endpoint_is_named_in_at_most_200_characters() {
+        let long = format!("/a b{}", "c".repeat(300));
+        let Err(EndpointError::Invalid(named)) = resolve(&base(), &long) else { panic!("not refused") };
+        assert_eq!(named, long.chars().take(200).collect::<String>());
+    }
+
+    #[test]
     fn an_absolute_url_on_the_same_origin_is_accepted() {
         assert_eq!(ok("http://127.0.0.1:3001/m?x=1"), "http://127.0.0.1:3001/m?x=1");
         assert_eq!(ok("//127.0.0.1:3001/m"), "http://127.0.0.1:3001/m");
