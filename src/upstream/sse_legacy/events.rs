@@ -63,3 +63,25 @@ pub(super) fn is_message(event: &SseEvent) -> bool {
 pub(super) fn is_endpoint(event: &SseEvent) -> bool {
     event.event.as_deref() == Some("endpoint")
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+
+    fn event(kind: Option<&'static str>, data: &str) -> SseEvent {
+        SseEvent { event: kind.map(Cow::Borrowed), data: data.to_owned(), ..SseEvent::default() }
+    }
+
+    #[test]
+    fn the_endpoint_announcement_and_messages_are_told_apart() {
+        let endpoint = event(Some("endpoint"), "/messages?session_id=1");
+        assert!(is_endpoint(&endpoint) && !is_message(&endpoint));
+        for message in [event(None, "{}"), event(Some("message"), "{}")] {
+            assert!(is_message(&message) && !is_endpoint(&message), "{message:?}");
+        }
+        assert!(!is_message(&event(None, "  ")), "an event without data carries no message");
+        assert!(!is_message(&event(Some("ping"), "{}")) && !is_endpoint(&event(Some("ping"), "{}")));
+    }
+}
