@@ -95,6 +95,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_overlong_line_across_reads_leaves_nothing_of_it_to_the_next_line() {
+        // A 3-byte pipe: the reader learns the line is too long long before its end.
+        let (mut tx, rx) = tokio::io::duplex(3);
+        let writer = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            tx.write_all(b"0123456789abcdef\nok\n").await.unwrap();
+        });
+        let mut reader = LineReader::new(rx, 4);
+        assert_eq!(reader.next().await.unwrap(), Some(Line::TooLong));
+        assert_eq!(reader.next().await.unwrap(), Some(text("ok")));
+        writer.await.unwrap();
+        assert_eq!(reader.next().await.unwrap(), None);
+    }
+
+    #[tokio::test]
     async fn a_line_split_across_reads_is_joined() {
         // A 3-byte pipe hands the reader every line in pieces.
         let (mut tx, rx) = tokio::io::duplex(3);
