@@ -67,6 +67,8 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 
 #[cfg(test)]
 mod tests {
+    use tokio::task::JoinHandle;
+
     use super::*;
 
     async fn all(input: &'static [u8], max: usize) -> Vec<Line> {
@@ -94,15 +96,21 @@ mod tests {
         assert_eq!(all(b"0123456789", 4).await, vec![Line::TooLong]);
     }
 
-    #[tokio::test]
-    async fn an_overlong_line_across_reads_leaves_nothing_of_it_to_the_next_line() {
-        // A 3-byte pipe: the reader learns the line is too long long before its end.
+    /// A reader of `bytes` written into a 3-byte pipe, which hands it every line in pieces,
+    /// and the writer's task.
+    fn piped(bytes: &'static [u8], max: usize) -> (LineReader<tokio::io::DuplexStream>, JoinHandle<()>) {
         let (mut tx, rx) = tokio::io::duplex(3);
         let writer = tokio::spawn(async move {
             use tokio::io::AsyncWriteExt;
-            tx.write_all(b"0123456789abcdef\nok\n").await.unwrap();
+            tx.write_all(bytes).await.unwrap();
         });
-        let mut reader = LineReader::new(rx, 4);
+        (LineReader::new(rx, max), writer)
+    }
+
+    #[tokio::test]
+    async fn an_overlong_line_across_reads_leaves_nothing_of_it_to_the_next_line() {
+        // The reader learns the line is too long long before its end.
+        let (mut reader, writer) = piped(b"0123456789abcdef\nok\n", 4);
         assert_eq!(reader.next().await.unwrap(), Some(Line::TooLong));
         assert_eq!(reader.next().await.unwrap(), Some(text("ok")));
         writer.await.unwrap();
@@ -111,13 +119,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_line_split_across_reads_is_joined() {
-        // A 3-byte pipe hands the reader every line in pieces.
-        let (mut tx, rx) = tokio::io::duplex(3);
-        let writer = tokio::spawn(async move {
-            use tokio::io::AsyncWriteExt;
-            tx.write_all(b"{\"a\":1}\nlonger line\n").await.unwrap();
-        });
-        let mut reader = LineReader::new(rx, 64);
+        let (mut reader, writer) = piped(b"{\"a\":1}\nlonger line\n", 64);
         assert_eq!(reader.next().await.unwrap(), Some(text("{\"a\":1}")));
         assert_eq!(reader.next().await.unwrap(), Some(text("longer line")));
         writer.await.unwrap();
