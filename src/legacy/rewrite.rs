@@ -126,8 +126,8 @@ impl Rewrite {
     }
 
     /// The end of the first whole event in `held` (after its blank line), scanning on from
-    /// where the last call stopped. A CR last in `held` waits for the next byte, unless the
-    /// body has ended: it may be the first half of a CRLF.
+    /// where the last call stopped. A CR last in `held` may be the first half of a CRLF: it
+    /// waits for the next byte, unless the body has ended.
     fn next_event_end(&mut self) -> Option<usize> {
         loop {
             let from = self.scanned;
