@@ -320,8 +320,6 @@ mod tests {
         Table::new(max, per_principal, Duration::from_secs(10), IntGauge::new("g", "g").unwrap())
     }
 
-    /// The session's protocol version is the last one a request named; a request that names
-    /// none (a GET, say) keeps it, so that ending the session upstream can name it.
     #[test]
     fn the_reaper_looks_four_times_per_idle_limit_within_its_bounds() {
         let every = |idle| Table::new(1, 1, idle, IntGauge::new("g", "g").unwrap()).sweep_every();
@@ -330,6 +328,8 @@ mod tests {
         assert_eq!(every(Duration::from_secs(600)), Duration::from_secs(30));
     }
 
+    /// The session's protocol version is the last one a request named; a request that names
+    /// none (a GET, say) keeps it, so that ending the session upstream can name it.
     #[test]
     fn a_session_keeps_the_last_version_a_request_named() {
         let entry = Entry::new(claims(), Link::Http, true);
