@@ -27,7 +27,7 @@ use crate::bridge::{into_upstream_params, upstream_params, Bridge, MrtrRequest, 
 use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;
 use crate::error::FrontError;
-use crate::legacy::{LegacyBody, LegacyFront};
+use crate::legacy::{LegacyBody, LegacyFront, LegacyHead};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::mrtr::{input_responses, request_state, LegacyVersion};
@@ -333,7 +333,7 @@ impl FrontState {
         identity: Identity,
         bytes: Bytes,
     ) -> (&'static str, Outcome) {
-        let method = crate::legacy::label(&parts.method, &bytes);
+        let LegacyHead { label: method, id } = LegacyHead::read(&parts.method, &bytes);
         let mut lists = None;
         // Parsed only when something looks at it: an open gateway relays the bytes untouched.
         if identity.grants.is_restricted() || !self.limits.is_off() {
@@ -349,7 +349,7 @@ impl FrontState {
                 lists = LegacyFront::lists(Arc::new(identity.grants.clone()), parts, &body);
             }
         }
-        (method, Outcome::relayed(legacy.handle(parts, &identity.principal, bytes, lists).await))
+        (method, Outcome::relayed(legacy.handle(parts, &identity.principal, (bytes, id), lists).await))
     }
 
     /// Takes the rate-limit tokens of a legacy body: one per request in it (and one of its

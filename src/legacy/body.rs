@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::protocol::methods;
+use crate::protocol::{methods, RequestId};
 
 /// The messages of one legacy POST (or the nothing of a GET or DELETE).
 #[derive(Debug)]
@@ -59,31 +59,63 @@ impl LegacyBody {
     }
 }
 
-/// The `method` label a legacy request is recorded under in `requests_total`, its log line and
-/// its span: `legacy:` and the JSON-RPC method when it is one the legacy protocol defines, else
-/// its kind (`get`, `delete`, `notification`, `response`, `batch`, `other`, `invalid`). A fixed
-/// set, so no client text becomes a label. Only the first level of the body is read, borrowed.
+/// The first level of a legacy body, read once and borrowed: what it is recorded under, and
+/// the id of its request when it is one request (not a batch, a notification or a response).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegacyHead {
+    /// The `method` label it is recorded under in `requests_total`, its log line and its span:
+    /// `legacy:` and the JSON-RPC method when it is one the legacy protocol defines, else its
+    /// kind (`get`, `delete`, `notification`, `response`, `batch`, `other`, `invalid`). A
+    /// fixed set, so no client text becomes a label.
+    pub label: &'static str,
+    /// The id of its one request: what a relayed stream cut at the call's deadline answers.
+    pub id: Option<RequestId>,
+}
+
+/// The label of a legacy request; see [`LegacyHead::label`].
 pub fn label(http_method: &http::Method, bytes: &[u8]) -> &'static str {
-    #[derive(serde::Deserialize)]
-    struct Head<'a> {
-        #[serde(borrow, default)]
-        method: Option<std::borrow::Cow<'a, str>>,
-        #[serde(default)]
-        id: Option<serde::de::IgnoredAny>,
-    }
-    match *http_method {
-        http::Method::GET => return "legacy:get",
-        http::Method::DELETE => return "legacy:delete",
-        _ => {}
-    }
-    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        return "legacy:batch";
-    }
-    match serde_json::from_slice::<Head<'_>>(bytes) {
-        Ok(Head { method: None, .. }) => "legacy:response",
-        Ok(Head { method: Some(_), id: None }) => "legacy:notification",
-        Ok(Head { method: Some(m), id: Some(_) }) => request_label(&m),
-        Err(_) => "legacy:invalid",
+    LegacyHead::read(http_method, bytes).label
+}
+
+// === impl LegacyHead ===
+
+impl LegacyHead {
+    pub fn read(http_method: &http::Method, bytes: &[u8]) -> Self {
+        /// An id that is not a request id (null, an object) still makes the message a request.
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Id {
+            Valid(RequestId),
+            Other(serde::de::IgnoredAny),
+        }
+        #[derive(serde::Deserialize)]
+        struct Head<'a> {
+            #[serde(borrow, default)]
+            method: Option<std::borrow::Cow<'a, str>>,
+            #[serde(default)]
+            id: Option<Id>,
+        }
+        let label = |label| Self { label, id: None };
+        match *http_method {
+            http::Method::GET => return label("legacy:get"),
+            http::Method::DELETE => return label("legacy:delete"),
+            _ => {}
+        }
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            return label("legacy:batch");
+        }
+        match serde_json::from_slice::<Head<'_>>(bytes) {
+            Ok(Head { method: None, .. }) => label("legacy:response"),
+            Ok(Head { method: Some(_), id: None }) => label("legacy:notification"),
+            Ok(Head { method: Some(m), id: Some(id) }) => Self {
+                label: request_label(&m),
+                id: match id {
+                    Id::Valid(id) => Some(id),
+                    Id::Other(_) => None,
+                },
+            },
+            Err(_) => label("legacy:invalid"),
+        }
     }
 }
 
@@ -163,5 +195,19 @@ mod tests {
         assert_eq!(label(post.clone(), r#"{"jsonrpc":"2.0","id":7,"result":{}}"#), "legacy:response");
         assert_eq!(label(post.clone(), r#" [{"id":1,"method":"ping"}]"#), "legacy:batch");
         assert_eq!(label(post, "{not json"), "legacy:invalid");
+    }
+
+    #[test]
+    fn the_head_holds_the_id_of_one_request_only() {
+        let id = |body: &str| LegacyHead::read(&http::Method::POST, body.as_bytes()).id;
+        assert_eq!(id(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call"}"#), Some(RequestId::Number(7)));
+        assert_eq!(id(r#"{"id":"a","method":"ping"}"#), Some(RequestId::String("a".to_owned())));
+        // A response, a batch, a notification or an id that is not one: nothing to answer.
+        for body in [r#"{"id":7,"result":{}}"#, r#"[{"id":7,"method":"ping"}]"#, r#"{"method":"x"}"#] {
+            assert_eq!(id(body), None, "{body}");
+        }
+        let odd = LegacyHead::read(&http::Method::POST, br#"{"id":{"x":1},"method":"ping"}"#);
+        assert_eq!(odd, LegacyHead { label: "legacy:ping", id: None });
+        assert_eq!(LegacyHead::read(&http::Method::GET, b"").id, None);
     }
 }

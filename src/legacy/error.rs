@@ -101,6 +101,11 @@ impl LegacyError {
         }
     }
 
+    /// The JSON-RPC error a legacy client gets, in a response or an event of its stream.
+    pub(super) fn error_object(&self) -> ErrorObject {
+        ErrorObject { code: self.code(), message: self.message(), data: None }
+    }
+
     /// A fixed metric label.
     pub fn label(&self) -> &'static str {
         match self {
@@ -131,8 +136,7 @@ impl LegacyError {
             Self::Status { id: Some(upstream_id), .. } => Some(upstream_id),
             _ => id,
         };
-        let error = ErrorObject { code: self.code(), message: self.message(), data: None };
-        let mut r = Response::new(FrontBody::full(error_bytes(id, &error)));
+        let mut r = Response::new(FrontBody::full(error_bytes(id, &self.error_object())));
         *r.status_mut() = self.status();
         r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Self::MethodNotAllowed(_) = self {

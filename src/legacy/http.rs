@@ -17,8 +17,9 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 
 use super::error::{error_parts, LegacyError};
+use super::pump::Deadline;
 use crate::outbound::{self, Bound, Trust};
-use crate::protocol::headers;
+use crate::protocol::{headers, RequestId};
 use crate::upstream::UpstreamSettings;
 
 /// Largest upstream error body read, for the log.
@@ -45,7 +46,7 @@ pub(super) struct HttpRelay {
     /// Bound on the response head.
     head_timeout: Duration,
     /// Bound on a POST's whole response stream (a call's life).
-    pub(super) call_timeout: Duration,
+    call_timeout: Duration,
 }
 
 // === impl HttpRelay ===
@@ -72,6 +73,12 @@ impl HttpRelay {
             head_timeout: settings.request_timeout,
             call_timeout: settings.request_timeout,
         })
+    }
+
+    /// The deadline of a POST's response stream starting now; `id` is the POST's one request,
+    /// answered with a timeout error if its stream is still open then.
+    pub(super) fn deadline(&self, id: Option<RequestId>) -> Deadline {
+        Deadline::new(self.call_timeout, id)
     }
 
     /// Sends one request of session `upstream_session` (or of none, for `initialize`).

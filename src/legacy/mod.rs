@@ -36,14 +36,14 @@ use ::http::request::Parts;
 use ::http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
 use bytes::Bytes;
 use hyper::body::Incoming;
-use tokio::time::Instant;
 
-pub use body::{label, LegacyBody, LegacyRequest};
+pub use body::{label, LegacyBody, LegacyHead, LegacyRequest};
 pub use error::LegacyError;
 pub use lists::{ListFilter, Lists};
 pub use metrics::LegacyMetrics;
 
 use self::http::{refusal, HttpRelay};
+use self::pump::Deadline;
 use self::rewrite::Rewrite;
 use self::seam::SeamConnector;
 use self::table::{Entry, Link, Table};
@@ -54,6 +54,7 @@ use crate::mrtr::session_id::IdError;
 use crate::mrtr::{LiveRing, Reach, SessionClaims, SessionIdError, SessionSealer};
 use crate::outbound::Bound;
 use crate::protocol::jsonrpc::Request;
+use crate::protocol::RequestId;
 use crate::protocol::{headers, meta, methods, Envelope, FRONT_SUPPORTED_VERSIONS, MODERN_VERSION};
 use crate::upstream::UpstreamSettings;
 
@@ -152,13 +153,15 @@ impl LegacyFront {
         }
     }
 
-    /// Relays one legacy request and counts it; `lists`, from [`LegacyFront::lists`], filters
-    /// the list results in its response.
+    /// Relays one legacy request and counts it; `id` is its one request's
+    /// ([`LegacyHead::id`]), answered with an error when the upstream's stream reaches the
+    /// call's deadline first; `lists`, from [`LegacyFront::lists`], filters the list results
+    /// in its response.
     pub async fn handle(
         &self,
         parts: &Parts,
         principal: &str,
-        body: Bytes,
+        (body, id): (Bytes, Option<RequestId>),
         lists: Option<Lists>,
     ) -> Response<FrontBody> {
         let kind = match &parts.method {
@@ -168,7 +171,7 @@ impl LegacyFront {
             _ => "post",
         };
         let lists = lists.map(|l| l.counting(self.metrics.refused.with_label_values(&[LIST_TOO_LARGE])));
-        match self.route(parts, principal, body, lists).await {
+        match self.route(parts, principal, (body, id), lists).await {
             Ok(response) => {
                 self.metrics.relayed.with_label_values(&[kind]).inc();
                 response
@@ -202,7 +205,7 @@ impl LegacyFront {
         &self,
         parts: &Parts,
         principal: &str,
-        body: Bytes,
+        (body, id): (Bytes, Option<RequestId>),
         lists: Option<Lists>,
     ) -> Result<Response<FrontBody>, LegacyError> {
         if ![Method::POST, Method::GET, Method::DELETE].contains(&parts.method) {
@@ -210,7 +213,7 @@ impl LegacyFront {
         }
         let Some(front_id) = parts.headers.get(headers::SESSION_ID) else {
             return match parts.method == Method::POST {
-                true => self.initialize(parts, principal, body).await,
+                true => self.initialize(parts, principal, (body, id)).await,
                 false => Err(LegacyError::MissingSession),
             };
         };
@@ -221,7 +224,7 @@ impl LegacyFront {
             return Err(LegacyError::NotHere);
         }
         match &entry.link {
-            Link::Http => self.http_request(&entry, parts, (front_id, body), lists).await,
+            Link::Http => self.http_request(&entry, parts, (front_id, body, id), lists).await,
             Link::Seam(session) if !session.is_healthy() => {
                 // The process exited or the stream broke: the client must start a new session.
                 self.table.remove(&entry.claims.handle);
@@ -252,7 +255,7 @@ impl LegacyFront {
         &self,
         parts: &Parts,
         principal: &str,
-        body: Bytes,
+        (body, id): (Bytes, Option<RequestId>),
     ) -> Result<Response<FrontBody>, LegacyError> {
         let requested = check_initialize(&body)?;
         let reservation = self.table.reserve(principal)?;
@@ -285,7 +288,7 @@ impl LegacyFront {
         let entry = reservation.fill(Entry::new(claims, Link::Http, true));
         entry.set_version(requested);
         tracing::info!(session = %entry.claims.handle, "legacy session opened");
-        Ok(relayed(resp, &entry, &token, Some(Instant::now() + relay.call_timeout), None))
+        Ok(relayed(resp, &entry, &token, Some(relay.deadline(id)), None))
     }
 
     /// A request of a session relayed to a Streamable HTTP upstream.
@@ -293,7 +296,7 @@ impl LegacyFront {
         &self,
         entry: &Arc<Entry>,
         parts: &Parts,
-        (front_id, body): (&HeaderValue, Bytes),
+        (front_id, body, id): (&HeaderValue, Bytes, Option<RequestId>),
         lists: Option<Lists>,
     ) -> Result<Response<FrontBody>, LegacyError> {
         let Upstream::Http(relay) = &self.upstream else { return Err(LegacyError::NotHere) };
@@ -314,7 +317,7 @@ impl LegacyFront {
             tracing::info!(session = %entry.claims.handle, "legacy session deleted by its client");
             return Ok(empty(resp.status()));
         }
-        let deadline = (parts.method == Method::POST).then(|| Instant::now() + relay.call_timeout);
+        let deadline = (parts.method == Method::POST).then(|| relay.deadline(id));
         Ok(relayed(resp, entry, front_id, deadline, lists))
     }
 }
@@ -343,11 +346,12 @@ fn relayed(
     resp: Response<Incoming>,
     entry: &Arc<Entry>,
     front_id: &HeaderValue,
-    deadline: Option<Instant>,
+    deadline: Option<Deadline>,
     lists: Option<Lists>,
 ) -> Response<FrontBody> {
     let (head, body) = resp.into_parts();
     let content_type = head.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let deadline = deadline.map(|d| d.for_stream(content_type));
     let rewrite = lists.and_then(|l| Rewrite::new(l, content_type));
     let mut out = Response::new(pump::stream(body, entry.begin(), entry.ended(), deadline, rewrite));
     *out.status_mut() = head.status;

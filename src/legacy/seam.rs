@@ -309,13 +309,9 @@ impl CallRun {
             }
             Ok(None) => (None, true),
             Err(e) => {
-                tracing::warn!(error = %e, "legacy upstream call failed");
-                let error = ErrorObject {
-                    code: TRANSPORT_ERROR,
-                    message: "the upstream session failed".to_owned(),
-                    data: None,
-                };
-                (Some(error_bytes(Some(&self.client_id), &error)), true)
+                let e = LegacyError::from(e);
+                tracing::warn!(error = %e.detail(), "legacy upstream call failed");
+                (Some(error_bytes(Some(&self.client_id), &e.error_object())), true)
             }
         }
     }

@@ -116,11 +116,17 @@ async fn a_call_that_never_answers_ends_at_the_request_timeout() -> TestResult {
     let mut client = legacy(&h);
     client.initialize(form_only()).await?;
     let started = std::time::Instant::now();
-    let hung =
-        client.post(&client.request_body("tools/call", json!({"name": "hang", "arguments": {}}))).await?;
+    let call = client.request_body("tools/call", json!({"name": "hang", "arguments": {}}));
+    let hung = client.post(&call).await?;
     assert_eq!(hung.status, StatusCode::OK);
     assert!(hung.messages.iter().all(|m| m.get("result").is_none()), "{:?}", hung.messages);
     assert!(started.elapsed() >= Duration::from_millis(500), "not before the timeout");
+    // The stream's last event answers the call with an error naming the cause.
+    let last = hung.messages.last().expect("the stream ended with no answer");
+    assert_eq!(last["id"], call["id"], "{last}");
+    assert_eq!(last["error"]["code"], -32000, "{last}");
+    let message = last["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("did not answer within 500ms"), "{message}");
     h.stop().await
 }
 

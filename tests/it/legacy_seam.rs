@@ -223,6 +223,24 @@ async fn a_legacy_clients_cancel_reaches_the_call_upstream() -> TestResult {
 }
 
 #[tokio::test]
+async fn a_stdio_call_left_unanswered_ends_with_an_error_naming_the_timeout() -> TestResult {
+    let _serial = serial().await;
+    let gw = StdioGateway::start(&[], &["request_timeout_ms = 500"], &[]).await?;
+    let mut client = LegacyClient::new(gw.gateway.url("/mcp"));
+    client.initialize(form_only()).await?;
+    // `greet` asks a question this client never answers.
+    let call = client.request_body("tools/call", json!({"name": "greet", "arguments": {}}));
+    let held = client.post(&call).await?;
+    assert_eq!(held.status, StatusCode::OK);
+    assert_eq!(held.messages[0]["method"], "elicitation/create", "{:?}", held.messages);
+    let last = held.messages.last().expect("messages");
+    assert_eq!((&last["id"], &last["error"]["code"]), (&call["id"], &json!(-32000)), "{last}");
+    let message = last["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("did not answer within 500ms"), "{message}");
+    gw.stop().await
+}
+
+#[tokio::test]
 async fn a_batch_is_taken_apart_and_its_responses_share_one_stream() -> TestResult {
     let _serial = serial().await;
     let gw = StdioGateway::start(&[], &[], &[]).await?;
