@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
-use http::{HeaderMap, Method, Request, StatusCode};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -185,6 +185,15 @@ impl LegacyClient {
             }
         });
         Ok((GetStream { status, task: Some(task) }, seen))
+    }
+
+    /// Opens the GET stream and never reads it; dropping the response leaves it.
+    pub(crate) async fn open_get_unread(&self) -> TestResult<Response<Incoming>> {
+        let resp = bounded("the GET stream", self.send(Method::GET, None, None)).await??;
+        match resp.status() {
+            StatusCode::OK => Ok(resp),
+            other => Err(HarnessError::Unexpected(format!("the GET stream answered {other}"))),
+        }
     }
 
     /// `DELETE` of the session; returns the status.

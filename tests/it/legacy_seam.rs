@@ -179,6 +179,32 @@ async fn without_a_get_stream_a_request_no_call_can_take_is_refused() -> TestRes
     gw.stop().await
 }
 
+#[tokio::test]
+async fn a_request_queued_for_a_get_stream_its_client_left_is_refused_upstream() -> TestResult {
+    let _serial = serial().await;
+    let dir = tempfile::tempdir()?;
+    let (gw, client, log) = logging_session(dir.path()).await?;
+    let unread = client.open_get_unread().await?;
+    // With no call open, 30 notifications of 1 MB each, then a question, all for the GET
+    // stream; its client reads none of them, so once the sockets and the stream's buffer are
+    // full the relay waits on a notification, with the question queued behind it.
+    let flood = json!({"notes": 30, "bytes": 1 << 20});
+    assert_eq!(text_of(&client.call_tool("flood_then_ask", flood).await?), "flooded");
+    let asked = || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.lines().find_map(|l| l.strip_prefix("asked ").map(str::to_owned))
+    };
+    eventually("the fixture to write its question", || asked().is_some()).await?;
+    let id = asked().unwrap_or_default();
+    assert!(!logged(&log, &format!("answer {id}")), "nothing answers it while the stream is open");
+    // The client leaves: the question it never got is refused upstream, not left waiting.
+    drop(unread);
+    eventually("the queued question to be refused upstream", || logged(&log, &format!("answer {id} error")))
+        .await?;
+    assert_eq!(client.answered.load(std::sync::atomic::Ordering::Relaxed), 0);
+    gw.stop().await
+}
+
 /// Whether the fixture's event log at `log` has a line starting with `prefix`.
 fn logged(log: &std::path::Path, prefix: &str) -> bool {
     std::fs::read_to_string(log).unwrap_or_default().lines().any(|l| l.starts_with(prefix))
