@@ -320,6 +320,27 @@ mod tests {
         (Arc::from(principal), 0)
     }
 
+    #[test]
+    fn the_pool_registers_its_five_series_and_never_the_shared_one() {
+        let metrics = PoolMetrics::detached().unwrap();
+        let registry = prometheus::Registry::new();
+        for collector in metrics.collectors() {
+            registry.register(collector).unwrap();
+        }
+        metrics.rejections.with_label_values(&["queue_full"]).inc();
+        metrics.opened.with_label_values(&["cold"]).inc();
+        let mut names: Vec<String> = registry.gather().iter().map(|f| f.get_name().to_owned()).collect();
+        names.sort();
+        let expected = [
+            "upstream_connections",
+            "upstream_queued_calls",
+            "upstream_rejections_total",
+            "upstream_sessions_opened_total",
+            "upstream_warm_processes",
+        ];
+        assert_eq!(names, expected);
+    }
+
     fn rejected(a: &Admission, reason: &str) -> u64 {
         a.metrics().rejections.with_label_values(&[reason]).get()
     }

@@ -242,4 +242,16 @@ mod tests {
         }
         assert!(!shown.contains("hunter2"), "{shown}");
     }
+
+    #[test]
+    fn upstream_settings_show_header_names_never_their_values() {
+        let mut settings = UpstreamSettings::new(Uri::from_static("http://127.0.0.1:3000/mcp"));
+        settings.extra_headers.insert("x-api-key", http::HeaderValue::from_static("sk-hunter2"));
+        let shown = format!("{settings:?}");
+        assert!(shown.starts_with("UpstreamSettings {"), "{shown}");
+        for named in ["127.0.0.1:3000", "\"x-api-key\"", "request_timeout", "max_connections"] {
+            assert!(shown.contains(named), "{named} in {shown}");
+        }
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
 }

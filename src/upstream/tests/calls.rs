@@ -131,6 +131,17 @@ async fn ping_is_answered_locally_and_never_surfaced() {
 }
 
 #[tokio::test]
+async fn a_call_shows_its_id() {
+    let (_tx, rx) = sse_channel();
+    let rx = once(rx);
+    let server = TestServer::start(on_call(move |_| take(&rx).unwrap())).await;
+    let session = open(&server).await;
+    let call = session.call("tools/call", None);
+    let shown = format!("{call:?}");
+    assert_eq!(shown, format!("Call {{ id: {:?}, .. }}", call.id()));
+}
+
+#[tokio::test]
 async fn a_detached_call_is_read_while_nobody_polls_it() {
     // A parked call: nobody waits for its events, yet the server's ping is answered.
     let (tx, rx) = sse_channel();
