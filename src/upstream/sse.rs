@@ -276,6 +276,17 @@ mod tests {
     }
 
     #[test]
+    fn an_event_of_exactly_the_bound_is_kept() {
+        // 4 bytes, the newline that joins the lines, 3 bytes: 8 in all.
+        let mut p = SseParser::new(8);
+        let events = p.feed(b"data: 1234\ndata: 567\n\n").unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].data, "1234\n567");
+        let mut p = SseParser::new(8);
+        assert!(matches!(p.feed(b"data: 1234\ndata: 5678\n\n"), Err(SseError::EventTooLarge(8))));
+    }
+
+    #[test]
     fn events_before_an_error_are_kept_and_split_lines_parse_as_whole_ones() {
         let stream = b"event: message\ndata: a\n\nevent: other\ndata: b\n\ndata: \xff\n";
         let mut p = SseParser::new(64);

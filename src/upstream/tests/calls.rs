@@ -318,3 +318,29 @@ async fn at_its_own_deadline_a_call_times_out_whatever_the_limit() {
     call.set_deadline(deadline);
     assert!(matches!(call.next_event_within(deadline).await, Some(Err(UpstreamError::Timeout(_)))));
 }
+
+#[tokio::test]
+async fn a_deadline_set_past_the_request_timeout_outlives_it() {
+    let server = TestServer::start(on_call(|_| Reply::Hang)).await;
+    let mut s = settings(&server);
+    s.request_timeout = std::time::Duration::from_millis(50);
+    let session = Session::initialize(Arc::new(s), &caps()).await.unwrap();
+    let mut call = session.call("tools/call", None);
+    // A call kept as a task: its own deadline, far past the request timeout, bounds it.
+    call.set_deadline(tokio::time::Instant::now() + std::time::Duration::from_secs(30));
+    let past_the_timeout = tokio::time::Instant::now() + std::time::Duration::from_millis(200);
+    assert!(call.next_event_within(past_the_timeout).await.is_none(), "still waiting");
+    assert!(session.is_healthy());
+}
+
+#[tokio::test]
+async fn each_call_of_a_session_has_an_id_of_its_own() {
+    let server = TestServer::start(on_call(|_| Reply::Hang)).await;
+    let session = open(&server).await;
+    let (first, second) = (session.call("tools/call", None), session.call("tools/call", None));
+    let number = |id: &RequestId| match id {
+        RequestId::Number(n) => *n,
+        RequestId::String(s) => panic!("a string id {s}"),
+    };
+    assert_eq!(number(second.id()), number(first.id()) + 1);
+}
