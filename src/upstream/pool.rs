@@ -291,12 +291,18 @@ impl Pool {
         }
     }
 
-    /// Sessions open or opening.
     /// The count of the upstream's `notifications/tools/list_changed`, shared by its sessions.
     pub fn tools_changed(&self) -> &crate::upstream::ToolsChanged {
         &self.inner.settings().tools_changed
     }
 
+    /// The leases winding down, one entry each.
+    #[cfg(test)]
+    pub(crate) fn winding(&self) -> usize {
+        self.inner.state.lock().winding.len()
+    }
+
+    /// Sessions open or opening.
     pub fn size(&self) -> usize {
         let s = self.stats();
         s.idle + s.leased + s.starting + s.warm

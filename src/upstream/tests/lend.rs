@@ -127,3 +127,21 @@ async fn a_long_lived_holder_takes_an_idle_session_of_its_key_first() {
     assert_eq!(pool.stats(), PoolStats::default(), "taken out of the pool");
     drop((other, taken));
 }
+
+#[tokio::test]
+async fn only_a_pooled_lease_winds_down_and_only_once() {
+    let server = server().await;
+    let pool = Pool::new(settings(&server)).unwrap();
+    let held = pool.take_unpooled(&key("a"), &caps()).await.unwrap();
+    let _lending = pool.lend(&key("a"), held);
+    let mut lent = pool.lease(key("a"), &caps()).await.unwrap();
+    lent.wind_down();
+    assert_eq!(pool.winding(), 0, "a lent session is not the pool's: no call waits for it");
+    let mut pooled = pool.lease(key("a"), &caps()).await.unwrap();
+    pooled.wind_down();
+    pooled.wind_down();
+    assert_eq!(pool.winding(), 1, "one entry per lease");
+    drop(pooled);
+    assert_eq!(pool.winding(), 0, "released, it holds up nobody");
+    drop(lent);
+}
