@@ -11,8 +11,9 @@
 //! tool calls and `notifications/cancelled`, and a cancelled call's questions are forgotten, so
 //! an answer that comes later finishes nothing. It declares `resources.subscribe`, and answers each
 //! `resources/subscribe` of a session after sending it `notifications/resources/updated` for
-//! every URI that session held before. Which protocol
-//! version it answers, and where its endpoint points, are the test's choice.
+//! every URI that session held before. A POST calling `hold_post` (not listed) is never
+//! answered, and counted while its sender keeps it open. Which protocol version it answers,
+//! and where its endpoint points, are the test's choice.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -75,6 +76,17 @@ struct Shared {
     asks: AtomicU64,
     /// Resource URIs each session subscribed to.
     subscribed: Mutex<HashMap<u64, Vec<String>>>,
+    /// POSTs of `hold_post` calls held unanswered now (their client has not gone).
+    held_posts: Arc<AtomicU64>,
+}
+
+/// Counts a held POST until its client goes and hyper drops the handler.
+struct Held(Arc<AtomicU64>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// A call waiting for the answer to its question, and what it does with it.
@@ -116,9 +128,15 @@ impl SseLegacy {
             cancel_reason: Mutex::new(String::new()),
             rolls: AtomicU64::new(0),
             asks: AtomicU64::new(0),
+            held_posts: Arc::new(AtomicU64::new(0)),
         });
         let task = tokio::spawn(accept(listener, shared.clone()));
         Ok(Self { addr, shared, task })
+    }
+
+    /// POSTs of `hold_post` calls held now: their sender has not closed them.
+    pub(crate) fn held_posts(&self) -> u64 {
+        self.shared.held_posts.load(Ordering::SeqCst)
     }
 
     /// Orders `place_order` placed.
@@ -155,7 +173,12 @@ impl SseLegacy {
 
     /// A gateway in front of this server, not waiting for it to be ready.
     pub(crate) async fn gateway_unready(&self) -> TestResult<(Gateway, Client)> {
-        let setup = Setup::new().set("upstream", "request_timeout_ms = 3000");
+        self.gateway_timing_out_after(3000).await
+    }
+
+    /// A gateway in front of this server whose upstream requests time out after `ms`.
+    pub(crate) async fn gateway_timing_out_after(&self, ms: u64) -> TestResult<(Gateway, Client)> {
+        let setup = Setup::new().set("upstream", &format!("request_timeout_ms = {ms}"));
         let gateway = Gateway::start(Config::from_toml(&setup.toml_with("sse_url", &self.url()))?).await?;
         let client = Client::new(gateway.url("/mcp"));
         Ok((gateway, client))
@@ -189,6 +212,11 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
             match (tx, req.into_body().collect().await) {
                 (Some(tx), Ok(body)) => {
                     let message: Value = serde_json::from_slice(&body.to_bytes()).unwrap_or_default();
+                    if message["params"]["name"] == "hold_post" {
+                        shared.held_posts.fetch_add(1, Ordering::SeqCst);
+                        let _held = Held(shared.held_posts.clone());
+                        std::future::pending::<()>().await;
+                    }
                     on_message(&shared, n, &tx, &message).await;
                     status(StatusCode::ACCEPTED, "Accepted")
                 }

@@ -1,6 +1,7 @@
 //! The deprecated HTTP+SSE upstream against a scripted server: a plain call and a list on a
 //! 2024-11-05 server, an elicitation round trip, a stream dropped mid-call (a clear 502, then a
-//! new stream serves the next call), and an endpoint on another origin refused.
+//! new stream serves the next call), an endpoint on another origin refused, and a call whose
+//! client left never keeps its POST open upstream.
 
 use std::net::SocketAddr;
 
@@ -9,7 +10,7 @@ use serde_json::json;
 
 use super::form_only;
 use crate::common::sse_legacy::{same_origin, SseLegacy};
-use crate::common::{bounded, TestResult};
+use crate::common::{bounded, eventually, TestResult};
 
 /// Another origin: same port, another host name.
 fn elsewhere(addr: SocketAddr, session: u64) -> String {
@@ -64,5 +65,22 @@ async fn an_endpoint_on_another_origin_is_refused() -> TestResult {
     let message = reply.expect_error(StatusCode::BAD_GATEWAY, -32603)?;
     assert!(message.contains("message endpoint on another origin"), "{message}");
     assert!(!gateway.ready.is_ready());
+    bounded("the gateway to drain", gateway.shutdown()).await
+}
+
+#[tokio::test]
+async fn a_call_whose_client_left_closes_its_post_upstream() -> TestResult {
+    let server = SseLegacy::spawn("2025-06-18", same_origin).await?;
+    // An upstream request timeout longer than any wait of the test: only the call's end may
+    // close the POST.
+    let (gateway, client) = server.gateway_timing_out_after(600_000).await?;
+    eventually("the SSE upstream to answer initialize", || gateway.ready.is_ready()).await?;
+    // The server holds the call's POST open without answering; the client gives up on it.
+    let call = tokio::spawn(async move { client.call_tool("hold_post", json!({})).send().await.map(|_| ()) });
+    eventually("the call's POST to be held upstream", || server.held_posts() == 1).await?;
+    call.abort();
+    // Dropped with its client's request, the call closes its POST instead of leaving it open
+    // until the upstream request timeout.
+    eventually("the held POST to be closed", || server.held_posts() == 0).await?;
     bounded("the gateway to drain", gateway.shutdown()).await
 }
