@@ -329,7 +329,7 @@ mod tests {
         }
         metrics.rejections.with_label_values(&["queue_full"]).inc();
         metrics.opened.with_label_values(&["cold"]).inc();
-        let mut names: Vec<String> = registry.gather().iter().map(|f| f.get_name().to_owned()).collect();
+        let mut names: Vec<String> = registry.gather().iter().map(|f| f.name().to_owned()).collect();
         names.sort();
         let expected = [
             "upstream_connections",
