@@ -344,3 +344,21 @@ async fn each_call_of_a_session_has_an_id_of_its_own() {
     };
     assert_eq!(number(second.id()), number(first.id()) + 1);
 }
+
+#[tokio::test]
+async fn a_get_stream_that_ends_empty_is_retried_ever_more_slowly() {
+    // Every GET is answered with a stream that ends at once, before any event.
+    let script: Script = Arc::new(|seen| {
+        is_get(seen).then(|| {
+            let (_ended, rx) = sse_channel();
+            Reply::Sse(rx)
+        })
+    });
+    let server = TestServer::start(script).await;
+    let _session = open(&server).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    // Each failure in a row doubles the wait (0.4 s, 0.8 s, then 1.6 s): three GETs by now, or
+    // fewer on a slow machine. A wait that never grew (0.2 s) would have made eight.
+    let gets = server.count(is_get);
+    assert!((1..=3).contains(&gets), "{gets} GETs in 1.5 s");
+}

@@ -85,6 +85,20 @@ async fn requests_go_in_origin_form_with_a_host_and_reuse_the_connection_once_re
 }
 
 #[tokio::test]
+async fn a_body_read_to_its_end_frees_its_connection_before_it_drops() {
+    let (uri, accepted) = server().await;
+    let driven = client(&uri, Duration::from_secs(30));
+    let mut first = driven.request(get(&uri, "/mcp")).await.unwrap().into_body();
+    while let Some(frame) = first.frame().await {
+        frame.unwrap();
+    }
+    assert_eq!(driven.idle.len(), 1, "back idle at its end, the body still held");
+    text(driven.request(get(&uri, "/mcp")).await.unwrap()).await;
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    drop(first);
+}
+
+#[tokio::test]
 async fn an_empty_body_dropped_unread_frees_its_connection() {
     let (uri, accepted) = server().await;
     let driven = client(&uri, Duration::from_secs(30));
@@ -123,6 +137,7 @@ async fn a_connection_the_server_closed_is_replaced() {
     let (uri, accepted) = server().await;
     let driven = client(&uri, Duration::from_secs(30));
     text(driven.request(get(&uri, "/close")).await.unwrap()).await;
+    assert_eq!(driven.idle.len(), 0, "a connection closing with its response is never kept idle");
     // Let the server's FIN arrive before the idle connection is reused.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let resp = driven.request(get(&uri, "/mcp")).await.unwrap();
