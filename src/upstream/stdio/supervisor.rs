@@ -274,4 +274,13 @@ mod tests {
             "the upstream process was killed by signal 9 (SIGKILL)"
         );
     }
+
+    #[test]
+    fn the_usual_signals_are_named_and_others_shown_by_number_only() {
+        let named = [(1, "SIGHUP"), (2, "SIGINT"), (6, "SIGABRT"), (9, "SIGKILL"), (11, "SIGSEGV")];
+        for (sig, name) in named.into_iter().chain([(13, "SIGPIPE"), (15, "SIGTERM")]) {
+            assert_eq!(signal_name(sig), format!(" ({name})"));
+        }
+        assert_eq!(signal_name(10), "");
+    }
 }

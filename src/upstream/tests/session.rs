@@ -1,4 +1,5 @@
-//! Session lifecycle on the wire: initialize, headers, versions, expiry, hangs and close.
+//! Session lifecycle on the wire: initialize, headers, versions, expiry, hangs and close; and a
+//! stdio process started ahead of demand.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -141,4 +142,20 @@ async fn close_sends_delete_with_the_session_id() {
     let delete = server.wait_for(|s| s.method == Method::DELETE).await;
     assert_eq!(delete.header("mcp-session-id"), Some(SESSION));
     assert!(!session.is_healthy());
+}
+
+#[tokio::test]
+async fn a_spare_process_names_its_own_pid_until_it_is_closed() {
+    let stdio = crate::upstream::StdioSettings::new("/bin/sleep", vec!["30".into()]);
+    let settings = Arc::new(crate::upstream::UpstreamSettings::stdio(stdio));
+    let gauge = prometheus::IntGauge::new("connections", "unused by stdio").unwrap();
+    let connector = crate::upstream::session::Connector::new(settings, gauge).unwrap();
+    let spare = connector.prestart().expect("a stdio upstream has spares").unwrap();
+    let pid = spare.pid();
+    let proc_dir = format!("/proc/{pid}");
+    let name = std::fs::read_to_string(format!("{proc_dir}/comm")).unwrap();
+    assert_eq!(name.trim(), "sleep", "the pid is the spare's own process");
+    assert!(spare.is_alive());
+    spare.close().await;
+    assert!(!std::path::Path::new(&proc_dir).exists(), "stopped and reaped");
 }
