@@ -362,3 +362,16 @@ async fn a_get_stream_that_ends_empty_is_retried_ever_more_slowly() {
     let gets = server.count(is_get);
     assert!((1..=3).contains(&gets), "{gets} GETs in 1.5 s");
 }
+
+#[tokio::test]
+async fn a_dropped_session_closes_its_get_stream_at_once() {
+    let (_post_tx, post_rx) = sse_channel();
+    let (get_tx, get_rx) = sse_channel();
+    let mut server = TestServer::start(post_and_get(post_rx, get_rx)).await;
+    let session = open(&server).await;
+    server.wait_for(is_get).await;
+    // Nothing comes on the stream: only the session's end can close it.
+    drop(session);
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(5), get_tx.closed()).await;
+    assert!(closed.is_ok(), "the GET stream outlived its session");
+}
