@@ -173,6 +173,15 @@ impl Session {
         self.state().is_healthy()
     }
 
+    /// What a Streamable HTTP upstream learnt of its cancelled streams (shared by its sessions).
+    #[cfg(test)]
+    pub(crate) fn cancel_drain(&self) -> Option<&crate::upstream::http::CancelDrain> {
+        match &self.link {
+            Link::Http(s) => Some(s.cancel_drain()),
+            Link::SseLegacy(_) | Link::Stdio(_) => None,
+        }
+    }
+
     fn state(&self) -> &Arc<SessionState> {
         match &self.link {
             Link::Http(s) => s.state(),

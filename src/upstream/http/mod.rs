@@ -21,6 +21,8 @@ mod session;
 mod slots;
 mod transport;
 
+#[cfg(test)]
+pub(crate) use drain::CancelDrain;
 pub(crate) use session::HttpSession;
 pub(crate) use slots::SlotBody;
 #[cfg(test)]

@@ -54,6 +54,11 @@ impl HttpSession {
         &self.inner.state
     }
 
+    #[cfg(test)]
+    pub(crate) fn cancel_drain(&self) -> &super::drain::CancelDrain {
+        self.inner.transport.cancel_drain()
+    }
+
     /// Starts `method(params)`: the call's reader POSTs it, with the `trace` headers (empty
     /// unless tracing is on), and reads its response stream, driven by the call's consumer.
     pub(crate) fn start(

@@ -375,3 +375,37 @@ async fn a_dropped_session_closes_its_get_stream_at_once() {
     let closed = tokio::time::timeout(std::time::Duration::from_secs(5), get_tx.closed()).await;
     assert!(closed.is_ok(), "the GET stream outlived its session");
 }
+
+#[tokio::test]
+async fn streams_left_open_after_their_cancel_are_cut_once_four_drains_ran_out() {
+    // Like the TypeScript SDK, the server leaves a cancelled call's stream open.
+    let open_streams = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let kept = open_streams.clone();
+    let mut server = TestServer::start(on_call(move |_| {
+        let (tx, rx) = sse_channel();
+        kept.lock().push(tx);
+        Reply::Sse(rx)
+    }))
+    .await;
+    let session = open(&server).await;
+    let drains = session.cancel_drain().expect("a Streamable HTTP session");
+    let progress = json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}});
+    for n in 0..4 {
+        let mut call = session.call("tools/call", None);
+        polling(&mut call, server.wait_for(|s| s.rpc_method() == Some("tools/call"))).await;
+        // An event read: the call is past its response head, reading its stream.
+        let stream = open_streams.lock()[n].clone();
+        stream.send(event(None, &progress)).await.unwrap();
+        expect_event(&mut call).await;
+        drop(call);
+    }
+    // Each dropped call's stream is drained for its bound and found still open; after four,
+    // the next dropped streams are cut at once instead.
+    let cut = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        while drains.should_drain() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    });
+    assert!(cut.await.is_ok(), "the upstream's drains were never counted");
+    assert_eq!(open_streams.lock().len(), 4);
+}
