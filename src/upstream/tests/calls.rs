@@ -117,6 +117,30 @@ async fn get_stream_request_without_a_call_is_refused_with_an_error() {
 }
 
 #[tokio::test]
+async fn a_standalone_stream_takes_requests_until_it_is_closed() {
+    let (_post_tx, post_rx) = sse_channel();
+    let (get_tx, get_rx) = sse_channel();
+    let mut server = TestServer::start(post_and_get(post_rx, get_rx)).await;
+    let session = open(&server).await;
+    let roots = |id: i64| event(None, &json!({"jsonrpc":"2.0","id":id,"method":"roots/list"}));
+    let (first, _first_rx) = session.open_standalone(4);
+    let (second, mut second_rx) = session.open_standalone(4);
+    // Closing a stream another has replaced leaves the new one in place.
+    session.close_standalone(&first);
+    get_tx.send(roots(1)).await.unwrap();
+    let got = tokio::time::timeout(std::time::Duration::from_secs(5), second_rx.recv()).await;
+    let Ok(Some(Ok(UpstreamEvent::Request { id, .. }))) = got else {
+        panic!("the open stream did not get the request")
+    };
+    assert_eq!(id, RequestId::Number(1));
+    // Once closed, a request no call can take is refused, never left waiting on it.
+    session.close_standalone(&second);
+    get_tx.send(roots(2)).await.unwrap();
+    let answer = server.wait_for(|s| s.is_response_to(&json!(2))).await;
+    assert_eq!(answer.body["error"]["code"], json!(-32603));
+}
+
+#[tokio::test]
 async fn ping_is_answered_locally_and_never_surfaced() {
     let (tx, rx) = sse_channel();
     let rx = once(rx);
