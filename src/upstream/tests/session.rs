@@ -145,6 +145,15 @@ async fn close_sends_delete_with_the_session_id() {
 }
 
 #[tokio::test]
+async fn a_server_that_does_not_let_clients_end_sessions_is_closed_without_error() {
+    let script: Script = Arc::new(|seen| (seen.method == Method::DELETE).then_some(Reply::Status(405)));
+    let mut server = TestServer::start(script).await;
+    let session = Session::initialize(Arc::new(settings(&server)), &caps()).await.unwrap();
+    assert!(session.close().await.is_ok(), "a 405 to DELETE is not an error");
+    server.wait_for(|s| s.method == Method::DELETE).await;
+}
+
+#[tokio::test]
 async fn a_spare_process_names_its_own_pid_until_it_is_closed() {
     let stdio = crate::upstream::StdioSettings::new("/bin/sleep", vec!["30".into()]);
     let settings = Arc::new(crate::upstream::UpstreamSettings::stdio(stdio));
