@@ -39,6 +39,8 @@ pub(super) enum Reply {
     Json(Value),
     Sse(mpsc::Receiver<Chunk>),
     Status(u16),
+    /// A status with a text body.
+    StatusText(u16, &'static str),
     /// Never answer (a hung server).
     Hang,
 }
@@ -181,8 +183,9 @@ fn render(reply: Reply) -> Response<Body> {
             r
         }
         Reply::Sse(rx) => sse_response(rx),
-        Reply::Status(code) => {
-            let mut r = Response::new(full(String::new()));
+        Reply::Status(code) => render(Reply::StatusText(code, "")),
+        Reply::StatusText(code, text) => {
+            let mut r = Response::new(full(text.to_owned()));
             *r.status_mut() = StatusCode::from_u16(code).unwrap();
             r
         }

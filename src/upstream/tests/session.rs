@@ -94,10 +94,13 @@ async fn not_found_with_a_session_id_means_expired() {
 
 #[tokio::test]
 async fn other_http_failures_keep_status_and_body_excerpt() {
-    let server = TestServer::start(on_call(|_| Reply::Status(503))).await;
+    let server = TestServer::start(on_call(|_| Reply::StatusText(503, "overloaded, try later"))).await;
     let session = Session::initialize(Arc::new(settings(&server)), &caps()).await.unwrap();
     let err = session.request("tools/call", None).await.unwrap_err();
-    assert!(matches!(err, UpstreamError::Http { status, .. } if status == 503));
+    assert!(
+        matches!(&err, UpstreamError::Http { status, body } if *status == 503 && body == "overloaded, try later"),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
