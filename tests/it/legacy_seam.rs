@@ -211,6 +211,20 @@ fn logged(log: &std::path::Path, prefix: &str) -> bool {
 }
 
 #[tokio::test]
+async fn a_deleted_stdio_sessions_process_is_first_asked_to_stop_by_closing_its_stdin() -> TestResult {
+    let _serial = serial().await;
+    let dir = tempfile::tempdir()?;
+    let (gw, client, log) = logging_session(dir.path()).await?;
+    let pid = pid_of(&client).await?;
+    assert_eq!(client.delete().await?, StatusCode::OK);
+    // Answered once the process is reaped: it ended on its own, as a server does when its
+    // stdin closes, never killed first.
+    assert!(!alive(pid));
+    assert!(logged(&log, &format!("stdin closed {pid}")), "{}", std::fs::read_to_string(&log)?);
+    gw.stop().await
+}
+
+#[tokio::test]
 async fn the_upstream_hears_notifications_initialized_once_per_session() -> TestResult {
     let _serial = serial().await;
     let dir = tempfile::tempdir()?;
