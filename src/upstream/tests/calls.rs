@@ -327,12 +327,19 @@ async fn a_wait_within_an_earlier_limit_ends_and_the_call_goes_on() {
     assert!(matches!(call.next_event_within(soon).await, Some(Ok(None))));
 }
 
-#[tokio::test]
-async fn at_its_own_deadline_a_call_times_out_whatever_the_limit() {
+/// A session whose server never answers a call, its request timeout `ms`; the server lives
+/// as long as the returned handle.
+async fn never_answering(ms: u64) -> (TestServer, Session) {
     let server = TestServer::start(on_call(|_| Reply::Hang)).await;
     let mut s = settings(&server);
-    s.request_timeout = std::time::Duration::from_millis(100);
+    s.request_timeout = std::time::Duration::from_millis(ms);
     let session = Session::initialize(Arc::new(s), &caps()).await.unwrap();
+    (server, session)
+}
+
+#[tokio::test]
+async fn at_its_own_deadline_a_call_times_out_whatever_the_limit() {
+    let (_server, session) = never_answering(100).await;
     let mut call = session.call("tools/call", None);
     // A limit after the call's deadline, then one at the same instant: the call's wins both.
     let after = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -345,10 +352,7 @@ async fn at_its_own_deadline_a_call_times_out_whatever_the_limit() {
 
 #[tokio::test]
 async fn a_deadline_set_past_the_request_timeout_outlives_it() {
-    let server = TestServer::start(on_call(|_| Reply::Hang)).await;
-    let mut s = settings(&server);
-    s.request_timeout = std::time::Duration::from_millis(50);
-    let session = Session::initialize(Arc::new(s), &caps()).await.unwrap();
+    let (_server, session) = never_answering(50).await;
     let mut call = session.call("tools/call", None);
     // A call kept as a task: its own deadline, far past the request timeout, bounds it.
     call.set_deadline(tokio::time::Instant::now() + std::time::Duration::from_secs(30));
