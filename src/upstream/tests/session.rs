@@ -165,8 +165,15 @@ async fn a_spare_process_names_its_own_pid_until_it_is_closed() {
     let spare = connector.prestart().expect("a stdio upstream has spares").unwrap();
     let pid = spare.pid();
     let proc_dir = format!("/proc/{pid}");
-    let name = std::fs::read_to_string(format!("{proc_dir}/comm")).unwrap();
-    assert_eq!(name.trim(), "sleep", "the pid is the spare's own process");
+    // The kernel names the process after its program during the exec, which may still be
+    // finishing as the spawn returns: wait for the name, bounded.
+    let name = || std::fs::read_to_string(format!("{proc_dir}/comm")).unwrap_or_default().trim().to_owned();
+    let named = tokio::time::timeout(Duration::from_secs(5), async {
+        while name() != "sleep" {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    assert!(named.await.is_ok(), "the pid is the spare's own process, named {:?}", name());
     assert!(spare.is_alive());
     spare.close().await;
     assert!(!std::path::Path::new(&proc_dir).exists(), "stopped and reaped");
