@@ -54,8 +54,9 @@ use crate::mrtr::session_id::IdError;
 use crate::mrtr::{LiveRing, Reach, SessionClaims, SessionIdError, SessionSealer};
 use crate::outbound::Bound;
 use crate::protocol::jsonrpc::Request;
-use crate::protocol::RequestId;
-use crate::protocol::{headers, meta, methods, Envelope, FRONT_SUPPORTED_VERSIONS, MODERN_VERSION};
+use crate::protocol::{
+    headers, meta, methods, Envelope, RequestId, FRONT_SUPPORTED_VERSIONS, MODERN_VERSION,
+};
 use crate::upstream::UpstreamSettings;
 
 /// The legacy relay of one gateway; built once, shared by every request.
@@ -95,6 +96,12 @@ pub fn opens_legacy(headers: &HeaderMap, request: &Request) -> bool {
         return false;
     }
     request.method == methods::INITIALIZE || version.is_some_and(|v| is_date(v) && v < MODERN_VERSION)
+}
+
+/// True when `content_type` names the media type `expected` (its parameters aside); media
+/// types are case-insensitive in HTTP.
+fn is_media(content_type: &str, expected: &str) -> bool {
+    content_type.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case(expected)
 }
 
 fn is_date(v: &str) -> bool {

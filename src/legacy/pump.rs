@@ -48,8 +48,7 @@ impl Deadline {
 
     /// This deadline for a body of `content_type`: only an SSE stream can take one more message.
     pub(super) fn for_stream(mut self, content_type: &str) -> Self {
-        let media = content_type.split(';').next().unwrap_or("").trim();
-        if !media.eq_ignore_ascii_case("text/event-stream") {
+        if !super::is_media(content_type, "text/event-stream") {
             self.id = None;
         }
         self

@@ -59,10 +59,12 @@ impl Rewrite {
     /// A rewriter for a body of `content_type`; `None` for one that is neither SSE nor JSON
     /// (relayed as it is).
     pub(super) fn new(lists: Lists, content_type: &str) -> Option<Self> {
-        let kind = match content_type.split(';').next().unwrap_or("").trim() {
-            "text/event-stream" => Kind::Sse,
-            "application/json" => Kind::Json,
-            _ => return None,
+        let kind = if super::is_media(content_type, "text/event-stream") {
+            Kind::Sse
+        } else if super::is_media(content_type, "application/json") {
+            Kind::Json
+        } else {
+            return None;
         };
         let held = BytesMut::new();
         Some(Self { lists, kind, held, line_start: 0, scanned: 0, max: MAX_EVENT_BYTES, ended: false })

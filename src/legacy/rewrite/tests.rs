@@ -100,6 +100,16 @@ fn a_json_body_and_a_json_batch_are_filtered_whole() {
 }
 
 #[test]
+fn media_types_are_read_whatever_their_case() {
+    // A client that reads `Text/Event-Stream` as SSE must get its lists filtered all the same.
+    let rewrite = Rewrite::new(lists(list_request(1)), "Text/Event-Stream").unwrap();
+    let body = format!("event: message\ndata: {}\n\n", tools_response(1));
+    let out = String::from_utf8(run(rewrite, body.as_bytes(), 7).0).unwrap();
+    assert!(out.contains("echo") && !out.contains("secret_rm"), "{out}");
+    assert!(Rewrite::new(lists(list_request(1)), "Application/JSON; charset=utf-8").is_some());
+}
+
+#[test]
 fn a_list_response_past_the_bound_is_refused_and_ends_the_body() {
     let mut sse = Rewrite::new(lists(list_request(3)), "text/event-stream").unwrap();
     sse.max = 64;
