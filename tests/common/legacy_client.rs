@@ -56,6 +56,15 @@ pub(crate) struct Raw {
     pub(crate) messages: Vec<Value>,
 }
 
+/// Asserts that the last message of `stream` answers `call` with the relay's timeout error,
+/// which names the timeout (`"500ms"`, say).
+pub(crate) fn assert_ends_timed_out(stream: &Raw, call: &Value, timeout: &str) {
+    let last = stream.messages.last().expect("the stream ended with no answer");
+    assert_eq!((&last["id"], &last["error"]["code"]), (&call["id"], &json!(-32000)), "{last}");
+    let message = last["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&format!("did not answer within {timeout}")), "{message}");
+}
+
 /// The standalone GET stream, answering server requests until dropped.
 pub(crate) struct GetStream {
     pub(crate) status: StatusCode,

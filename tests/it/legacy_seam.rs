@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::form_only;
 use crate::common::harness::metric;
-use crate::common::legacy_client::LegacyClient;
+use crate::common::legacy_client::{assert_ends_timed_out, LegacyClient};
 use crate::common::sse_legacy::{same_origin, SseLegacy};
 use crate::common::stdio::{alive, serial, StdioGateway};
 use crate::common::{bounded, eventually, HarnessError, TestResult};
@@ -273,10 +273,7 @@ async fn a_stdio_call_left_unanswered_ends_with_an_error_naming_the_timeout() ->
     let held = client.post(&call).await?;
     assert_eq!(held.status, StatusCode::OK);
     assert_eq!(held.messages[0]["method"], "elicitation/create", "{:?}", held.messages);
-    let last = held.messages.last().expect("messages");
-    assert_eq!((&last["id"], &last["error"]["code"]), (&call["id"], &json!(-32000)), "{last}");
-    let message = last["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("did not answer within 500ms"), "{message}");
+    assert_ends_timed_out(&held, &call, "500ms");
     gw.stop().await
 }
 
