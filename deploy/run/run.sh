@@ -48,6 +48,7 @@ RUN="run$$"
 IMAGE="localhost/mrtr-gateway-deploy-run:$RUN"
 STDIO_IMAGE="localhost/mrtr-gateway-deploy-run-stdio:$RUN"
 STDIO_TEXT="served by server-filesystem in pod $RUN"
+# Each tool and the Debian package that has it, in the same order.
 TOOLS=(podman runc catatonit redis-server curl jq node npm)
 PACKAGES=(podman runc catatonit redis-server curl jq nodejs npm)
 
@@ -59,21 +60,26 @@ fail() {
 # shellcheck source=../check/venv.sh
 . "$ROOT/deploy/check/venv.sh"
 
+# Installs the packages of the missing tools only: a machine whose node and npm come from
+# elsewhere (a NodeSource nodejs, which conflicts with Debian's npm) keeps them.
 require_tools() {
-  local missing=() tool
-  for tool in "${TOOLS[@]}"; do
-    command -v "$tool" >/dev/null || missing+=("$tool")
+  local missing=() packages=() i
+  for i in "${!TOOLS[@]}"; do
+    if ! command -v "${TOOLS[i]}" >/dev/null; then
+      missing+=("${TOOLS[i]}")
+      packages+=("${PACKAGES[i]}")
+    fi
   done
   ((${#missing[@]} == 0)) && return
   if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
     log "missing: ${missing[*]}. Install them as root, then run deploy/run/run.sh again:"
-    log "    sudo apt-get install --no-install-recommends ${PACKAGES[*]}"
+    log "    sudo apt-get install --no-install-recommends ${packages[*]}"
     log "(it runs pods with podman, which needs root here: run it as root)"
     exit 1
   fi
-  log "missing: ${missing[*]}: installing ${PACKAGES[*]} with apt-get (running as root)"
+  log "missing: ${missing[*]}: installing ${packages[*]} with apt-get (running as root)"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 }
 
 require_tools
