@@ -195,6 +195,9 @@ pub const LEGACY_MAX_SESSIONS: usize = 256;
 pub const LEGACY_IDLE: Duration = Duration::from_secs(600);
 /// Longest `Mcp-Session-Id` accepted from a client or sealed for one (not configurable).
 pub const LEGACY_MAX_SESSION_ID_BYTES: usize = 1024;
+/// Longest a legacy session's request waits for its GET stream, received first, to be answered
+/// upstream before it is sent anyway (not configurable).
+pub const LEGACY_STREAM_ORDER_WAIT: Duration = Duration::from_secs(1);
 
 // [front] header-carried parameters (not configurable)
 /// Most tools whose `x-mcp-header` annotations one replica remembers.

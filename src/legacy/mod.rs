@@ -13,8 +13,9 @@
 //! Everything else is the legacy protocol itself, relayed: server requests arrive on the POST's
 //! SSE stream or the GET stream and the client's answers are POSTed back upstream; the GET
 //! stream, `DELETE` and resumption (`Last-Event-ID`) pass through. A Streamable HTTP upstream
-//! is relayed byte for byte ([`http`], [`pump`]); a stdio or HTTP+SSE upstream gets a session
-//! of its own through the upstream seam ([`seam`]). Sessions are bounded in number and end
+//! is relayed byte for byte ([`http`], [`pump`]), a session's requests held while its GET
+//! stream is on its way upstream ([`table::Entry::streams_opened`]); a stdio or HTTP+SSE
+//! upstream gets a session of its own through the upstream seam ([`seam`]). Sessions are bounded in number and end
 //! after an idle limit ([`table`]). The one exception to byte for byte: the list results of a
 //! client the authorization rules restrict leave out what it may not use ([`lists`],
 //! [`rewrite`]).
@@ -50,6 +51,7 @@ use self::table::{Entry, Link, Table};
 use crate::body::FrontBody;
 use crate::clock::Clock;
 use crate::config::LegacyConfig;
+use crate::defaults::LEGACY_STREAM_ORDER_WAIT;
 use crate::mrtr::session_id::IdError;
 use crate::mrtr::{LiveRing, Reach, SessionClaims, SessionIdError, SessionSealer};
 use crate::outbound::Bound;
@@ -308,10 +310,19 @@ impl LegacyFront {
     ) -> Result<Response<FrontBody>, LegacyError> {
         let Upstream::Http(relay) = &self.upstream else { return Err(LegacyError::NotHere) };
         let active = entry.begin();
+        // The upstream sees the session's requests in the order this replica received them,
+        // as far as a GET stream goes (see `Entry::streams_opened`).
+        let opening = match parts.method == Method::GET {
+            true => Some(entry.opening_stream()),
+            false => {
+                entry.streams_opened(LEGACY_STREAM_ORDER_WAIT).await;
+                None
+            }
+        };
         entry.set_version(parts.headers.get(headers::PROTOCOL_VERSION).cloned());
         let upstream_id = entry.claims.upstream.as_deref();
         let resp = relay.send(parts.method.clone(), &parts.headers, upstream_id, body).await?;
-        drop(active);
+        drop((opening, active));
         if resp.status() == StatusCode::NOT_FOUND && upstream_id.is_some() {
             self.table.remove(&entry.claims.handle);
             return Err(LegacyError::UpstreamForgot);

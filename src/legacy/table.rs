@@ -44,10 +44,16 @@ pub(super) struct Entry {
     /// The protocol version the client last named, for the requests the gateway sends on its
     /// own (the DELETE of an expired session).
     version: Mutex<Option<HeaderValue>>,
+    /// GET streams on their way upstream, not yet answered ([`Entry::opening_stream`]).
+    opening: watch::Sender<usize>,
 }
 
 /// Keeps its session from idling out while held (a request being relayed, a stream open).
 pub(super) struct Active(Arc<Entry>);
+
+/// A GET stream of the session on its way upstream: the session's later requests wait until it
+/// is answered (or given up), see [`Entry::streams_opened`].
+pub(super) struct Opening(Arc<Entry>);
 
 /// A place in the table, taken before the upstream is asked for a session.
 pub(super) struct Reservation {
@@ -79,6 +85,7 @@ pub(super) struct Table {
 impl Entry {
     pub(super) fn new(claims: SessionClaims, link: Link, owned: bool) -> Arc<Self> {
         let (ended, _) = watch::channel(false);
+        let (opening, _) = watch::channel(0);
         Arc::new(Self {
             claims,
             link,
@@ -87,6 +94,7 @@ impl Entry {
             last: Mutex::new(Instant::now()),
             ended,
             version: Mutex::new(None),
+            opening,
         })
     }
 
@@ -103,6 +111,27 @@ impl Entry {
     pub(super) fn begin(self: &Arc<Self>) -> Active {
         self.active.fetch_add(1, Ordering::AcqRel);
         Active(self.clone())
+    }
+
+    /// Marks a GET stream of the session as on its way upstream until the guard drops.
+    pub(super) fn opening_stream(self: &Arc<Self>) -> Opening {
+        self.opening.send_modify(|n| *n += 1);
+        Opening(self.clone())
+    }
+
+    /// Completes once no GET stream of the session is on its way upstream, or after `within`.
+    /// A client opens its GET stream before the call whose server requests the upstream sends
+    /// there (a Streamable HTTP server drops a request it has no stream for, and the call
+    /// hangs); the stream may open upstream over a new connection while the call takes a
+    /// pooled one, so without this wait the call could overtake it. An upstream slow to answer
+    /// a GET delays the session's other requests by `within` at most.
+    pub(super) async fn streams_opened(&self, within: Duration) {
+        if *self.opening.borrow() == 0 {
+            return;
+        }
+        let mut opening = self.opening.subscribe();
+        // The sender lives as long as `self`, so the wait ends only when the count is zero.
+        let _ = tokio::time::timeout(within, opening.wait_for(|n| *n == 0)).await;
     }
 
     /// Completes once the session has ended (deleted, expired or forgotten upstream).
@@ -130,6 +159,12 @@ impl Drop for Active {
     fn drop(&mut self) {
         *self.0.last.lock() = Instant::now();
         self.0.active.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        self.0.opening.send_modify(|n| *n -= 1);
     }
 }
 
@@ -338,6 +373,37 @@ mod tests {
         entry.set_version(Some(HeaderValue::from_static("2025-06-18")));
         entry.set_version(None);
         assert_eq!(entry.version(), Some(HeaderValue::from_static("2025-06-18")));
+    }
+
+    /// A request waits for the session's GET streams on their way upstream: until the last
+    /// is answered, or for its bound when one never is; with none opening, not at all.
+    #[tokio::test(start_paused = true)]
+    async fn a_request_waits_for_the_streams_being_opened_within_its_bound() {
+        let within = Duration::from_secs(1);
+        let entry = Entry::new(claims(), Link::Http, true);
+        let start = Instant::now();
+        entry.streams_opened(within).await;
+        assert_eq!(start.elapsed(), Duration::ZERO, "nothing opening");
+
+        let (first, second) = (entry.opening_stream(), entry.opening_stream());
+        let waiter = tokio::spawn({
+            let entry = entry.clone();
+            async move {
+                entry.streams_opened(within).await;
+                Instant::now()
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        drop(second);
+        let done = waiter.await.unwrap();
+        assert_eq!(done - start, Duration::from_millis(300), "until the last stream is answered");
+
+        let _stuck = entry.opening_stream();
+        let start = Instant::now();
+        entry.streams_opened(within).await;
+        assert_eq!(start.elapsed(), within, "a stream never answered");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! A scriptable faulty legacy server, for the fault matrix. It speaks 2025-11-25 Streamable
 //! HTTP well enough to be a healthy upstream (an `initialize` that opens a numbered session,
-//! `notifications/initialized`, DELETE, no standalone GET stream, and resumption of a parked POST
-//! stream with GET + `Last-Event-ID`); each tool name is one way of misbehaving (see
+//! `notifications/initialized`, DELETE, no standalone GET stream (405, which a test can hold back
+//! until it lets it go), and resumption of a parked POST stream with GET + `Last-Event-ID`); each tool name is one way of misbehaving (see
 //! [`tools`]). Its lists come in the shapes a list can take: `tools/list` as a JSON body (no
 //! tools), `prompts/list` as an SSE stream (a notification, then the response) and
 //! `resources/list` as a priming event whose stream ends there, the response coming on the
@@ -119,6 +119,10 @@ pub(crate) struct FaultStats {
     gated: Arc<AtomicUsize>,
     /// The `protocolVersion` of every `initialize`, in order.
     proposed: Mutex<Vec<String>>,
+    /// Fresh GETs held back right now ([`FaultyLegacy::hold_streams`]).
+    held_streams: Arc<AtomicUsize>,
+    /// In order: `call <tool>` for each `tools/call` received, `GET answered` for each fresh GET.
+    order: Mutex<Vec<String>>,
 }
 
 /// The server's state, shared by every connection; it outlives a kill.
@@ -139,6 +143,9 @@ struct Shared {
     /// Whether `gated` calls may answer, and the signal that they may.
     gate_open: std::sync::atomic::AtomicBool,
     gate: Notify,
+    /// Whether a fresh GET waits before its answer, and the signal that it may answer.
+    hold_streams: std::sync::atomic::AtomicBool,
+    streams: Notify,
     /// The version `initialize` answers; `None`: a supported proposed one, else 2025-11-25.
     version: Mutex<Option<&'static str>>,
 }
@@ -259,6 +266,16 @@ impl FaultStats {
     pub(crate) fn proposed_versions(&self) -> Vec<String> {
         self.proposed.lock().clone()
     }
+
+    /// Fresh GETs held back right now.
+    pub(crate) fn held_streams(&self) -> usize {
+        self.held_streams.load(Ordering::SeqCst)
+    }
+
+    /// What reached the server, in order: `call <tool>` and `GET answered`.
+    pub(crate) fn order(&self) -> Vec<String> {
+        self.order.lock().clone()
+    }
 }
 
 // === impl FaultyLegacy ===
@@ -296,6 +313,18 @@ impl FaultyLegacy {
     pub(crate) fn open_gate(&self) {
         self.shared.gate_open.store(true, Ordering::SeqCst);
         self.shared.gate.notify_waiters();
+    }
+
+    /// Holds back the answer to every fresh GET (no `Last-Event-ID`), waiting or still to come,
+    /// until [`FaultyLegacy::release_streams`] (or [`SCRIPT_LIFETIME`]).
+    pub(crate) fn hold_streams(&self) {
+        self.shared.hold_streams.store(true, Ordering::SeqCst);
+    }
+
+    /// Lets every fresh GET held back answer, and those to come answer at once.
+    pub(crate) fn release_streams(&self) {
+        self.shared.hold_streams.store(false, Ordering::SeqCst);
+        self.shared.streams.notify_waiters();
     }
 
     /// Forgets each of the next `n` sessions right after `initialize` opens it: every request
@@ -421,7 +450,10 @@ async fn handle(
     Ok(match (method, session) {
         (Method::POST, session) => post(&shared, &control, session, live, &bytes).await,
         (Method::GET, Some(_)) if !live => expired(),
-        (Method::GET, Some(_)) => resume(&shared, last_event_id),
+        (Method::GET, Some(_)) => match last_event_id {
+            None => fresh_get(&shared).await,
+            Some(last) => resume(&shared, last),
+        },
         (Method::DELETE, Some(session)) if live => {
             shared.sessions.lock().retain(|s| *s != session);
             shared.stats.deletes.fetch_add(1, Ordering::SeqCst);
@@ -547,6 +579,7 @@ async fn call(
     let params = r.params.unwrap_or(Value::Null);
     let tool = params["name"].as_str().unwrap_or_default().to_owned();
     shared.stats.calls.lock().push((session.clone(), tool.clone()));
+    shared.stats.order.lock().push(format!("call {tool}"));
     let RequestId::Number(call) = r.id else {
         return json_response(&json!({"jsonrpc": "2.0", "id": r.id,
             "error": {"code": -32600, "message": "this server wants numeric ids"}}));
@@ -630,9 +663,25 @@ async fn gated(shared: &Shared) {
     let _ = tokio::time::timeout(SCRIPT_LIFETIME, wait).await;
 }
 
+/// A GET without `Last-Event-ID`: no standalone stream here (405), once the test lets it answer.
+async fn fresh_get(shared: &Shared) -> Response<Body> {
+    let _held = Open::new(&shared.stats.held_streams);
+    let wait = async {
+        loop {
+            let released = shared.streams.notified();
+            if !shared.hold_streams.load(Ordering::SeqCst) {
+                return;
+            }
+            released.await;
+        }
+    };
+    let _ = tokio::time::timeout(SCRIPT_LIFETIME, wait).await;
+    shared.stats.order.lock().push("GET answered".into());
+    status(StatusCode::METHOD_NOT_ALLOWED)
+}
+
 /// GET with `Last-Event-ID`: the rest of a primed stream.
-fn resume(shared: &Shared, last_event_id: Option<String>) -> Response<Body> {
-    let Some(last) = last_event_id else { return status(StatusCode::METHOD_NOT_ALLOWED) };
+fn resume(shared: &Shared, last: String) -> Response<Body> {
     let Some(rx) = shared.parked.lock().remove(&last) else {
         let mut response = Response::new(Full::new(Bytes::from(UPSTREAM_SECRET)).boxed());
         *response.status_mut() = StatusCode::BAD_REQUEST;

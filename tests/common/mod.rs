@@ -57,6 +57,8 @@ pub(crate) enum HarnessError {
     Start(#[from] mrtr_gateway::app::AppError),
     #[error("minting a JWT failed: {0}")]
     Jwt(#[from] jsonwebtoken::errors::Error),
+    #[error("a test task panicked or was cancelled: {0}")]
+    Task(#[from] tokio::task::JoinError),
     #[error("timed out after {WAIT:?} waiting for {0}")]
     Timeout(String),
     #[error("unexpected reply: {0}")]

@@ -12,8 +12,9 @@ use serde_json::{json, Value};
 
 use super::{everything, form_only};
 use crate::common::answers::{MODEL, NAME, ROOT, SUMMARY};
+use crate::common::faulty::{tools, FaultyLegacy};
 use crate::common::harness::metric;
-use crate::common::legacy_client::{assert_ends_timed_out, LegacyClient};
+use crate::common::legacy_client::{assert_ends_timed_out, LegacyClient, Raw};
 use crate::common::{bounded, eventually, Harness, Setup, TestResult};
 
 const SESSIONS: &str = "mrtr_gateway_legacy_sessions";
@@ -78,6 +79,59 @@ async fn roots_asked_on_the_get_stream_are_relayed() -> TestResult {
     assert_eq!(text_of(&roots), format!("Roots: {ROOT}"));
     drop(stream);
     h.stop().await
+}
+
+/// A legacy session's request does not overtake its GET stream on the way upstream: received
+/// after the GET, it waits until the upstream has answered the GET (a Streamable HTTP server
+/// drops a server request it has no stream for, and the call that made it hangs), and no longer
+/// than the relay's bound when that answer never comes.
+#[tokio::test]
+async fn a_request_does_not_overtake_the_get_stream_upstream() -> TestResult {
+    let upstream = FaultyLegacy::spawn().await?;
+    let (gateway, _) = Setup::new().attach_url(&upstream.url()).await?;
+    let mut client = LegacyClient::new(gateway.url("/mcp"));
+    client.initialize(json!({})).await?;
+    let stats = upstream.stats();
+    // What the gateway's own session sent first (its GET stream, refused) is not this test's.
+    let since = stats.order().len();
+    let order = || stats.order()[since..].to_vec();
+    let call = |client: &LegacyClient| {
+        let client = client.clone();
+        let body = client.request_body("tools/call", json!({"name": tools::OK, "arguments": {}}));
+        tokio::spawn(async move { client.post(&body).await })
+    };
+    let answered = |raw: Raw| serde_json::to_string(&raw.messages).is_ok_and(|m| m.contains("ok from s"));
+
+    upstream.hold_streams();
+    let get = tokio::spawn({
+        let client = client.clone();
+        async move { client.open_get().await }
+    });
+    eventually("the GET to reach the upstream", || stats.held_streams() == 1).await?;
+    let held = call(&client);
+    // Time for a broken relay to let the call overtake; the bound is 1 s.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(stats.calls_of(tools::OK), 0, "the call overtook the GET stream");
+    upstream.release_streams();
+    assert_eq!(get.await??.status, StatusCode::METHOD_NOT_ALLOWED, "the GET's own answer");
+    assert!(answered(held.await??));
+    assert_eq!(order(), ["GET answered", "call ok"]);
+
+    // A GET the upstream never answers delays the call by the bound, then the call goes on.
+    upstream.hold_streams();
+    let stuck = tokio::spawn({
+        let client = client.clone();
+        async move { client.open_get().await }
+    });
+    eventually("the second GET to reach the upstream", || stats.held_streams() == 1).await?;
+    let started = tokio::time::Instant::now();
+    assert!(answered(call(&client).await??));
+    assert!(started.elapsed() >= Duration::from_secs(1), "{:?}", started.elapsed());
+    assert_eq!(stats.held_streams(), 1, "answered while the GET is still held");
+    upstream.release_streams();
+    assert_eq!(stuck.await??.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(order(), ["GET answered", "call ok", "call ok", "GET answered"]);
+    bounded("the gateway to drain", gateway.shutdown()).await
 }
 
 #[tokio::test]
