@@ -7,6 +7,12 @@ call. Run it against a legacy server directly and through the gateway: the gatew
 it complete the same tools, with the same questions asked, and without replaying the call
 (each call is POSTed once).
 
+The client opens its GET stream at the same time as it sends `notifications/initialized`, so its
+first call can reach a server before that stream does, and a server that sends a request on the
+GET stream (server-everything's `roots/list`) then drops it and the call hangs, directly as
+through a gateway. Each check waits for the answer to the GET before its first call: the race is
+the client's own, and the checks are about what happens once the stream is open.
+
 Prints one line per check: `CHECK PASS|FAIL py-legacy <target> <label> <detail>`, and exits 1
 if any check failed.
 """
@@ -17,6 +23,7 @@ import argparse
 import asyncio
 import datetime
 import sys
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -27,10 +34,21 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from client_checks import Recorder, run_and_report, select
 
 CLIENT = "py-legacy"
+# How long a check waits for the server to answer the client's GET stream.
+GET_STREAM_SECONDS = 10
 
 
+@dataclass
 class LegacyRecorder(Recorder):
-    """The recorder's answers in this client's (1.x) types, whose fields are camelCase."""
+    """The recorder's answers in this client's (1.x) types, whose fields are camelCase; it also
+    tells when the server answered the client's GET stream."""
+
+    get_answered: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def on_http_response(self, response: httpx.Response) -> None:
+        """httpx response hook: a GET's response head (a stream, or a refusal) has arrived."""
+        if response.request.method == "GET":
+            self.get_answered.set()
 
     async def on_elicit(self, _ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         self._note("elicit", "elicitation/create", params)
@@ -47,12 +65,12 @@ class LegacyRecorder(Recorder):
         return types.CreateMessageResult(role="assistant", content=text, model="interop-model", stopReason="endTurn")
 
 
-def http_factory(recorder: Recorder):
-    """The client's httpx factory, with a hook that counts the call's POSTs."""
+def http_factory(recorder: LegacyRecorder):
+    """The client's httpx factory, with hooks that count the call's POSTs and see the GET answered."""
 
     def factory(headers=None, timeout=None, auth=None) -> httpx.AsyncClient:
         client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
-        client.event_hooks = {"request": [recorder.on_http_request], "response": []}
+        client.event_hooks = {"request": [recorder.on_http_request], "response": [recorder.on_http_response]}
         return client
 
     return factory
@@ -101,6 +119,10 @@ async def run_check(args: argparse.Namespace, check) -> tuple[bool, str]:
     async with streamablehttp_client(args.url, httpx_client_factory=http_factory(recorder)) as streams:
         async with session_for(streams, recorder, check.needs, args.timeout) as session:
             await session.initialize()
+            try:
+                await asyncio.wait_for(recorder.get_answered.wait(), GET_STREAM_SECONDS)
+            except TimeoutError:
+                return (False, f"the client's GET stream got no answer within {GET_STREAM_SECONDS}s")
             problem = await run_before(session, check, recorder)
             if problem:
                 return (False, problem)
