@@ -14,6 +14,11 @@
 //! every URI that session held before. A POST calling `hold_post` (not listed) is never
 //! answered, and counted while its sender keeps it open. Which protocol version it answers,
 //! and where its endpoint points, are the test's choice.
+//!
+//! It also sends events of a type of their own (`ping`), which a client must ignore: one
+//! before each stream's `endpoint` (whose data is a path that does not exist), and one before
+//! each `echo` result (whose data is the same response with another text). A client that took
+//! any event for the endpoint, or for a message, would fail there.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -228,11 +233,12 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
     })
 }
 
-/// A new stream, numbered, whose first event names its endpoint.
+/// A new stream, numbered, whose first events are a `ping` and the one naming its endpoint.
 fn open_stream(shared: &Shared) -> Response<Body> {
     let n = shared.next_stream.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = mpsc::channel::<Bytes>(16);
     let endpoint = (shared.endpoint)(shared.addr, n);
+    let _ = tx.try_send(Bytes::from_static(b"event: ping\ndata: /no-such-endpoint\n\n"));
     let _ = tx.try_send(Bytes::from(format!("event: endpoint\ndata: {endpoint}\n\n")));
     shared.streams.lock().insert(n, tx);
     let frames = futures_util::stream::unfold(rx, |mut rx| async move {
@@ -320,6 +326,10 @@ async fn call_tool(shared: &Shared, n: u64, tx: &StreamTx, id: Value, params: &V
         }
         other => format!("no tool {other}"),
     };
+    if tool == "echo" {
+        let decoy = tool_result(id.clone(), "an event that is not a message");
+        let _ = tx.send(Bytes::from(format!("event: ping\ndata: {decoy}\n\n"))).await;
+    }
     send(tx, tool_result(id, &text)).await;
 }
 
