@@ -122,3 +122,53 @@ impl PoolInner {
         fill
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tracing::Level;
+
+    use super::*;
+    use crate::logging::captured::{capture, logged};
+    use crate::upstream::{Pool, StdioSettings, UpstreamSettings};
+
+    fn stdio(program: &str, args: &[&str], min_warm: usize) -> UpstreamSettings {
+        let stdio = StdioSettings::new(program, args.iter().map(|a| a.to_string()).collect());
+        UpstreamSettings { pool_min_warm: min_warm, ..UpstreamSettings::stdio(stdio) }
+    }
+
+    /// A command that cannot start is tried again after 0.2, 0.4, 0.8, 1.6 s...: five
+    /// attempts in the first 3.2 s (the sixth comes after 6 s), not a loop. The clock is moved
+    /// by hand, in steps of 10 ms (a wake-up can come a step late): a refill that never waited
+    /// would keep the runtime busy, and a paused clock then never moves by itself.
+    #[tokio::test(start_paused = true)]
+    async fn a_command_that_cannot_start_is_retried_ever_more_slowly() {
+        let (captured, _guard) = capture(Level::WARN);
+        let pool = Pool::new(stdio("/nonexistent/mrtr-no-such-server", &[], 1)).unwrap();
+        for _ in 0..320 {
+            tokio::time::advance(Duration::from_millis(10)).await;
+        }
+        let attempts = captured.text().matches("could not start a warm upstream process").count();
+        assert_eq!(attempts, 5, "{}", captured.text());
+        drop(pool);
+    }
+
+    /// A warm process found dead is logged with its pid.
+    #[tokio::test]
+    async fn a_warm_process_found_dead_is_logged_with_its_pid() {
+        let settings = Arc::new(stdio("/bin/true", &[], 0));
+        let gauge = prometheus::IntGauge::new("connections", "unused by stdio").unwrap();
+        let connector = crate::upstream::session::Connector::new(settings, gauge).unwrap();
+        let spare = connector.prestart().expect("a stdio upstream has spares").unwrap();
+        let ended = tokio::time::timeout(Duration::from_secs(5), async {
+            while spare.is_alive() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        assert!(ended.await.is_ok(), "/bin/true ends at once");
+        let ((), text) = logged(Level::WARN, || log_dead(std::slice::from_ref(&spare)));
+        assert!(text.contains("a warm upstream process ended before its first call"), "{text}");
+        assert!(text.contains(&format!("pid={}", spare.pid())), "{text}");
+    }
+}
