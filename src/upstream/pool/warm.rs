@@ -154,6 +154,61 @@ mod tests {
         drop(pool);
     }
 
+    /// Taking a warm process wakes the refill at once: the next is started with no time passing
+    /// (the periodic check would start it only a second later).
+    #[tokio::test(start_paused = true)]
+    async fn taking_a_warm_process_starts_the_next_at_once() {
+        let pool = Pool::new(stdio("/bin/sleep", &["30"], 1)).unwrap();
+        let warm = || pool.inner.state.lock().warm.len();
+        let turns = || async {
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+        };
+        turns().await;
+        assert_eq!(warm(), 1, "the first warm process");
+        let key = (Arc::from("p"), 0);
+        let super::super::Step::Warm(spare) = pool.inner.acquire_pooled(&key, false) else {
+            panic!("a call without an idle session takes the warm process")
+        };
+        assert_eq!(warm(), 0);
+        turns().await;
+        assert_eq!(warm(), 1, "refilled at once");
+        spare.close().await;
+        pool.close_idle().await;
+    }
+
+    /// A call that finds the warm process dead (and starts a session of its own) wakes the
+    /// refill at once too.
+    #[tokio::test(start_paused = true)]
+    async fn a_warm_process_found_dead_by_a_call_is_replaced_at_once() {
+        let pool = Pool::new(stdio("/bin/sleep", &["30"], 1)).unwrap();
+        let warm = || pool.inner.state.lock().warm.iter().map(Spare::pid).collect::<Vec<_>>();
+        let turns = || async {
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+        };
+        turns().await;
+        let [pid] = warm()[..] else { panic!("one warm process: {:?}", warm()) };
+        let killed = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        assert!(killed.is_ok_and(|s| s.success()));
+        // Real time, not the paused clock (which a yield does not move): the kernel ends the
+        // process, and its stdout reader, run at each yield, sees it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while pool.inner.state.lock().warm.front().is_some_and(Spare::is_alive) {
+            assert!(std::time::Instant::now() < deadline, "the killed process never ended");
+            std::thread::sleep(Duration::from_millis(2));
+            tokio::task::yield_now().await;
+        }
+        let key = (Arc::from("p"), 0);
+        let step = pool.inner.acquire_pooled(&key, false);
+        assert!(matches!(step, super::super::Step::Start), "no warm process left to take");
+        turns().await;
+        assert!(matches!(warm()[..], [next] if next != pid), "replaced at once: {:?}", warm());
+        pool.close_idle().await;
+    }
+
     /// A warm process found dead is logged with its pid.
     #[tokio::test]
     async fn a_warm_process_found_dead_is_logged_with_its_pid() {
