@@ -1,7 +1,8 @@
 //! The `https://` client against a loopback TLS server whose CA, server and client certificates
 //! are made here: a trusted CA file connects (SNI `localhost`), an unknown issuer is refused with
 //! a certificate error, and an upstream that requires mutual TLS accepts only the configured
-//! client identity.
+//! client identity. Through the upstream transport, a failed handshake is a connect failure and
+//! a connection lost after it a transport failure.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -71,6 +72,12 @@ impl Pki {
 
 /// Serves one fixed HTTP/1.1 answer per TLS connection on `127.0.0.1:0`.
 async fn serve(config: ServerConfig) -> Result<u16, Boxed> {
+    serve_replying(config, true).await
+}
+
+/// [`serve`], answering every request when `reply`, else closing the connection once the
+/// request is read.
+async fn serve_replying(config: ServerConfig, reply: bool) -> Result<u16, Boxed> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();
     let acceptor = TlsAcceptor::from(Arc::new(config));
@@ -81,8 +88,10 @@ async fn serve(config: ServerConfig) -> Result<u16, Boxed> {
                 let Ok(mut tls) = acceptor.accept(tcp).await else { return };
                 let mut buf = [0u8; 1024];
                 let _ = tls.read(&mut buf).await;
-                let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
-                let _ = tls.write_all(reply).await;
+                if reply {
+                    let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+                    let _ = tls.write_all(ok).await;
+                }
                 let _ = tls.shutdown().await;
             });
         }
@@ -167,6 +176,31 @@ async fn mutual_tls_needs_the_configured_client_identity() -> Result<(), Boxed> 
         key_file: write(dir.path(), "client.key", &client.key_pem)?,
     });
     assert_eq!(get(port, &settings).await?, StatusCode::OK);
+    Ok(())
+}
+
+/// The upstream transport's errors on an `https://` upstream: a handshake refused for an unknown
+/// issuer is a connect failure, a connection the server closes after reading the request a
+/// transport failure (never a connect failure: the connection was made).
+#[tokio::test]
+async fn through_the_transport_a_refused_handshake_is_a_connect_failure_and_a_lost_connection_not(
+) -> Result<(), Boxed> {
+    use crate::upstream::http::Transport;
+    use crate::upstream::{UpstreamError, UpstreamSettings};
+    let (pki, other) = (Pki::new("test CA")?, Pki::new("another CA")?);
+    let dir = tempfile::tempdir()?;
+    let transport = |port: u16, ca: &str| -> Result<Transport, Boxed> {
+        let url = format!("https://localhost:{port}/sse").parse()?;
+        let tls = trusting(write(dir.path(), "ca.pem", ca)?);
+        let settings = UpstreamSettings { tls, ..UpstreamSettings::legacy_sse(url) };
+        let gauge = prometheus::IntGauge::new("connections", "connections")?;
+        Ok(Transport::new(std::sync::Arc::new(settings), gauge)?)
+    };
+    let port = serve_replying(server_config(&pki.leaf("localhost")?, None)?, false).await?;
+    let foreign = transport(port, &other.ca_pem)?.open_event_stream().await;
+    assert!(matches!(foreign, Err(UpstreamError::Connect(_))), "{:?}", foreign.err());
+    let lost = transport(port, &pki.ca_pem)?.open_event_stream().await;
+    assert!(matches!(lost, Err(UpstreamError::Transport(_))), "{:?}", lost.err());
     Ok(())
 }
 
