@@ -8,7 +8,7 @@ use http::StatusCode;
 use mrtr_gateway::mrtr::{KeyRing, KeySecret, Reach, SessionSealer};
 use serde_json::{json, Value};
 
-use super::form_only;
+use super::{everything, form_only};
 use crate::common::harness::metric;
 use crate::common::legacy_client::{assert_ends_timed_out, LegacyClient};
 use crate::common::sse_legacy::{same_origin, SseLegacy};
@@ -175,6 +175,23 @@ async fn without_a_get_stream_a_request_no_call_can_take_is_refused() -> TestRes
     let (gw, client, log) = logging_session(dir.path()).await?;
     let seen = roots_asked_later(&client, &log).await?;
     assert!(seen.get("error").is_some(), "refused, never invented: {seen}");
+    assert_eq!(client.answered.load(std::sync::atomic::Ordering::Relaxed), 0);
+    gw.stop().await
+}
+
+/// A server that asks `roots/list` a moment after `notifications/initialized` asks it before it
+/// reads the ping the gateway sent to settle the new session: the request is routed while no
+/// call is open and refused (no GET stream), never put to the client's first call, though the
+/// client declares roots and its call is sent while the server waits.
+#[tokio::test]
+async fn a_request_sent_just_after_initialize_is_not_put_to_the_first_call() -> TestResult {
+    let _serial = serial().await;
+    let gw = StdioGateway::start(&["--roots-on-init", "--roots-delay-ms", "300"], &[], &[]).await?;
+    let mut client = LegacyClient::new(gw.gateway.url("/mcp"));
+    client.initialize(everything()).await?;
+    assert_eq!(text_of(&client.call_tool("echo", json!({"message": "first"})).await?), "Echo: first");
+    let seen: Value = serde_json::from_str(&text_of(&client.call_tool("roots_seen", json!({})).await?))?;
+    assert!(seen.get("error").is_some(), "refused, never put to the call: {seen}");
     assert_eq!(client.answered.load(std::sync::atomic::Ordering::Relaxed), 0);
     gw.stop().await
 }
