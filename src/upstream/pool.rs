@@ -329,11 +329,6 @@ impl Pool {
         self.inner.initialize.lock().clone()
     }
 
-    /// Closes idle sessions that expired or became unhealthy; returns how many.
-    pub fn evict_idle(&self) -> usize {
-        self.inner.evict_idle()
-    }
-
     /// Closes every idle session and warm process at once (at shutdown), keeps no more warm,
     /// and returns how many sessions it closed; leased ones close when their lease drops.
     pub async fn close_idle(&self) -> usize {
@@ -484,14 +479,13 @@ impl PoolInner {
         stale.into_iter().map(|e| e.session).collect()
     }
 
-    fn evict_idle(&self) -> usize {
+    /// Closes idle sessions that expired or became unhealthy, and wakes the refill when any did.
+    fn evict_idle(&self) {
         let stale = self.take_stale();
-        let n = stale.len();
-        if n > 0 {
+        if !stale.is_empty() {
             self.rewarm.notify_one();
         }
         close_in_background(stale);
-        n
     }
 
     fn release(&self, key: PoolKey, session: Session, poisoned: bool, winding: bool) {
