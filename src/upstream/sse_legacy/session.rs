@@ -85,12 +85,12 @@ impl SseSession {
         &self.inner.link.state
     }
 
-    /// POSTs the request in a task of the call's own; its events come from the pump.
     /// The server's message endpoint, for a span.
     pub(crate) fn url(&self) -> &http::Uri {
         &self.inner.link.endpoint
     }
 
+    /// POSTs the request in a task of the call's own; its events come from the pump.
     pub(crate) fn start(&self, method: &str, params: Option<&Value>, surface: bool) -> Call {
         let link = &self.inner.link;
         let (call, tx) = Call::open(&link.state, link.state.next_id(), surface, link.timeout());
