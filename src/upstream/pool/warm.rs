@@ -178,6 +178,29 @@ mod tests {
         pool.close_idle().await;
     }
 
+    /// Warm processes fill only free room: with two places, one taken by a starting session,
+    /// one warm process is kept, not two.
+    #[tokio::test(start_paused = true)]
+    async fn a_starting_session_counts_against_the_room_for_warm_processes() {
+        let settings = UpstreamSettings { pool_max_sessions: 2, ..stdio("/bin/sleep", &["30"], 2) };
+        let pool = Pool::new(settings).unwrap();
+        let warm = || pool.inner.state.lock().warm.len();
+        let turns = || async {
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+        };
+        turns().await;
+        assert_eq!(warm(), 2, "both places warm at first");
+        let super::super::Step::Warm(spare) = pool.inner.acquire_pooled(&(Arc::from("p"), 0), false) else {
+            panic!("a call without an idle session takes a warm process")
+        };
+        turns().await;
+        assert_eq!(warm(), 1, "the other place is the starting session's");
+        spare.close().await;
+        pool.close_idle().await;
+    }
+
     /// A call that finds the warm process dead (and starts a session of its own) wakes the
     /// refill at once too.
     #[tokio::test(start_paused = true)]
