@@ -133,6 +133,21 @@ mod tests {
     use crate::logging::captured::{capture, logged};
     use crate::upstream::{Pool, StdioSettings, UpstreamSettings};
 
+    /// What a call that finds no idle session takes: the oldest warm process.
+    fn take_warm(pool: &Pool) -> Spare {
+        match pool.inner.acquire_pooled(&(Arc::from("p"), 0), false) {
+            super::super::Step::Warm(spare) => spare,
+            _ => panic!("a call without an idle session takes a warm process"),
+        }
+    }
+
+    /// Lets the pool's refill task run, with no time passing on the paused clock.
+    async fn turns() {
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    }
+
     fn stdio(program: &str, args: &[&str], min_warm: usize) -> UpstreamSettings {
         let stdio = StdioSettings::new(program, args.iter().map(|a| a.to_string()).collect());
         UpstreamSettings { pool_min_warm: min_warm, ..UpstreamSettings::stdio(stdio) }
@@ -160,17 +175,9 @@ mod tests {
     async fn taking_a_warm_process_starts_the_next_at_once() {
         let pool = Pool::new(stdio("/bin/sleep", &["30"], 1)).unwrap();
         let warm = || pool.inner.state.lock().warm.len();
-        let turns = || async {
-            for _ in 0..10 {
-                tokio::task::yield_now().await;
-            }
-        };
         turns().await;
         assert_eq!(warm(), 1, "the first warm process");
-        let key = (Arc::from("p"), 0);
-        let super::super::Step::Warm(spare) = pool.inner.acquire_pooled(&key, false) else {
-            panic!("a call without an idle session takes the warm process")
-        };
+        let spare = take_warm(&pool);
         assert_eq!(warm(), 0);
         turns().await;
         assert_eq!(warm(), 1, "refilled at once");
@@ -185,16 +192,9 @@ mod tests {
         let settings = UpstreamSettings { pool_max_sessions: 2, ..stdio("/bin/sleep", &["30"], 2) };
         let pool = Pool::new(settings).unwrap();
         let warm = || pool.inner.state.lock().warm.len();
-        let turns = || async {
-            for _ in 0..10 {
-                tokio::task::yield_now().await;
-            }
-        };
         turns().await;
         assert_eq!(warm(), 2, "both places warm at first");
-        let super::super::Step::Warm(spare) = pool.inner.acquire_pooled(&(Arc::from("p"), 0), false) else {
-            panic!("a call without an idle session takes a warm process")
-        };
+        let spare = take_warm(&pool);
         turns().await;
         assert_eq!(warm(), 1, "the other place is the starting session's");
         spare.close().await;
@@ -207,11 +207,6 @@ mod tests {
     async fn a_warm_process_found_dead_by_a_call_is_replaced_at_once() {
         let pool = Pool::new(stdio("/bin/sleep", &["30"], 1)).unwrap();
         let warm = || pool.inner.state.lock().warm.iter().map(Spare::pid).collect::<Vec<_>>();
-        let turns = || async {
-            for _ in 0..10 {
-                tokio::task::yield_now().await;
-            }
-        };
         turns().await;
         let [pid] = warm()[..] else { panic!("one warm process: {:?}", warm()) };
         let killed = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
