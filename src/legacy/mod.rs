@@ -15,10 +15,10 @@
 //! stream, `DELETE` and resumption (`Last-Event-ID`) pass through. A Streamable HTTP upstream
 //! is relayed byte for byte ([`http`], [`pump`]), a session's requests held while its GET
 //! stream is on its way upstream ([`table::Entry::streams_opened`]); a stdio or HTTP+SSE
-//! upstream gets a session of its own through the upstream seam ([`seam`]). Sessions are bounded in number and end
-//! after an idle limit ([`table`]). The one exception to byte for byte: the list results of a
-//! client the authorization rules restrict leave out what it may not use ([`lists`],
-//! [`rewrite`]).
+//! upstream gets a session of its own through the upstream seam ([`seam`]). Sessions are
+//! bounded in number and end after an idle limit ([`table`]). The one exception to byte for
+//! byte: the list results of a client the authorization rules restrict leave out what it may
+//! not use ([`lists`], [`rewrite`]).
 
 mod body;
 mod error;
