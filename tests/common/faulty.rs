@@ -1,8 +1,8 @@
 //! A scriptable faulty legacy server, for the fault matrix. It speaks 2025-11-25 Streamable
 //! HTTP well enough to be a healthy upstream (an `initialize` that opens a numbered session,
-//! `notifications/initialized`, DELETE, no standalone GET stream (405, which a test can hold back
-//! until it lets it go), and resumption of a parked POST stream with GET + `Last-Event-ID`); each tool name is one way of misbehaving (see
-//! [`tools`]). Its lists come in the shapes a list can take: `tools/list` as a JSON body (no
+//! `notifications/initialized`, DELETE, no standalone GET stream (405, which a test can hold
+//! back until it lets it go), and resumption of a parked POST stream with GET +
+//! `Last-Event-ID`); each tool name is one way of misbehaving (see [`tools`]). Its lists come in the shapes a list can take: `tools/list` as a JSON body (no
 //! tools), `prompts/list` as an SSE stream (a notification, then the response) and
 //! `resources/list` as a priming event whose stream ends there, the response coming on the
 //! stream resumed with GET + `Last-Event-ID`; each of the last two lists a `public` and a
@@ -651,13 +651,18 @@ async fn hang(shared: &Shared) -> Response<Body> {
 async fn gated(shared: &Shared) {
     let _open = Open::new(&shared.stats.open_streams);
     let _gated = Open::new(&shared.stats.gated);
+    released(&shared.gate, || shared.gate_open.load(Ordering::SeqCst)).await;
+}
+
+/// Waits until `free` holds, checked again at each `signal` (at most [`SCRIPT_LIFETIME`]).
+async fn released(signal: &Notify, free: impl Fn() -> bool) {
     let wait = async {
         loop {
-            let opened = shared.gate.notified();
-            if shared.gate_open.load(Ordering::SeqCst) {
+            let signalled = signal.notified();
+            if free() {
                 return;
             }
-            opened.await;
+            signalled.await;
         }
     };
     let _ = tokio::time::timeout(SCRIPT_LIFETIME, wait).await;
@@ -666,16 +671,7 @@ async fn gated(shared: &Shared) {
 /// A GET without `Last-Event-ID`: no standalone stream here (405), once the test lets it answer.
 async fn fresh_get(shared: &Shared) -> Response<Body> {
     let _held = Open::new(&shared.stats.held_streams);
-    let wait = async {
-        loop {
-            let released = shared.streams.notified();
-            if !shared.hold_streams.load(Ordering::SeqCst) {
-                return;
-            }
-            released.await;
-        }
-    };
-    let _ = tokio::time::timeout(SCRIPT_LIFETIME, wait).await;
+    released(&shared.streams, || !shared.hold_streams.load(Ordering::SeqCst)).await;
     shared.stats.order.lock().push("GET answered".into());
     status(StatusCode::METHOD_NOT_ALLOWED)
 }

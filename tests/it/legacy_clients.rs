@@ -100,13 +100,14 @@ async fn a_request_does_not_overtake_the_get_stream_upstream() -> TestResult {
         let body = client.request_body("tools/call", json!({"name": tools::OK, "arguments": {}}));
         tokio::spawn(async move { client.post(&body).await })
     };
+    let open_get = |client: &LegacyClient| {
+        let client = client.clone();
+        tokio::spawn(async move { client.open_get().await })
+    };
     let answered = |raw: Raw| serde_json::to_string(&raw.messages).is_ok_and(|m| m.contains("ok from s"));
 
     upstream.hold_streams();
-    let get = tokio::spawn({
-        let client = client.clone();
-        async move { client.open_get().await }
-    });
+    let get = open_get(&client);
     eventually("the GET to reach the upstream", || stats.held_streams() == 1).await?;
     let held = call(&client);
     // Time for a broken relay to let the call overtake; the bound is 1 s.
@@ -119,10 +120,7 @@ async fn a_request_does_not_overtake_the_get_stream_upstream() -> TestResult {
 
     // A GET the upstream never answers delays the call by the bound, then the call goes on.
     upstream.hold_streams();
-    let stuck = tokio::spawn({
-        let client = client.clone();
-        async move { client.open_get().await }
-    });
+    let stuck = open_get(&client);
     eventually("the second GET to reach the upstream", || stats.held_streams() == 1).await?;
     let started = tokio::time::Instant::now();
     assert!(answered(call(&client).await??));

@@ -131,11 +131,16 @@ mod tests {
 
     use super::*;
     use crate::logging::captured::{capture, logged};
-    use crate::upstream::{Pool, StdioSettings, UpstreamSettings};
+    use crate::upstream::{Pool, PoolKey, StdioSettings, UpstreamSettings};
+
+    /// The pool key of the tests' calls.
+    fn key() -> PoolKey {
+        (Arc::from("p"), 0)
+    }
 
     /// What a call that finds no idle session takes: the oldest warm process.
     fn take_warm(pool: &Pool) -> Spare {
-        match pool.inner.acquire_pooled(&(Arc::from("p"), 0), false) {
+        match pool.inner.acquire_pooled(&key(), false) {
             super::super::Step::Warm(spare) => spare,
             _ => panic!("a call without an idle session takes a warm process"),
         }
@@ -219,8 +224,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(2));
             tokio::task::yield_now().await;
         }
-        let key = (Arc::from("p"), 0);
-        let step = pool.inner.acquire_pooled(&key, false);
+        let step = pool.inner.acquire_pooled(&key(), false);
         assert!(matches!(step, super::super::Step::Start), "no warm process left to take");
         turns().await;
         assert!(matches!(warm()[..], [next] if next != pid), "replaced at once: {:?}", warm());
