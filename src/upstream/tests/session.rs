@@ -158,23 +158,46 @@ async fn a_server_that_does_not_let_clients_end_sessions_is_closed_without_error
 
 #[tokio::test]
 async fn a_spare_process_names_its_own_pid_until_it_is_closed() {
-    let stdio = crate::upstream::StdioSettings::new("/bin/sleep", vec!["30".into()]);
-    let settings = Arc::new(crate::upstream::UpstreamSettings::stdio(stdio));
-    let gauge = prometheus::IntGauge::new("connections", "unused by stdio").unwrap();
-    let connector = crate::upstream::session::Connector::new(settings, gauge).unwrap();
-    let spare = connector.prestart().expect("a stdio upstream has spares").unwrap();
-    let pid = spare.pid();
-    let proc_dir = format!("/proc/{pid}");
-    // The kernel names the process after its program during the exec, which may still be
-    // finishing as the spawn returns: wait for the name, bounded.
-    let name = || std::fs::read_to_string(format!("{proc_dir}/comm")).unwrap_or_default().trim().to_owned();
-    let named = tokio::time::timeout(Duration::from_secs(5), async {
-        while name() != "sleep" {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    });
-    assert!(named.await.is_ok(), "the pid is the spare's own process, named {:?}", name());
+    let spare = spare_of("/bin/sleep", &["30"]);
+    let proc_dir = wait_until_named(&spare, "sleep").await;
     assert!(spare.is_alive());
     spare.close().await;
     assert!(!std::path::Path::new(&proc_dir).exists(), "stopped and reaped");
+}
+
+#[tokio::test]
+async fn a_spare_process_that_ignores_sigterm_is_killed_and_reaped_before_its_close_returns() {
+    // A signal ignored before an exec stays ignored after it: this `sleep` ignores SIGTERM,
+    // and it never reads its stdin, so only the SIGKILL stops it.
+    let spare = spare_of("/bin/sh", &["-c", "trap '' TERM; exec sleep 30"]);
+    let proc_dir = wait_until_named(&spare, "sleep").await;
+    spare.close().await;
+    // Reaped, not just signalled: a process killed and left to the runtime's orphan reaper is
+    // still a zombie here, with its directory.
+    assert!(!std::path::Path::new(&proc_dir).exists(), "killed and reaped before the close returned");
+}
+
+/// A stdio process started ahead of demand, running `program` with `args`.
+fn spare_of(program: &str, args: &[&str]) -> crate::upstream::session::Spare {
+    let args = args.iter().map(|a| (*a).to_owned()).collect();
+    let stdio = crate::upstream::StdioSettings::new(program, args);
+    let settings = Arc::new(crate::upstream::UpstreamSettings::stdio(stdio));
+    let gauge = prometheus::IntGauge::new("connections", "unused by stdio").unwrap();
+    let connector = crate::upstream::session::Connector::new(settings, gauge).unwrap();
+    connector.prestart().expect("a stdio upstream has spares").unwrap()
+}
+
+/// Waits, bounded, until the spare's pid runs `name`, and gives its `/proc` directory. The
+/// kernel names the process after its program during the exec, which may still be finishing
+/// as the spawn returns.
+async fn wait_until_named(spare: &crate::upstream::session::Spare, name: &str) -> String {
+    let proc_dir = format!("/proc/{}", spare.pid());
+    let comm = || std::fs::read_to_string(format!("{proc_dir}/comm")).unwrap_or_default().trim().to_owned();
+    let named = tokio::time::timeout(Duration::from_secs(5), async {
+        while comm() != name {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    assert!(named.await.is_ok(), "the pid is the spare's own process, named {:?}", comm());
+    proc_dir
 }
