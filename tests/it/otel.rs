@@ -107,9 +107,11 @@ async fn spans_link_the_client_the_rounds_and_the_upstream() -> TestResult {
     assert_eq!(exchange.name, "tools/call ok");
     assert_eq!(exchange.attr("mcp.method.name"), Some("tools/call"));
     assert_eq!(exchange.attr("server.address"), Some("127.0.0.1"));
-    // The upstream session's id is exported as a fingerprint, never as the id itself.
-    let fingerprint = exchange.attr("mcp.session.id").unwrap_or_default();
-    assert!(fingerprint.len() == 8 && fingerprint.chars().all(|c| c.is_ascii_hexdigit()), "{exchange:#?}");
+    // The upstream session's id is exported as a fingerprint of the id that served the call,
+    // never as the id itself.
+    let session = upstream.stats().last_session_of(tools::OK).expect("the upstream served the call");
+    let fingerprint = mrtr_gateway::logging::fingerprint(session.as_bytes());
+    assert_eq!(exchange.attr("mcp.session.id"), Some(fingerprint.as_str()), "{exchange:#?}");
     assert!(exchange.attr("jsonrpc.request.id").is_some(), "{exchange:#?}");
     // The tool's first call listed the upstream's tools (for its header annotations): an
     // exchange of the front request itself, outside any round.
