@@ -323,3 +323,19 @@ async fn check(resp: Response<SlotBody>, has_session: bool) -> Result<Response<S
     };
     Err(UpstreamError::http(status, &text))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn every_sessions_two_streams_and_one_more_request_fit_in_the_request_slots() {
+        let mut settings = UpstreamSettings::new("http://127.0.0.1:1/mcp".parse().unwrap());
+        (settings.pool_max_sessions, settings.listen_sessions) = (3, 2);
+        // No room left for connects: the floor, the sessions' streams, decides.
+        (settings.max_connections, settings.max_connecting) = (20, 20);
+        let gauge = IntGauge::new("connections", "upstream connections").unwrap();
+        let transport = Transport::new(Arc::new(settings), gauge).unwrap();
+        assert_eq!(transport.slots.available(), 2 * (3 + 2) + 1);
+    }
+}
