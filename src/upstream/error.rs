@@ -129,3 +129,42 @@ impl UpstreamError {
         Self::Http { status, body: text }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error of each kind but the two whose causes other modules build (a malformed SSE
+    /// stream, a refused endpoint), with whether it is dead, overload and poisons its session.
+    fn kinds() -> Vec<(UpstreamError, bool, bool, bool)> {
+        let wait = Duration::from_secs(1);
+        let io = || std::io::Error::other("refused");
+        vec![
+            (UpstreamError::Settings("x".into()), false, false, false),
+            (UpstreamError::Connect(Box::new(io())), true, false, true),
+            (UpstreamError::Transport(Box::new(io())), true, false, true),
+            (UpstreamError::Timeout(wait), false, false, true),
+            (UpstreamError::Closed("x".into()), true, false, true),
+            (UpstreamError::SessionExpired, false, false, true),
+            (UpstreamError::http(StatusCode::BAD_GATEWAY, b"x"), false, false, true),
+            (UpstreamError::Protocol("x".into()), false, false, true),
+            (UpstreamError::Initialize("x".into()), false, false, true),
+            (UpstreamError::PoolExhausted(wait), false, true, false),
+            (UpstreamError::KeyExhausted(wait), false, true, false),
+            (UpstreamError::QueueFull { limit: 1 }, false, true, false),
+            (UpstreamError::PrincipalShare { limit: 1 }, false, true, false),
+            (UpstreamError::Spawn(io()), true, false, true),
+            (UpstreamError::ProcessEnded("x".into()), true, false, true),
+            (UpstreamError::StreamEnded, true, false, true),
+        ]
+    }
+
+    #[test]
+    fn an_upstream_that_went_away_is_told_from_one_that_hung_refused_or_was_overloaded() {
+        for (error, dead, overload, poisons) in kinds() {
+            assert_eq!(error.is_dead(), dead, "{error:?} dead");
+            assert_eq!(error.is_overload(), overload, "{error:?} overload");
+            assert_eq!(error.poisons_session(), poisons, "{error:?} poisons its session");
+        }
+    }
+}
