@@ -313,11 +313,6 @@ impl Pool {
         self.inner.admission.queued()
     }
 
-    /// Connections to the upstream open now (TCP for HTTP; none for stdio).
-    pub fn connections(&self) -> usize {
-        self.inner.transport.connections()
-    }
-
     /// The bound the upstream's network connections count against, for the other clients of
     /// the same upstream (the legacy relay) to share; `None` for a stdio upstream.
     pub fn connection_bound(&self) -> Option<crate::outbound::Bound> {

@@ -94,14 +94,6 @@ impl Connector {
         }
     }
 
-    /// Network connections open to the upstream (a stdio upstream has none).
-    pub(crate) fn connections(&self) -> usize {
-        match self {
-            Self::Http(t) | Self::SseLegacy(t) => t.connections(),
-            Self::Stdio(_) => 0,
-        }
-    }
-
     pub(crate) fn settings(&self) -> &UpstreamSettings {
         match self {
             Self::Http(t) | Self::SseLegacy(t) => t.settings(),

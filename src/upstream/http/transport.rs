@@ -172,6 +172,7 @@ impl Transport {
     }
 
     /// Connections open now.
+    #[cfg(test)]
     pub(crate) fn connections(&self) -> usize {
         self.bound.open()
     }

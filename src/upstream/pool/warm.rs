@@ -199,6 +199,7 @@ mod tests {
         let warm = || pool.inner.state.lock().warm.len();
         turns().await;
         assert_eq!(warm(), 2, "both places warm at first");
+        assert_eq!(pool.size(), 2, "warm processes count in the pool's size");
         let spare = take_warm(&pool);
         turns().await;
         assert_eq!(warm(), 1, "the other place is the starting session's");
@@ -229,6 +230,19 @@ mod tests {
         turns().await;
         assert!(matches!(warm()[..], [next] if next != pid), "replaced at once: {:?}", warm());
         pool.close_idle().await;
+    }
+
+    /// Only a pool asked to keep processes warm runs the task that keeps them: besides the
+    /// reaper of idle sessions, one task more with a warm process to keep, none without.
+    #[tokio::test]
+    async fn the_keep_warm_task_runs_only_when_a_process_is_to_be_kept_warm() {
+        let tasks = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
+        for (min_warm, spawned) in [(0, 1), (1, 2)] {
+            let before = tasks();
+            let pool = Pool::new(stdio("/bin/sleep", &["30"], min_warm)).unwrap();
+            assert_eq!(tasks(), before + spawned, "pool_min_warm {min_warm}");
+            pool.close_idle().await;
+        }
     }
 
     /// A warm process found dead is logged with its pid.
