@@ -24,8 +24,9 @@ async fn idle_session_of_the_same_key_is_reused() {
     let other = pool.lease(key("bob", 1), &caps()).await.unwrap();
     let third = pool.lease(key("alice", 2), &caps()).await.unwrap();
     assert_eq!(server.count(inits), 3, "principal and fingerprint both key the pool");
+    assert_eq!(pool.size(), 3, "leased sessions count in the pool's size");
     drop((lease, other, third));
-    assert_eq!(pool.size(), 3);
+    assert_eq!(pool.size(), 3, "and so do idle ones");
     let init = pool.initialize_result().unwrap();
     assert_eq!(init.server_info["name"], "scripted");
 }
