@@ -29,6 +29,8 @@ async fn idle_session_of_the_same_key_is_reused() {
     assert_eq!(pool.size(), 3, "and so do idle ones");
     let init = pool.initialize_result().unwrap();
     assert_eq!(init.server_info["name"], "scripted");
+    assert_eq!(pool.close_idle().await, 3, "the idle sessions closed, as the shutdown log counts them");
+    assert_eq!(server.count(deletes), 3);
 }
 
 #[tokio::test]
