@@ -127,6 +127,7 @@ impl PoolInner {
 mod tests {
     use std::time::Duration;
 
+    use serde_json::json;
     use tracing::Level;
 
     use super::*;
@@ -229,6 +230,87 @@ mod tests {
         assert!(matches!(step, super::super::Step::Start), "no warm process left to take");
         turns().await;
         assert!(matches!(warm()[..], [next] if next != pid), "replaced at once: {:?}", warm());
+        pool.close_idle().await;
+    }
+
+    /// A legacy server in `sh`, enough for a session: it answers `initialize` and `ping`, and
+    /// ends with its stdin.
+    const SH_SERVER: &str = r#"while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"sh","version":"1"}}}\n' "$id";;
+    *'"method":"ping"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id";;
+  esac
+done"#;
+
+    /// The `sh` server's pool: one process kept warm, `max` sessions, idle for at most 60 s.
+    fn sh_pool(max: usize) -> Pool {
+        let settings = UpstreamSettings {
+            pool_max_sessions: max,
+            pool_idle_timeout: Duration::from_secs(60),
+            ..stdio("/bin/sh", &["-c", SH_SERVER], 1)
+        };
+        Pool::new(settings).unwrap()
+    }
+
+    fn named(principal: &str) -> PoolKey {
+        (Arc::from(principal), 0)
+    }
+
+    /// Moves the paused clock on by `by`, in steps of 7 ms (the refill's 1 s check then seldom
+    /// falls in the step where the reaper runs), until `done` holds; false if it never did.
+    async fn advance_until(by: Duration, done: impl Fn() -> bool) -> bool {
+        let step = Duration::from_millis(7);
+        let mut moved = Duration::ZERO;
+        while moved < by {
+            tokio::time::advance(step).await;
+            turns().await;
+            moved += step;
+            if done() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The reaper's eviction of an idle session wakes the refill at once: the room it leaves is
+    /// a warm process's, with no more time passing (the periodic check would take up to 1 s).
+    /// The session is opened on the real clock (a handshake is real I/O), then the clock stops.
+    #[tokio::test]
+    async fn an_idle_session_evicted_by_the_reaper_makes_room_for_a_warm_process_at_once() {
+        let pool = sh_pool(1);
+        let (idle, warm) = (|| pool.inner.state.lock().idle.len(), || pool.inner.state.lock().warm.len());
+        let lease = pool.lease(named("a"), &json!({})).await.unwrap();
+        tokio::time::pause();
+        drop(lease);
+        assert_eq!((idle(), warm()), (1, 0), "the one place is the idle session's");
+        assert!(advance_until(Duration::from_secs(120), || idle() == 0).await, "evicted after 60 s idle");
+        assert_eq!(warm(), 1, "a warm process in its place at once");
+        pool.close_idle().await;
+    }
+
+    /// So does a call that finds a stale idle session and drops it: here while it reuses
+    /// another, so that only the dropped session can wake the refill.
+    #[tokio::test]
+    async fn a_stale_session_dropped_by_a_call_makes_room_for_a_warm_process_at_once() {
+        let pool = sh_pool(2);
+        let (idle, warm) = (|| pool.inner.state.lock().idle.len(), || pool.inner.state.lock().warm.len());
+        let stale = pool.lease(named("a"), &json!({})).await.unwrap();
+        let fresh = pool.lease(named("b"), &json!({})).await.unwrap();
+        tokio::time::pause();
+        // The reaper runs every 30 s from the pool's start. Dropped 15 s in, the stale session
+        // reaches its 60 s half-way between two runs, away from either.
+        assert!(!advance_until(Duration::from_secs(15), || false).await);
+        drop(stale);
+        assert!(!advance_until(Duration::from_secs(59), || idle() == 0).await, "not stale yet");
+        drop(fresh);
+        assert!(!advance_until(Duration::from_secs(2), || idle() < 2).await, "no reaper run since");
+        assert_eq!((idle(), warm()), (2, 0), "both places are idle sessions'");
+        let step = pool.inner.acquire_pooled(&named("b"), false);
+        assert!(matches!(step, super::super::Step::Reuse(_)), "the fresh session is reused");
+        turns().await;
+        assert_eq!((idle(), warm()), (0, 1), "the stale one dropped, a warm process in its place at once");
+        drop(step);
         pool.close_idle().await;
     }
 

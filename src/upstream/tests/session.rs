@@ -23,7 +23,10 @@ async fn initialize_then_call_with_json_response() {
     assert_eq!(session.initialize_result().server_info["name"], "scripted");
     assert!(!session.declares_logging(), "the scripted server declares tools alone");
     let shown = format!("{session:?}");
-    assert!(shown.contains(r#"transport: "http""#) && shown.contains(r#"protocol_version: "2025-11-25""#), "{shown}");
+    assert!(
+        shown.contains(r#"transport: "http""#) && shown.contains(r#"protocol_version: "2025-11-25""#),
+        "{shown}"
+    );
 
     let mut call = session.call("tools/call", Some(json!({"name": "echo"})));
     let Some(UpstreamEvent::Response(Outcome::Result(raw))) = call.next_event().await.unwrap() else {
