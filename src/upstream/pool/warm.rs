@@ -314,6 +314,34 @@ done"#;
         pool.close_idle().await;
     }
 
+    /// A warm process that dies at its `initialize` gives way to a process started for the
+    /// call, which the call then gets: the failure was that process's, not the upstream's.
+    #[tokio::test]
+    async fn a_warm_process_that_dies_at_its_initialize_gives_way_to_a_fresh_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("first");
+        // The first process started (the warm one) reads its `initialize` and exits; any other
+        // is the `sh` server.
+        let script = format!(r#"mkdir "$0" 2>/dev/null && {{ read -r line; exit 3; }}; {SH_SERVER}"#);
+        let pool = Pool::new(stdio("/bin/sh", &["-c", &script, first.to_str().unwrap()], 1)).unwrap();
+        turns().await;
+        assert_eq!(pool.inner.state.lock().warm.len(), 1, "the warm process, started first");
+        // Its mark made before the call's own process could race it for the mark.
+        let marked = tokio::time::timeout(Duration::from_secs(5), async {
+            while !first.exists() {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        });
+        assert!(marked.await.is_ok(), "the warm process runs its script");
+        let lease = pool.lease(named("a"), &json!({})).await;
+        assert!(lease.is_ok(), "the call's own process served it: {:?}", lease.err());
+        let opened = &pool.inner.admission.metrics().opened;
+        assert_eq!(opened.with_label_values(&["cold"]).get(), 1);
+        assert_eq!(opened.with_label_values(&["warm"]).get(), 0);
+        drop(lease);
+        pool.close_idle().await;
+    }
+
     /// Only a pool asked to keep processes warm runs the task that keeps them: besides the
     /// reaper of idle sessions, one task more with a warm process to keep, none without.
     #[tokio::test]
