@@ -241,6 +241,7 @@ mod tests {
 
     use super::super::UpstreamError;
     use super::*;
+    use crate::protocol::jsonrpc::Outcome;
 
     fn parse(text: &str) -> Envelope {
         Envelope::parse(text.as_bytes()).unwrap()
@@ -320,6 +321,42 @@ mod tests {
         assert!(
             matches!(router.route(env, Origin::Unattributed).0, Action::Deliver(..)),
             "call 2 still takes the stream's requests"
+        );
+    }
+
+    #[test]
+    fn removing_another_call_leaves_the_attached_call_attached() {
+        let (mut router, _rx) = router_with(2, true);
+        let (tx, _other) = mpsc::channel(4);
+        router.insert(3, tx, true);
+        router.remove(3);
+        let env = parse(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
+        assert!(
+            matches!(router.route(env, Origin::Unattributed).0, Action::Deliver(..)),
+            "call 2 still attached"
+        );
+        router.remove(2);
+        let env = parse(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
+        assert!(
+            matches!(router.route(env, Origin::Unattributed).0, Action::Answer(_, Err(_))),
+            "none attached"
+        );
+    }
+
+    #[test]
+    fn an_error_without_an_id_on_a_calls_own_stream_answers_that_call() {
+        let (mut router, _rx) = router_with(2, true);
+        let env = parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad request"}}"#);
+        let (action, ends) = router.route(env, Origin::Post(2));
+        let Action::Deliver(_, UpstreamEvent::Response(Outcome::Error(e))) = action else {
+            panic!("the call's own stream answered it")
+        };
+        assert_eq!(e.code, -32600);
+        assert!(ends && !router.is_pending(2));
+        let env = parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad request"}}"#);
+        assert!(
+            matches!(router.route(env, Origin::Unattributed).0, Action::Ignore(_)),
+            "anywhere else, no call"
         );
     }
 
