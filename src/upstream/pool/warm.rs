@@ -132,7 +132,7 @@ mod tests {
 
     use super::*;
     use crate::logging::captured::{capture, logged};
-    use crate::upstream::{Pool, PoolKey, StdioSettings, UpstreamSettings};
+    use crate::upstream::{Lease, Pool, PoolKey, StdioSettings, UpstreamError, UpstreamSettings};
 
     /// The pool key of the tests' calls.
     fn key() -> PoolKey {
@@ -230,6 +230,14 @@ mod tests {
         assert!(matches!(step, super::super::Step::Start), "no warm process left to take");
         turns().await;
         assert!(matches!(warm()[..], [next] if next != pid), "replaced at once: {:?}", warm());
+        // A death backs the refill off: the next process taken is replaced only after 200 ms.
+        let spare = take_warm(&pool);
+        turns().await;
+        assert!(warm().is_empty(), "backing off after a death");
+        tokio::time::advance(Duration::from_millis(200)).await;
+        turns().await;
+        assert_eq!(warm().len(), 1, "refilled once the back-off is over");
+        spare.close().await;
         pool.close_idle().await;
     }
 
@@ -243,11 +251,12 @@ mod tests {
   esac
 done"#;
 
-    /// The `sh` server's pool: one process kept warm, `max` sessions, idle for at most 60 s.
-    fn sh_pool(max: usize) -> Pool {
+    /// The `sh` server's pool: one process kept warm, `max` sessions, each idle for at most
+    /// `idle` (the reaper looks every `idle` / 2).
+    fn sh_pool(max: usize, idle: Duration) -> Pool {
         let settings = UpstreamSettings {
             pool_max_sessions: max,
-            pool_idle_timeout: Duration::from_secs(60),
+            pool_idle_timeout: idle,
             ..stdio("/bin/sh", &["-c", SH_SERVER], 1)
         };
         Pool::new(settings).unwrap()
@@ -278,13 +287,15 @@ done"#;
     /// The session is opened on the real clock (a handshake is real I/O), then the clock stops.
     #[tokio::test]
     async fn an_idle_session_evicted_by_the_reaper_makes_room_for_a_warm_process_at_once() {
-        let pool = sh_pool(1);
+        let pool = sh_pool(1, Duration::from_secs(10));
         let (idle, warm) = (|| pool.inner.state.lock().idle.len(), || pool.inner.state.lock().warm.len());
         let lease = pool.lease(named("a"), &json!({})).await.unwrap();
         tokio::time::pause();
         drop(lease);
         assert_eq!((idle(), warm()), (1, 0), "the one place is the idle session's");
-        assert!(advance_until(Duration::from_secs(120), || idle() == 0).await, "evicted after 60 s idle");
+        // Stale from 10 s on, found at the reaper's next look, at most 5 s later.
+        let evicted = advance_until(Duration::from_millis(15_100), || idle() == 0).await;
+        assert!(evicted, "evicted within 15 s of its last use");
         assert_eq!(warm(), 1, "a warm process in its place at once");
         pool.close_idle().await;
     }
@@ -293,7 +304,7 @@ done"#;
     /// another, so that only the dropped session can wake the refill.
     #[tokio::test]
     async fn a_stale_session_dropped_by_a_call_makes_room_for_a_warm_process_at_once() {
-        let pool = sh_pool(2);
+        let pool = sh_pool(2, Duration::from_secs(60));
         let (idle, warm) = (|| pool.inner.state.lock().idle.len(), || pool.inner.state.lock().warm.len());
         let stale = pool.lease(named("a"), &json!({})).await.unwrap();
         let fresh = pool.lease(named("b"), &json!({})).await.unwrap();
@@ -318,28 +329,44 @@ done"#;
     /// call, which the call then gets: the failure was that process's, not the upstream's.
     #[tokio::test]
     async fn a_warm_process_that_dies_at_its_initialize_gives_way_to_a_fresh_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let first = dir.path().join("first");
-        // The first process started (the warm one) reads its `initialize` and exits; any other
-        // is the `sh` server.
-        let script = format!(r#"mkdir "$0" 2>/dev/null && {{ read -r line; exit 3; }}; {SH_SERVER}"#);
-        let pool = Pool::new(stdio("/bin/sh", &["-c", &script, first.to_str().unwrap()], 1)).unwrap();
-        turns().await;
-        assert_eq!(pool.inner.state.lock().warm.len(), 1, "the warm process, started first");
-        // Its mark made before the call's own process could race it for the mark.
-        let marked = tokio::time::timeout(Duration::from_secs(5), async {
-            while !first.exists() {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-        });
-        assert!(marked.await.is_ok(), "the warm process runs its script");
-        let lease = pool.lease(named("a"), &json!({})).await;
+        let (pool, lease) = lease_after_a_warm_process_that("read -r line; exit 3").await;
         assert!(lease.is_ok(), "the call's own process served it: {:?}", lease.err());
         let opened = &pool.inner.admission.metrics().opened;
         assert_eq!(opened.with_label_values(&["cold"]).get(), 1);
         assert_eq!(opened.with_label_values(&["warm"]).get(), 0);
         drop(lease);
         pool.close_idle().await;
+    }
+
+    /// One that refuses its `initialize` speaks for the upstream: the call gets the refusal,
+    /// and no other process is tried.
+    #[tokio::test]
+    async fn a_warm_process_that_refuses_its_initialize_fails_the_call() {
+        let refuse = r#"read -r line; echo '{"jsonrpc":"2.0","id":0,"error":{"code":-32603,"message":"no"}}'; read -r line"#;
+        let (pool, lease) = lease_after_a_warm_process_that(refuse).await;
+        assert!(matches!(lease, Err(UpstreamError::Initialize(_))), "{lease:?}");
+        assert_eq!(pool.inner.admission.metrics().opened.with_label_values(&["cold"]).get(), 0);
+        pool.close_idle().await;
+    }
+
+    /// A pool keeping one process warm whose first process runs `first` (any other is the `sh`
+    /// server), and a call's lease once that process is warm.
+    async fn lease_after_a_warm_process_that(first: &str) -> (Pool, Result<Lease, UpstreamError>) {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("first");
+        let script = format!(r#"mkdir "$0" 2>/dev/null && {{ {first}; exit 3; }}; {SH_SERVER}"#);
+        let pool = Pool::new(stdio("/bin/sh", &["-c", &script, mark.to_str().unwrap()], 1)).unwrap();
+        turns().await;
+        assert_eq!(pool.inner.state.lock().warm.len(), 1, "the warm process, started first");
+        // Its mark made before the call's own process could race it for the mark.
+        let marked = tokio::time::timeout(Duration::from_secs(5), async {
+            while !mark.exists() {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        });
+        assert!(marked.await.is_ok(), "the warm process runs its script");
+        let lease = pool.lease(named("a"), &json!({})).await;
+        (pool, lease)
     }
 
     /// Only a pool asked to keep processes warm runs the task that keeps them: besides the
