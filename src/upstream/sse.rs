@@ -287,6 +287,26 @@ mod tests {
     }
 
     #[test]
+    fn a_line_of_exactly_the_bound_is_kept_whole_or_split() {
+        // An event bound of 8 bytes allows lines of 72 (the field name and some slack).
+        let at_bound = [vec![b':'; 72], b"\ndata: x\n\n".to_vec()].concat();
+        for cut in [0, 40] {
+            let mut p = SseParser::new(8);
+            let events = feed_all(&mut p, &[&at_bound[..cut], &at_bound[cut..]]);
+            assert_eq!(events.len(), 1, "cut at {cut}");
+        }
+        let over = [vec![b':'; 73], b"\n".to_vec()].concat();
+        assert!(matches!(SseParser::new(8).feed(&over), Err(SseError::LineTooLong(72))));
+    }
+
+    #[test]
+    fn an_id_holding_nul_is_ignored() {
+        let mut p = SseParser::new(64);
+        let events = p.feed(b"id: 7\nid: a\0b\ndata: x\n\n").unwrap();
+        assert_eq!(events[0].id.as_deref(), Some("7"), "the id before it stands");
+    }
+
+    #[test]
     fn events_before_an_error_are_kept_and_split_lines_parse_as_whole_ones() {
         let stream = b"event: message\ndata: a\n\nevent: other\ndata: b\n\ndata: \xff\n";
         let mut p = SseParser::new(64);
