@@ -376,12 +376,24 @@ async fn each_call_of_a_session_has_an_id_of_its_own() {
 #[tokio::test]
 async fn a_get_stream_that_ends_empty_is_retried_ever_more_slowly() {
     // Every GET is answered with a stream that ends at once, before any event.
-    let script: Script = Arc::new(|seen| {
+    retried_ever_more_slowly(Arc::new(|seen| {
         is_get(seen).then(|| {
             let (_ended, rx) = sse_channel();
             Reply::Sse(rx)
         })
-    });
+    }))
+    .await;
+}
+
+#[tokio::test]
+async fn a_get_stream_that_fails_is_retried_ever_more_slowly() {
+    // Every GET is answered with a 500.
+    retried_ever_more_slowly(Arc::new(|seen| is_get(seen).then_some(Reply::Status(500)))).await;
+}
+
+/// Checks that a session's GET stream, which `script` never lets open, is retried ever more
+/// slowly.
+async fn retried_ever_more_slowly(script: Script) {
     let server = TestServer::start(script).await;
     let _session = open(&server).await;
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
