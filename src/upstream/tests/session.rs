@@ -99,6 +99,18 @@ async fn not_found_with_a_session_id_means_expired() {
 }
 
 #[tokio::test]
+async fn calls_that_meet_the_same_expiry_renew_the_session_once() {
+    let server = TestServer::start(on_call(|_| Reply::Status(404))).await;
+    let session = Session::initialize(Arc::new(settings(&server)), &caps()).await.unwrap();
+    let (mut first, mut second) = (session.call("tools/call", None), session.call("tools/call", None));
+    // Both sent on the first session before either is answered; the renewed session expires
+    // too, so each call ends with the expiry.
+    let (a, b) = tokio::join!(first.next_event(), second.next_event());
+    assert!(matches!((a, b), (Err(UpstreamError::SessionExpired), Err(UpstreamError::SessionExpired))));
+    assert_eq!(server.count(super::inits), 2, "the first session, and one renewal for both calls");
+}
+
+#[tokio::test]
 async fn other_http_failures_keep_status_and_body_excerpt() {
     let server = TestServer::start(on_call(|_| Reply::StatusText(503, "overloaded, try later"))).await;
     let session = Session::initialize(Arc::new(settings(&server)), &caps()).await.unwrap();
