@@ -99,6 +99,14 @@ async fn not_found_with_a_session_id_means_expired() {
 }
 
 #[tokio::test]
+async fn not_found_without_a_session_id_is_no_expiry() {
+    let script: Script = Arc::new(|seen| super::inits(seen).then_some(Reply::Status(404)));
+    let server = TestServer::start(script).await;
+    let err = Session::initialize(Arc::new(settings(&server)), &caps()).await.unwrap_err();
+    assert!(matches!(err, UpstreamError::Http { status, .. } if status == 404), "{err:?}");
+}
+
+#[tokio::test]
 async fn calls_that_meet_the_same_expiry_renew_the_session_once() {
     let server = TestServer::start(on_call(|_| Reply::Status(404))).await;
     let session = Session::initialize(Arc::new(settings(&server)), &caps()).await.unwrap();
