@@ -118,6 +118,8 @@ mod tests {
         let slots = Slots::new(1);
         let slot = slots.take().await.unwrap();
         let body = SlotBody::new(Full::new(Bytes::from_static(b"done")), slot);
+        assert_eq!(body.size_hint().exact(), Some(4), "the body's own length");
+        assert!(!body.is_end_stream());
         assert_eq!(slots.available(), 0);
         assert!(slots.take().now_or_never().is_none(), "a second request waits for the slot");
         assert_eq!(body.collect().await.unwrap().to_bytes(), "done");

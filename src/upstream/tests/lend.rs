@@ -20,7 +20,8 @@ async fn a_lent_session_serves_its_keys_calls_one_at_a_time() {
     let server = server().await;
     let pool = Pool::new(settings(&server)).unwrap();
     let held = pool.take_unpooled(&key("a"), &caps()).await.unwrap();
-    let _lending = pool.lend(&key("a"), held);
+    let lending = pool.lend(&key("a"), held);
+    assert_eq!(format!("{lending:?}"), r#"Lending { key: ("a", 0), .. }"#, "a lending shows its key only");
     let first = pool.lease(key("a"), &caps()).await.unwrap();
     assert_eq!(server.count(inits), 1, "the first call got the lent session");
     assert_eq!(format!("{first:?}"), r#"Lease { key: ("a", 0), .. }"#, "a lease shows its key only");
