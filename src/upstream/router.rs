@@ -329,16 +329,15 @@ mod tests {
         let (mut router, _rx) = router_with(2, true);
         let (tx, _other) = mpsc::channel(4);
         router.insert(3, tx, true);
+        let ask = || parse(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
         router.remove(3);
-        let env = parse(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
         assert!(
-            matches!(router.route(env, Origin::Unattributed).0, Action::Deliver(..)),
+            matches!(router.route(ask(), Origin::Unattributed).0, Action::Deliver(..)),
             "call 2 still attached"
         );
         router.remove(2);
-        let env = parse(r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
         assert!(
-            matches!(router.route(env, Origin::Unattributed).0, Action::Answer(_, Err(_))),
+            matches!(router.route(ask(), Origin::Unattributed).0, Action::Answer(_, Err(_))),
             "none attached"
         );
     }
@@ -346,16 +345,16 @@ mod tests {
     #[test]
     fn an_error_without_an_id_on_a_calls_own_stream_answers_that_call() {
         let (mut router, _rx) = router_with(2, true);
-        let env = parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad request"}}"#);
-        let (action, ends) = router.route(env, Origin::Post(2));
+        let refusal =
+            || parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad request"}}"#);
+        let (action, ends) = router.route(refusal(), Origin::Post(2));
         let Action::Deliver(_, UpstreamEvent::Response(Outcome::Error(e))) = action else {
             panic!("the call's own stream answered it")
         };
         assert_eq!(e.code, -32600);
         assert!(ends && !router.is_pending(2));
-        let env = parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad request"}}"#);
         assert!(
-            matches!(router.route(env, Origin::Unattributed).0, Action::Ignore(_)),
+            matches!(router.route(refusal(), Origin::Unattributed).0, Action::Ignore(_)),
             "anywhere else, no call"
         );
     }

@@ -136,7 +136,7 @@ mod tests {
 
     /// The pool key of the tests' calls.
     fn key() -> PoolKey {
-        (Arc::from("p"), 0)
+        named("p")
     }
 
     /// What a call that finds no idle session takes: the oldest warm process.
@@ -262,6 +262,7 @@ done"#;
         Pool::new(settings).unwrap()
     }
 
+    /// The pool key of `principal`'s calls.
     fn named(principal: &str) -> PoolKey {
         (Arc::from(principal), 0)
     }
