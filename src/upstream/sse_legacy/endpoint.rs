@@ -163,6 +163,18 @@ mod tests {
         assert_eq!(ok("  /m#frag  "), "http://127.0.0.1:3001/m");
         let default_port: Uri = "http://Example.test/sse".parse().unwrap();
         assert_eq!(resolve(&default_port, "http://example.test:80/m").unwrap().path(), "/m");
+        let default_tls_port: Uri = "https://Example.test/sse".parse().unwrap();
+        assert_eq!(resolve(&default_tls_port, "https://example.test:443/m").unwrap().path(), "/m");
+    }
+
+    #[test]
+    fn a_colon_in_a_path_is_no_scheme() {
+        assert_eq!(ok("/messages:1"), "http://127.0.0.1:3001/messages:1");
+        assert_eq!(
+            ok("2v:messages"),
+            "http://127.0.0.1:3001/mcp/2v:messages",
+            "a scheme starts with a letter"
+        );
     }
 
     #[test]
