@@ -159,6 +159,37 @@ mod tests {
         UpstreamSettings { pool_min_warm: min_warm, ..UpstreamSettings::stdio(stdio) }
     }
 
+    /// Kills the pool's one warm process and waits until its reader has seen it end; its pid.
+    /// Real time, not the paused clock (which a yield does not move): the kernel ends the
+    /// process, and its stdout reader, run at each yield, sees it.
+    async fn kill_the_warm_process(pool: &Pool) -> u32 {
+        let warm: Vec<u32> = pool.inner.state.lock().warm.iter().map(Spare::pid).collect();
+        let [pid] = warm[..] else { panic!("one warm process: {warm:?}") };
+        let killed = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        assert!(killed.is_ok_and(|s| s.success()));
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while pool.inner.state.lock().warm.front().is_some_and(Spare::is_alive) {
+            assert!(std::time::Instant::now() < deadline, "the killed process never ended");
+            std::thread::sleep(Duration::from_millis(2));
+            tokio::task::yield_now().await;
+        }
+        pid
+    }
+
+    /// After a death, the refill backs off: the next process taken is replaced only after
+    /// 200 ms. Closes the pool.
+    async fn backs_off_after_a_death(pool: Pool) {
+        let warm = || pool.inner.state.lock().warm.len();
+        let spare = take_warm(&pool);
+        turns().await;
+        assert_eq!(warm(), 0, "backing off after a death");
+        tokio::time::advance(BACKOFF_MIN).await;
+        turns().await;
+        assert_eq!(warm(), 1, "refilled once the back-off is over");
+        spare.close().await;
+        pool.close_idle().await;
+    }
+
     /// A command that cannot start is tried again after 0.2, 0.4, 0.8, 1.6 s...: five
     /// attempts in the first 3.2 s (the sixth comes after 6 s), not a loop. The clock is moved
     /// by hand, in steps of 10 ms (a wake-up can come a step late): a refill that never waited
@@ -215,30 +246,29 @@ mod tests {
         let pool = Pool::new(stdio("/bin/sleep", &["30"], 1)).unwrap();
         let warm = || pool.inner.state.lock().warm.iter().map(Spare::pid).collect::<Vec<_>>();
         turns().await;
-        let [pid] = warm()[..] else { panic!("one warm process: {:?}", warm()) };
-        let killed = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-        assert!(killed.is_ok_and(|s| s.success()));
-        // Real time, not the paused clock (which a yield does not move): the kernel ends the
-        // process, and its stdout reader, run at each yield, sees it.
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while pool.inner.state.lock().warm.front().is_some_and(Spare::is_alive) {
-            assert!(std::time::Instant::now() < deadline, "the killed process never ended");
-            std::thread::sleep(Duration::from_millis(2));
-            tokio::task::yield_now().await;
-        }
+        let pid = kill_the_warm_process(&pool).await;
         let step = pool.inner.acquire_pooled(&key(), false);
         assert!(matches!(step, super::super::Step::Start), "no warm process left to take");
         turns().await;
         assert!(matches!(warm()[..], [next] if next != pid), "replaced at once: {:?}", warm());
-        // A death backs the refill off: the next process taken is replaced only after 200 ms.
-        let spare = take_warm(&pool);
+        backs_off_after_a_death(pool).await;
+    }
+
+    /// A warm process that dies while no call wants it is found by the periodic check, which
+    /// logs it, starts the next at once, and backs off before another refill.
+    #[tokio::test(start_paused = true)]
+    async fn a_warm_process_that_dies_unused_is_found_and_replaced_by_the_check() {
+        let (captured, _guard) = capture(Level::WARN);
+        let pool = Pool::new(stdio("/bin/sleep", &["30"], 1)).unwrap();
+        let warm = || pool.inner.state.lock().warm.iter().map(Spare::pid).collect::<Vec<_>>();
         turns().await;
-        assert!(warm().is_empty(), "backing off after a death");
-        tokio::time::advance(Duration::from_millis(200)).await;
+        let pid = kill_the_warm_process(&pool).await;
+        assert_eq!(warm(), [pid], "nothing looked yet");
+        tokio::time::advance(CHECK).await;
         turns().await;
-        assert_eq!(warm().len(), 1, "refilled once the back-off is over");
-        spare.close().await;
-        pool.close_idle().await;
+        assert!(matches!(warm()[..], [next] if next != pid), "replaced at the check: {:?}", warm());
+        assert!(captured.text().contains(&format!("pid={pid}")), "{}", captured.text());
+        backs_off_after_a_death(pool).await;
     }
 
     /// A legacy server in `sh`, enough for a session: it answers `initialize` and `ping`, and
