@@ -96,6 +96,8 @@ pub(crate) mod tools {
     /// Waits until the test opens the gate ([`super::FaultyLegacy::open_gate`]), then answers
     /// `released from s<n>` in JSON.
     pub(crate) const GATED: &str = "gated";
+    /// A JSON result whose text is the call's `_meta`, as received (`null` without one).
+    pub(crate) const META: &str = "meta";
 }
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -587,6 +589,7 @@ async fn call(
     let id = json!(call);
     match tool.as_str() {
         tools::OK => json_response(&result(&id, &format!("ok from {session}"))),
+        tools::META => json_response(&result(&id, &params["_meta"].to_string())),
         tools::MALFORMED_JSON => {
             let text = format!("{{\"jsonrpc\":\"2.0\",\"id\":{call},\"result\":{UPSTREAM_SECRET}");
             with_type(Full::new(Bytes::from(text)).boxed(), "application/json")

@@ -206,6 +206,35 @@ async fn a_dead_collector_costs_requests_nothing_and_shutdown_still_ends() -> Te
     bounded("the gateway to stop", gateway.shutdown()).await
 }
 
+/// Over Streamable HTTP the context goes as headers: into `_meta` only where the client's own
+/// context is, to replace it, so a request without one reaches the upstream as sent.
+#[tokio::test]
+async fn a_streamable_http_upstream_gets_the_context_in_meta_only_in_place_of_the_clients() -> TestResult {
+    let collector = Collector::spawn().await?;
+    let upstream = FaultyLegacy::spawn().await?;
+    let (gateway, client) = traced(&collector).attach_url(&upstream.url()).await?;
+    let call = || {
+        client
+            .call_tool(tools::META, json!({}))
+            .header("traceparent", &traceparent(PLAIN_TRACE, PLAIN_PARENT))
+    };
+    let without = call().meta("progressToken", json!(7)).send().await?;
+    let without: serde_json::Value = serde_json::from_str(&without.text()?)?;
+    let replaced = call().meta("traceparent", json!(traceparent(LOSING_TRACE, PLAIN_PARENT))).send().await?;
+    let replaced: serde_json::Value = serde_json::from_str(&replaced.text()?)?;
+    bounded("the gateway to stop", gateway.shutdown()).await?;
+    assert_eq!(without, json!({"progressToken": 7}), "no context added to _meta");
+    let headers = upstream.stats().header_values("traceparent");
+    let sent = headers.last().map(String::as_str);
+    assert_eq!(
+        replaced["traceparent"].as_str(),
+        sent,
+        "the exchange's context, as in its header: {replaced}"
+    );
+    assert!(!replaced.to_string().contains(LOSING_TRACE), "the client's context is never relayed");
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_stdio_upstream_gets_the_exchange_span_in_meta() -> TestResult {
     let _serial = serial().await;
