@@ -76,4 +76,21 @@ mod tests {
         tail.settle(Duration::from_secs(5)).await;
         assert!(waited.elapsed() < Duration::from_secs(1), "a closed stderr settles at once");
     }
+
+    /// A stderr still open is waited for, up to the bound, and no longer once it closes.
+    #[tokio::test(start_paused = true)]
+    async fn settling_waits_for_stderr_to_close_at_most_the_bound() {
+        let tail = std::sync::Arc::new(StderrTail::default());
+        let start = tokio::time::Instant::now();
+        tail.settle(Duration::from_secs(2)).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(2), "an open stderr is waited for");
+        let closer = tail.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            closer.close();
+        });
+        let start = tokio::time::Instant::now();
+        tail.settle(Duration::from_secs(2)).await;
+        assert_eq!(start.elapsed(), Duration::from_millis(300), "until it closes");
+    }
 }
