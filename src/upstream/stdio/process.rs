@@ -141,3 +141,25 @@ pub(super) fn spawn_stderr_log(stderr: ChildStderr, pid: u32, tail: Option<Arc<S
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stderr line is kept up to 16 KiB (then clipped in the tail); a longer one is dropped
+    /// whole, and the lines after it are read as before.
+    #[tokio::test]
+    async fn stderr_lines_are_kept_up_to_the_bound_and_longer_ones_dropped() {
+        let script = "head -c 2000 /dev/zero | tr '\\0' a >&2; echo >&2; \
+                      head -c 17000 /dev/zero | tr '\\0' b >&2; echo >&2; echo done >&2";
+        let settings = StdioSettings::new("/bin/sh", vec!["-c".to_owned(), script.to_owned()]);
+        let spawned = spawn(&settings).unwrap();
+        let tail = Arc::new(StderrTail::default());
+        spawn_stderr_log(spawned.stderr, spawned.pid, Some(tail.clone()));
+        tail.settle(Duration::from_secs(10)).await;
+        let lines = tail.lines();
+        assert_eq!(lines.len(), 2, "{:?}", lines.iter().map(|l| l.len()).collect::<Vec<_>>());
+        assert!(lines[0].starts_with("aaaa"), "the 2,000-byte line is kept");
+        assert_eq!(lines[1], "done", "the 17,000-byte line is dropped, and what follows read");
+    }
+}
