@@ -262,6 +262,9 @@ fn signal_name(sig: i32) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::logging::captured::{capture, Captured, Capturing};
+    use crate::upstream::session::{Connector, Spare};
+    use crate::upstream::{StdioSettings, UpstreamSettings};
 
     #[test]
     fn exits_are_described_by_status_or_signal() {
@@ -282,5 +285,54 @@ mod tests {
             assert_eq!(signal_name(sig), format!(" ({name})"));
         }
         assert_eq!(signal_name(10), "");
+    }
+
+    /// A process running `script` in `sh`, supervised; the log from its start on.
+    fn supervised(script: &str) -> (Spare, Captured, Capturing) {
+        let (captured, guard) = capture(tracing::Level::INFO);
+        let stdio = StdioSettings::new("/bin/sh", vec!["-c".to_owned(), script.to_owned()]);
+        let settings = Arc::new(UpstreamSettings::stdio(stdio));
+        let gauge = prometheus::IntGauge::new("connections", "unused by stdio").unwrap();
+        let connector = Connector::new(settings, gauge).unwrap();
+        let spare = connector.prestart().expect("a stdio upstream has spares").unwrap();
+        (spare, captured, guard)
+    }
+
+    /// Waits, at most 5 s, until the supervisor logged that the process went.
+    async fn gone(captured: &Captured) {
+        let logged = tokio::time::timeout(Duration::from_secs(5), async {
+            while !captured.text().contains("upstream process gone") {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        assert!(logged.await.is_ok(), "{}", captured.text());
+    }
+
+    /// The log line of a process that went says how, in the gateway's words.
+    #[tokio::test]
+    async fn a_process_that_went_is_logged_with_how() {
+        let (spare, captured, _guard) = supervised("exit 3");
+        gone(&captured).await;
+        let text = captured.text();
+        assert!(text.contains("reason=\"the upstream process exited with status 3\""), "{text}");
+        assert!(text.contains(&format!("pid={}", spare.pid())), "{text}");
+    }
+
+    /// What a process left running in its group goes with it.
+    #[tokio::test]
+    async fn what_a_process_left_in_its_group_goes_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pid");
+        let (_spare, captured, _guard) =
+            supervised(&format!("sleep 30 & echo $! > {}; exit 3", file.display()));
+        gone(&captured).await;
+        let pid = std::fs::read_to_string(&file).unwrap();
+        // Killed, though no parent reaps it here: gone, or a zombie.
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while std::fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z ")) {
+            assert!(std::time::Instant::now() < deadline, "the process's child {pid} still runs");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 }
