@@ -16,7 +16,8 @@ use tokio::net::TcpListener;
 use super::*;
 
 /// A server that answers `/empty` with an empty 202, `/close` with `Connection: close`,
-/// `/endless` with a body that never ends, and
+/// `/endless` with a body that never ends, `/chunks` with a body of three chunks sent at once,
+/// and
 /// anything else with the request's target and `Host`, counting the connections it accepted.
 async fn server() -> (Uri, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -37,6 +38,11 @@ async fn server() -> (Uri, Arc<AtomicUsize>) {
                 let resp = match req.uri().path() {
                     "/empty" => Response::builder().status(202).body(full(Bytes::new())),
                     "/close" => Response::builder().header("connection", "close").body(full(said.into())),
+                    "/chunks" => {
+                        let chunks = ["a", "b", "c"].map(|c| Ok(Frame::data(Bytes::from(c))));
+                        Response::builder()
+                            .body(BodyExt::boxed(StreamBody::new(futures_util::stream::iter(chunks))))
+                    }
                     "/endless" => {
                         let first = futures_util::stream::once(async { Ok(Frame::data(Bytes::from("a"))) });
                         let body = StreamBody::new(first.chain(futures_util::stream::pending()));
@@ -92,9 +98,11 @@ async fn a_body_read_to_its_end_frees_its_connection_before_it_drops() {
     let (uri, accepted) = server().await;
     let driven = client(&uri, Duration::from_secs(30));
     let mut first = driven.request(get(&uri, "/mcp")).await.unwrap().into_body();
+    assert!(!first.is_end_stream(), "a body with data is not at its end before it is read");
     while let Some(frame) = first.frame().await {
         frame.unwrap();
     }
+    assert!(first.is_end_stream());
     assert_eq!(driven.idle.len(), 1, "back idle at its end, the body still held");
     text(driven.request(get(&uri, "/mcp")).await.unwrap()).await;
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
@@ -131,6 +139,20 @@ async fn a_short_body_dropped_unread_frees_its_connection() {
         // What has arrived with the head is read on drop.
         tokio::time::sleep(Duration::from_millis(5)).await;
         drop(resp);
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
+
+/// So is one of a few chunks, each its own frame.
+#[tokio::test]
+async fn a_body_of_a_few_chunks_dropped_unread_frees_its_connection() {
+    let (uri, accepted) = server().await;
+    let driven = client(&uri, Duration::from_secs(30));
+    for _ in 0..3 {
+        let resp = driven.request(get(&uri, "/chunks")).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        drop(resp);
+        assert_eq!(driven.idle.len(), 1, "read to its end on drop");
     }
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
 }
