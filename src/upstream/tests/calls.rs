@@ -425,28 +425,20 @@ async fn a_dropped_session_closes_its_get_stream_at_once() {
 }
 
 #[tokio::test]
+async fn streams_a_server_ends_after_the_cancel_are_always_drained() {
+    // Like the Python SDK, the server ends a cancelled call's stream at once.
+    let (_server, session) = drop_calls_mid_stream(6, true).await;
+    // The last drain's time; one that ran out would have been counted by then.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let drains = session.cancel_drain().expect("a Streamable HTTP session");
+    assert!(drains.should_drain(), "six streams ended after their cancel: none was counted as run out");
+}
+
+#[tokio::test]
 async fn streams_left_open_after_their_cancel_are_cut_once_four_drains_ran_out() {
     // Like the TypeScript SDK, the server leaves a cancelled call's stream open.
-    let open_streams = Arc::new(parking_lot::Mutex::new(Vec::new()));
-    let kept = open_streams.clone();
-    let mut server = TestServer::start(on_call(move |_| {
-        let (tx, rx) = sse_channel();
-        kept.lock().push(tx);
-        Reply::Sse(rx)
-    }))
-    .await;
-    let session = open(&server).await;
+    let (_server, session) = drop_calls_mid_stream(4, false).await;
     let drains = session.cancel_drain().expect("a Streamable HTTP session");
-    let progress = json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}});
-    for n in 0..4 {
-        let mut call = session.call("tools/call", None);
-        polling(&mut call, server.wait_for(|s| s.rpc_method() == Some("tools/call"))).await;
-        // An event read: the call is past its response head, reading its stream.
-        let stream = open_streams.lock()[n].clone();
-        stream.send(event(None, &progress)).await.unwrap();
-        expect_event(&mut call).await;
-        drop(call);
-    }
     // Each dropped call's stream is drained for its bound and found still open; after four,
     // the next dropped streams are cut at once instead.
     let cut = tokio::time::timeout(std::time::Duration::from_secs(5), async {
@@ -455,5 +447,34 @@ async fn streams_left_open_after_their_cancel_are_cut_once_four_drains_ran_out()
         }
     });
     assert!(cut.await.is_ok(), "the upstream's drains were never counted");
-    assert_eq!(open_streams.lock().len(), 4);
+}
+
+/// Drops `calls` calls in turn, each once it has read an event from its stream, and ends each
+/// call's stream after its drop if `end_stream` (else leaves it open).
+async fn drop_calls_mid_stream(calls: usize, end_stream: bool) -> (TestServer, Session) {
+    let open_streams = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let kept = open_streams.clone();
+    let mut server = TestServer::start(on_call(move |_| {
+        let (tx, rx) = sse_channel();
+        kept.lock().push(Some(tx));
+        Reply::Sse(rx)
+    }))
+    .await;
+    let session = open(&server).await;
+    let progress = json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}});
+    for n in 0..calls {
+        let mut call = session.call("tools/call", None);
+        polling(&mut call, server.wait_for(|s| s.rpc_method() == Some("tools/call"))).await;
+        // An event read: the call is past its response head, reading its stream.
+        let stream = open_streams.lock()[n].clone().expect("the call's stream");
+        stream.send(event(None, &progress)).await.unwrap();
+        expect_event(&mut call).await;
+        drop(call);
+        if end_stream {
+            // Its last sender goes: the stream ends.
+            open_streams.lock()[n] = None;
+        }
+    }
+    assert_eq!(open_streams.lock().len(), calls, "one stream per call");
+    (server, session)
 }
