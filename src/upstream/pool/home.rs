@@ -134,3 +134,25 @@ impl std::fmt::Debug for Lending {
         f.debug_struct("Lending").field("key", &self.key).finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::super::warm::tests::{named, sh_pool};
+
+    /// A call that found the lent session just before its holder withdrew it gets nothing from
+    /// it: the call then takes a pooled session, and the holder closes its own.
+    #[tokio::test]
+    async fn a_session_withdrawn_after_a_call_found_it_is_lent_to_no_call() {
+        let pool = sh_pool(2, Duration::from_secs(60));
+        let held = pool.take_unpooled(&named("a"), &json!({})).await.unwrap();
+        let lending = pool.lend(&named("a"), held);
+        let found = pool.inner.homes.lock().get(&named("a")).cloned().expect("the lent session");
+        assert!(lending.withdraw(), "no call holds it");
+        assert!(found.lend().is_none(), "withdrawn, it is lent to no call");
+        pool.close_idle().await;
+    }
+}

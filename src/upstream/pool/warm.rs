@@ -124,7 +124,7 @@ impl PoolInner {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::time::Duration;
 
     use serde_json::json;
@@ -283,7 +283,7 @@ done"#;
 
     /// The `sh` server's pool: one process kept warm, `max` sessions, each idle for at most
     /// `idle` (the reaper looks every `idle` / 2).
-    fn sh_pool(max: usize, idle: Duration) -> Pool {
+    pub(in crate::upstream::pool) fn sh_pool(max: usize, idle: Duration) -> Pool {
         let settings = UpstreamSettings {
             pool_max_sessions: max,
             pool_idle_timeout: idle,
@@ -293,7 +293,7 @@ done"#;
     }
 
     /// The pool key of `principal`'s calls.
-    fn named(principal: &str) -> PoolKey {
+    pub(in crate::upstream::pool) fn named(principal: &str) -> PoolKey {
         (Arc::from(principal), 0)
     }
 
