@@ -144,6 +144,16 @@ impl SseLegacy {
         self.shared.held_posts.load(Ordering::SeqCst)
     }
 
+    /// Event streams open now: their client has not closed them.
+    pub(crate) fn open_streams(&self) -> usize {
+        self.shared.streams.lock().values().filter(|tx| !tx.is_closed()).count()
+    }
+
+    /// Event streams opened so far.
+    pub(crate) fn streams_opened(&self) -> u64 {
+        self.shared.next_stream.load(Ordering::Relaxed) - 1
+    }
+
     /// Orders `place_order` placed.
     pub(crate) fn orders(&self) -> u64 {
         self.shared.orders.load(Ordering::Relaxed)

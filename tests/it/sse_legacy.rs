@@ -84,3 +84,23 @@ async fn a_call_whose_client_left_closes_its_post_upstream() -> TestResult {
     eventually("the held POST to be closed", || server.held_posts() == 0).await?;
     bounded("the gateway to drain", gateway.shutdown()).await
 }
+
+/// An event stream lives as long as its session: one whose `initialize` failed is closed at
+/// once, and an open session's closes when the gateway shuts down.
+#[tokio::test]
+async fn a_sessions_event_stream_is_closed_with_it() -> TestResult {
+    let refusing = SseLegacy::spawn("1999-01-01", same_origin).await?;
+    let (gateway, client) = refusing.gateway_unready().await?;
+    let reply = client.call_tool("echo", json!({"message": "x"})).send().await?;
+    let message = reply.expect_error(StatusCode::BAD_GATEWAY, -32603)?;
+    assert!(refusing.streams_opened() >= 1, "{message}");
+    eventually("the failed session's stream to close", || refusing.open_streams() == 0).await?;
+    bounded("the gateway to drain", gateway.shutdown()).await?;
+
+    let server = SseLegacy::spawn("2024-11-05", same_origin).await?;
+    let (gateway, client) = server.gateway().await?;
+    assert_eq!(client.call_tool("echo", json!({"message": "x"})).send().await?.text()?, "Echo: x");
+    assert!(server.open_streams() >= 1, "the session's stream is open");
+    bounded("the gateway to drain", gateway.shutdown()).await?;
+    eventually("the stream to close with its session", || server.open_streams() == 0).await
+}
