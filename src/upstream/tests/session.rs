@@ -227,3 +227,35 @@ async fn wait_until_named(spare: &crate::upstream::session::Spare, name: &str) -
     assert!(named.await.is_ok(), "the pid is the spare's own process, named {:?}", comm());
     proc_dir
 }
+
+/// Closing a deprecated HTTP+SSE session fails the calls still in flight at once and closes its
+/// event stream, though a handle on the session is still held.
+#[tokio::test]
+async fn closing_an_sse_session_fails_its_calls_and_closes_its_stream() {
+    let (stream, events) = super::server::sse_channel();
+    let events = super::once(events);
+    let to_stream = stream.clone();
+    let server = TestServer::start(Arc::new(move |seen| {
+        if seen.method == Method::GET {
+            return events.lock().take().map(Reply::Sse);
+        }
+        // Answers come on the stream; the `tools/call` never gets one.
+        if seen.rpc_method() == Some("initialize") {
+            let answer = init_result(&seen.body, "2024-11-05");
+            to_stream.try_send(Ok(format!("event: message\ndata: {answer}\n\n"))).unwrap();
+        }
+        Some(Reply::Status(202))
+    }))
+    .await;
+    stream.send(Ok("event: endpoint\ndata: /messages\n\n".to_owned())).await.unwrap();
+    let url = format!("http://{}/sse", server.addr).parse().unwrap();
+    let settings = crate::upstream::UpstreamSettings::legacy_sse(url);
+    let session = Session::initialize(Arc::new(settings), &caps()).await.unwrap();
+    let mut call = session.call("tools/call", None);
+    session.close().await.unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(2), call.next_event()).await;
+    assert!(matches!(ended, Ok(Err(UpstreamError::Closed(_)))), "{ended:?}");
+    let closed = tokio::time::timeout(Duration::from_secs(2), stream.closed()).await;
+    assert!(closed.is_ok(), "the event stream outlived the session's close");
+    drop(session);
+}
