@@ -3,11 +3,12 @@
 //! `notifications/initialized`, DELETE, no standalone GET stream (405, which a test can hold
 //! back until it lets it go), and resumption of a parked POST stream with GET +
 //! `Last-Event-ID`); each tool name is one way of misbehaving (see [`tools`]). Its lists come
-//! in the shapes a list can take: `tools/list` as a JSON body (no tools), `prompts/list` as an SSE stream (a notification, then the response) and
-//! `resources/list` as a priming event whose stream ends there, the response coming on the
-//! stream resumed with GET + `Last-Event-ID`; each of the last two lists a `public` and a
-//! `secret` item. A test can also expire every session (404 from then on) and kill the server
-//! outright, its listener and every open connection dropped, then bring it back on its port.
+//! in the shapes a list can take: `tools/list` as a JSON body (no tools), `prompts/list` as an
+//! SSE stream (a notification, then the response) and `resources/list` as a priming event
+//! whose stream ends there, the response coming on the stream resumed with GET +
+//! `Last-Event-ID`; each of the last two lists a `public` and a `secret` item. A test can also
+//! expire every session (404 from then on) and kill the server outright, its listener and every
+//! open connection dropped, then bring it back on its port.
 //!
 //! It counts what proves cleanup: sessions opened and deleted, the session that served each call,
 //! cancellations, answers, resumptions, and the connections and response streams open right now;

@@ -416,10 +416,7 @@ done"#;
     /// A warm process found dead is logged with its pid.
     #[tokio::test]
     async fn a_warm_process_found_dead_is_logged_with_its_pid() {
-        let settings = Arc::new(stdio("/bin/true", &[], 0));
-        let gauge = prometheus::IntGauge::new("connections", "unused by stdio").unwrap();
-        let connector = crate::upstream::session::Connector::new(settings, gauge).unwrap();
-        let spare = connector.prestart().expect("a stdio upstream has spares").unwrap();
+        let spare = crate::upstream::tests::spare_of("/bin/true", &[]);
         let ended = tokio::time::timeout(Duration::from_secs(5), async {
             while spare.is_alive() {
                 tokio::time::sleep(Duration::from_millis(5)).await;

@@ -263,8 +263,8 @@ fn signal_name(sig: i32) -> &'static str {
 mod tests {
     use super::*;
     use crate::logging::captured::{capture, Captured, Capturing};
-    use crate::upstream::session::{Connector, Spare};
-    use crate::upstream::{StdioSettings, UpstreamSettings};
+    use crate::upstream::session::Spare;
+    use crate::upstream::tests::spare_of;
 
     #[test]
     fn exits_are_described_by_status_or_signal() {
@@ -290,12 +290,7 @@ mod tests {
     /// A process running `script` in `sh`, supervised; the log from its start on.
     fn supervised(script: &str) -> (Spare, Captured, Capturing) {
         let (captured, guard) = capture(tracing::Level::INFO);
-        let stdio = StdioSettings::new("/bin/sh", vec!["-c".to_owned(), script.to_owned()]);
-        let settings = Arc::new(UpstreamSettings::stdio(stdio));
-        let gauge = prometheus::IntGauge::new("connections", "unused by stdio").unwrap();
-        let connector = Connector::new(settings, gauge).unwrap();
-        let spare = connector.prestart().expect("a stdio upstream has spares").unwrap();
-        (spare, captured, guard)
+        (spare_of("/bin/sh", &["-c", script]), captured, guard)
     }
 
     /// Waits, at most 5 s, until the supervisor logged that the process went.

@@ -29,6 +29,16 @@ fn settings(server: &TestServer) -> UpstreamSettings {
     s
 }
 
+/// A stdio process started ahead of demand, running `program` with `args`: what the stdio
+/// client's own tests (its supervisor, the warm pool) start too.
+pub(super) fn spare_of(program: &str, args: &[&str]) -> super::session::Spare {
+    let args = args.iter().map(|a| (*a).to_owned()).collect();
+    let settings = Arc::new(UpstreamSettings::stdio(super::StdioSettings::new(program, args)));
+    let gauge = prometheus::IntGauge::new("connections", "unused by stdio").unwrap();
+    let connector = super::session::Connector::new(settings, gauge).unwrap();
+    connector.prestart().expect("a stdio upstream has spares").unwrap()
+}
+
 fn caps() -> Value {
     json!({"roots": {}, "elicitation": {"form": {}}})
 }

@@ -8,7 +8,7 @@ use http::Method;
 use serde_json::json;
 
 use super::server::{init_result, Reply, Script, TestServer, SESSION};
-use super::{caps, on_call, result, settings};
+use super::{caps, on_call, result, settings, spare_of};
 use crate::protocol::jsonrpc::Outcome;
 use crate::upstream::{Session, UpstreamError, UpstreamEvent};
 
@@ -201,16 +201,6 @@ async fn a_spare_process_that_ignores_sigterm_is_killed_and_reaped_before_its_cl
     // Reaped, not just signalled: a process killed and left to the runtime's orphan reaper is
     // still a zombie here, with its directory.
     assert!(!std::path::Path::new(&proc_dir).exists(), "killed and reaped before the close returned");
-}
-
-/// A stdio process started ahead of demand, running `program` with `args`.
-fn spare_of(program: &str, args: &[&str]) -> crate::upstream::session::Spare {
-    let args = args.iter().map(|a| (*a).to_owned()).collect();
-    let stdio = crate::upstream::StdioSettings::new(program, args);
-    let settings = Arc::new(crate::upstream::UpstreamSettings::stdio(stdio));
-    let gauge = prometheus::IntGauge::new("connections", "unused by stdio").unwrap();
-    let connector = crate::upstream::session::Connector::new(settings, gauge).unwrap();
-    connector.prestart().expect("a stdio upstream has spares").unwrap()
 }
 
 /// Waits, bounded, until the spare's pid runs `name`, and gives its `/proc` directory. The
