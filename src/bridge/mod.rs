@@ -48,7 +48,7 @@ use serde_json::{Map, Value};
 pub use crate::clock::{Clock, ManualClock};
 pub use notes::Notes;
 pub use owner::{Forwarded, Forwarding, OwnerLink};
-pub use params::{into_upstream_params, upstream_params};
+pub use params::{into_upstream_params, upstream_params, upstream_raw};
 pub use park::{ParkOutcome, ParkRegistry};
 
 use crate::capabilities::ClientCaps;
@@ -59,6 +59,7 @@ use crate::mrtr::{
     AnswerLimits, Binding, CodecSettings, Journal, LegacyVersion, LiveRing, Offered, ParkHandle, StateCodec,
 };
 use crate::protocol::methods::MrtrMethod;
+use crate::protocol::params::JsonText;
 use crate::schema::{OutputSchema, SensitivePolicy};
 use crate::state_store::StateStore;
 use crate::telemetry::RoundTrace;
@@ -83,8 +84,9 @@ pub struct MrtrRequest {
     pub method: MrtrMethod,
     /// Tool name, prompt name or resource URI.
     pub target: String,
-    /// The params to send upstream (retry fields and 2026 `_meta` removed).
-    pub upstream_params: Value,
+    /// The params to send upstream (retry fields and 2026 `_meta` removed), as JSON text:
+    /// copied from the client's, never parsed on the way through.
+    pub upstream_params: JsonText,
     pub state: Option<String>,
     pub responses: Option<Map<String, Value>>,
     /// A `tools/call`'s tool's compiled `outputSchema`, when the front's catalogue knows it:
@@ -142,8 +144,15 @@ impl MrtrRequest {
     /// What this request's states are bound to. The arguments digest (canonical JSON and
     /// SHA-256) is only needed to open or seal a state, so a call that completes in its first
     /// round never computes it. `upstream_params` keeps `arguments` verbatim.
+    ///
+    /// Params that name a member twice, at any depth, may read one way here and another in
+    /// the server, which receives their text: they are bound to nothing a retry can match, so
+    /// such a call never continues past its first round.
     pub(crate) fn binding(&self) -> Binding {
-        Binding::new(&self.principal, self.method, &self.target, Some(&self.upstream_params))
+        match crate::protocol::params::tree_without_repeats(self.upstream_params.as_str()) {
+            Ok(params) => Binding::new(&self.principal, self.method, &self.target, Some(&params)),
+            Err(_) => Binding::unmatchable(&self.principal, self.method, &self.target),
+        }
     }
 }
 

@@ -5,8 +5,16 @@
 
 use serde_json::{Map, Value};
 
+use crate::protocol::params::{JsonText, Params};
+
 const RETRY_FIELDS: [&str; 2] = ["inputResponses", "requestState"];
 const ENVELOPE_PREFIX: &str = "io.modelcontextprotocol/";
+
+/// The upstream's params of indexed front params: the client's text without the 2026-only
+/// fields, each kept value copied as it came (no tree is built).
+pub fn upstream_raw(params: &Params) -> JsonText {
+    params.write(|key| !RETRY_FIELDS.contains(&key), |key| !key.starts_with(ENVELOPE_PREFIX))
+}
 
 /// Strips the 2026-only fields from request params, cloning what is kept.
 pub fn upstream_params(params: Option<&Value>) -> Value {

@@ -122,7 +122,7 @@ impl<'a> Run<'a> {
             Box::pin(align_level(&session, Some(level))).await;
         }
         let started = self.bridge.clock.now();
-        let call = session.call_with(self.req.method.name(), Some(&self.req.upstream_params));
+        let call = session.call_text(self.req.method.name(), &self.req.upstream_params);
         let guard = CallGuard::new(lease, call);
         let mut replay = Replay::new(journal, self.bridge.limits.max_questions_per_round);
         if let Some(offered) = offered {
@@ -182,7 +182,7 @@ impl<'a> Run<'a> {
                             replay.restart();
                             reissued = true;
                             guard.restart(
-                                session.call_with(self.req.method.name(), Some(&self.req.upstream_params)),
+                                session.call_text(self.req.method.name(), &self.req.upstream_params),
                             );
                         }
                         Some(Ok(UrlVerdict::Ask)) => {
@@ -565,10 +565,26 @@ mod tests {
             caps: ClientCaps::default(),
             method,
             target: target.to_owned(),
-            upstream_params: Value::Null,
+            upstream_params: RawValue::from_string("null".into()).unwrap().into(),
             state: None,
             responses: None,
             output: None,
+        }
+    }
+
+    #[test]
+    fn arguments_that_name_a_member_twice_bind_to_nothing_a_retry_matches() {
+        let with = |params: &str| MrtrRequest {
+            upstream_params: RawValue::from_string(params.to_owned()).unwrap().into(),
+            ..request(MrtrMethod::ToolsCall, "t")
+        };
+        // The same arguments, spelled another way, bind alike: the digest is canonical.
+        let plain = with(r#"{"name":"t","arguments":{"a":1,"b":{"c":2}}}"#).binding();
+        assert_eq!(plain, with(r#"{"arguments":{"b":{"c":2},"a":1},"name":"t"}"#).binding());
+        assert_ne!(plain, with(r#"{"name":"t","arguments":{"a":1,"b":{"c":3}}}"#).binding());
+        for twice in [r#"{"arguments":{"a":1,"a":2}}"#, r#"{"arguments":{"b":{"c":2,"c":3}}}"#] {
+            let req = with(twice);
+            assert_ne!(req.binding(), req.binding(), "{twice}");
         }
     }
 

@@ -19,6 +19,7 @@ use crate::capabilities::ClientCaps;
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::log_level::LogLevel;
 use crate::protocol::methods::FrontMethod;
+use crate::protocol::params::JsonText;
 
 /// The path of the internal listener that takes forwarded retries.
 pub const RESUME_PATH: &str = "/internal/park/resume";
@@ -30,7 +31,7 @@ pub struct WireRequest {
     pub caps: u8,
     pub method: String,
     pub target: String,
-    pub params: Value,
+    pub params: JsonText,
     pub state: String,
     #[serde(default)]
     pub responses: Option<Map<String, Value>>,
@@ -172,7 +173,11 @@ mod tests {
             caps,
             method: MrtrMethod::PromptsGet,
             target: "greeting".into(),
-            upstream_params: json!({"name": "greeting", "arguments": {"style": "formal"}}),
+            upstream_params: RawValue::from_string(
+                r#"{"name":"greeting","arguments":{"style": "formal"}}"#.into(),
+            )
+            .unwrap()
+            .into(),
             state: Some("v1.x".into()),
             responses: json!({"elicitation-1": {"action": "accept"}}).as_object().cloned(),
             output: None,
@@ -184,10 +189,9 @@ mod tests {
             (back.principal.as_ref(), back.caps, back.method),
             ("alice", caps, MrtrMethod::PromptsGet)
         );
-        assert_eq!(
-            (back.upstream_params, back.state, back.responses),
-            (req.upstream_params, req.state, req.responses)
-        );
+        // The params travel as their text, spacing and all.
+        assert_eq!(back.upstream_params.as_str(), req.upstream_params.as_str());
+        assert_eq!((back.state, back.responses), (req.state, req.responses));
     }
 
     #[test]
@@ -197,7 +201,7 @@ mod tests {
             caps: 0,
             method: "tools/list".into(),
             target: String::new(),
-            params: Value::Null,
+            params: RawValue::from_string("null".into()).unwrap().into(),
             state: String::new(),
             responses: None,
             progress_token: None,
@@ -224,7 +228,7 @@ mod tests {
             caps: ClientCaps::from_fingerprint(0),
             method: MrtrMethod::ToolsCall,
             target: "t".into(),
-            upstream_params: json!({}),
+            upstream_params: RawValue::from_string("{}".into()).unwrap().into(),
             state: None,
             responses: None,
             output: None,

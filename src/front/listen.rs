@@ -36,7 +36,7 @@ pub(super) async fn listen(state: &Arc<FrontState>, call: Box<Call>) -> Outcome 
         id: call.id.clone(),
         key: (call.principal.clone(), call.caps.fingerprint()),
         capabilities: &capabilities,
-        params: call.params.as_ref(),
+        params: Some(call.params.tree()),
         grants: &call.grants,
     };
     match subscriptions.listen(req).await {

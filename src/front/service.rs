@@ -23,17 +23,18 @@ use super::validate::{self, RequestMeta};
 use super::{discover, relay, respond, stream};
 use crate::auth::{Auth, Grants, Identity};
 use crate::body::FrontBody;
-use crate::bridge::{into_upstream_params, upstream_params, Bridge, MrtrRequest, Reply};
+use crate::bridge::{upstream_params, upstream_raw, Bridge, MrtrRequest, Reply};
 use crate::capabilities::ClientCaps;
 use crate::config::FrontConfig;
 use crate::error::FrontError;
 use crate::legacy::{LegacyBody, LegacyFront, LegacyHead};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
-use crate::mrtr::{input_responses, request_state, LegacyVersion};
+use crate::mrtr::{ClaimsError, InputError, LegacyVersion};
 use crate::protocol::jsonrpc::{Envelope, Request as RpcRequest};
 use crate::protocol::log_level::LogLevel;
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
+use crate::protocol::params::{Params, ParamsError, Read};
 use crate::protocol::{RequestId, FRONT_SUPPORTED_VERSIONS};
 use crate::schema::OutputSchema;
 use crate::subscriptions::Subscriptions;
@@ -79,11 +80,21 @@ enum Entrance<'a> {
     Modern,
 }
 
+/// A request as parsed at the front: its params indexed, or why they could not be (the
+/// validation refuses it then, unless it is a legacy client's, relayed as its bytes).
+pub(super) type Indexed = RpcRequest<Result<Params, ParamsError>>;
+
+/// A parsed request, its params' index unwrapped.
+fn index(r: RpcRequest<Read>) -> Indexed {
+    RpcRequest { id: r.id, method: r.method, params: r.params.map(|read| read.0) }
+}
+
 /// A validated request on its way to dispatch.
 pub(super) struct Call {
     pub id: RequestId,
     pub kind: FrontMethod,
-    pub params: Option<Value>,
+    /// The params as the client sent them, indexed (an object: validation sees to it).
+    pub params: Params,
     pub meta: RequestMeta,
     pub caps: ClientCaps,
     pub principal: Arc<str>,
@@ -243,20 +254,23 @@ impl FrontState {
         B::Error: Into<BoxError>,
     {
         match self.prepare(&parts, body).await {
-            Ok((Envelope::Request(r), identity, bytes)) => match self.legacy_opener(&parts, &r) {
-                Some(legacy) => Box::pin(self.legacy_call(legacy, &parts, identity, bytes)).await,
-                None => {
-                    // The body is parsed; held, it would keep hyper's read buffer for the call.
-                    drop(bytes);
-                    match trace {
-                        None => self.request(parts, r, identity).await,
-                        Some(t) => {
-                            let cx = t.request(front_request(&parts, &r, &request_id(&r.id)));
-                            Box::pin(self.request(parts, r, identity).with_context(cx)).await
+            Ok((Envelope::Request(r), identity, bytes)) => {
+                let r = index(r);
+                match self.legacy_opener(&parts, &r) {
+                    Some(legacy) => Box::pin(self.legacy_call(legacy, &parts, identity, bytes)).await,
+                    None => {
+                        // The body is parsed; held, it would keep hyper's read buffer for the call.
+                        drop(bytes);
+                        match trace {
+                            None => self.request(parts, r, identity).await,
+                            Some(t) => {
+                                let cx = t.request(front_request(&parts, &r, &request_id(&r.id)));
+                                Box::pin(self.request(parts, r, identity).with_context(cx)).await
+                            }
                         }
                     }
                 }
-            },
+            }
             Ok((Envelope::Notification(_), _, _)) => {
                 ("notification", Outcome::plain(OutcomeLabel::Accepted, respond::accepted()))
             }
@@ -270,7 +284,11 @@ impl FrontState {
 
     /// HTTP checks, authentication (before the body is read) and the body, up to a parsed
     /// envelope and the principal.
-    async fn prepare<B>(&self, parts: &Parts, body: B) -> Result<(Envelope, Identity, Bytes), FrontError>
+    async fn prepare<B>(
+        &self,
+        parts: &Parts,
+        body: B,
+    ) -> Result<(Envelope<Read>, Identity, Bytes), FrontError>
     where
         B: Body<Data = Bytes>,
         B::Error: Into<BoxError>,
@@ -285,7 +303,7 @@ impl FrontState {
         let identity = self.auth.authenticate(&parts.headers).await?;
         guard::check_content_type(&parts.headers)?;
         let bytes = self.read(body).await?;
-        let envelope = Envelope::parse(&bytes)?;
+        let envelope = Envelope::parse_indexed(&bytes)?;
         Ok((envelope, identity, bytes))
     }
 
@@ -301,8 +319,10 @@ impl FrontState {
 
     /// A legacy client's first request (see [`crate::legacy::opens_legacy`]), relayed when
     /// legacy clients are.
-    fn legacy_opener(&self, parts: &Parts, r: &RpcRequest) -> Option<&Arc<LegacyFront>> {
-        self.legacy.as_ref().filter(|_| crate::legacy::opens_legacy(&parts.headers, r))
+    fn legacy_opener(&self, parts: &Parts, r: &Indexed) -> Option<&Arc<LegacyFront>> {
+        let modern_meta =
+            matches!(&r.params, Some(Ok(p)) if p.meta(crate::protocol::meta::PROTOCOL_VERSION).is_some());
+        self.legacy.as_ref().filter(|_| crate::legacy::opens_legacy(&parts.headers, &r.method, modern_meta))
     }
 
     /// A request of a legacy session (any HTTP method): origin, authentication and the body,
@@ -391,7 +411,7 @@ impl FrontState {
     async fn request(
         self: &Arc<Self>,
         parts: Parts,
-        r: RpcRequest,
+        r: Indexed,
         identity: Identity,
     ) -> (&'static str, Outcome) {
         let id = r.id.clone();
@@ -418,17 +438,20 @@ impl FrontState {
     fn validate(
         parts: &Parts,
         kind: FrontMethod,
-        r: RpcRequest,
+        r: Indexed,
         identity: Identity,
     ) -> Result<Call, FrontError> {
-        let meta = validate::request_meta(r.params.as_ref())?;
-        validate::check_headers(&parts.headers, &r.method, kind, r.params.as_ref(), &meta.protocol_version)?;
+        let mut params = match r.params {
+            None => return Err(validate::missing_meta("params._meta")),
+            Some(indexed) => indexed.map_err(|e| FrontError::InvalidParams(e.to_string()))?,
+        };
+        let meta = validate::request_meta(&params)?;
+        validate::check_headers(&parts.headers, &r.method, kind, &params, &meta.protocol_version)?;
         validate::check_version(&meta)?;
         let caps = ClientCaps::from_modern(&meta.capabilities)?;
         let accepts = guard::accepts(&parts.headers)?;
-        let log_level = LogLevel::from_params(r.params.as_ref())?;
+        let log_level = LogLevel::from_params(&params)?;
         let Identity { principal, grants } = identity;
-        let mut params = r.params;
         if kind == FrontMethod::Mrtr(MrtrMethod::ToolsCall) {
             upstream_tool_name(&mut params);
         }
@@ -445,9 +468,9 @@ impl FrontState {
         if call.kind != FrontMethod::Mrtr(MrtrMethod::ToolsCall) {
             return Ok(None);
         }
-        let params = call.params.as_ref();
-        let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else { return Ok(None) };
-        let arguments = params.and_then(|p| p.get("arguments"));
+        let Ok(Some(name)) = call.params.str("name") else { return Ok(None) };
+        let name = &*name;
+        let arguments = call.params.get("arguments");
         let key = (call.principal.clone(), call.caps.fingerprint());
         let headers = self.param_headers.then_some(&parts.headers);
         if let Some(checked) = self.tool_headers.lookup(&key, name, headers, arguments) {
@@ -474,10 +497,12 @@ impl FrontState {
     /// expires, and each replay runs the upstream call again. The default burst holds a whole
     /// chain (see [`crate::defaults::limit_burst`]).
     fn limit(&self, call: Call) -> Result<Call, FrontError> {
-        let tool = (call.kind == FrontMethod::Mrtr(MrtrMethod::ToolsCall))
-            .then(|| call.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str))
-            .flatten();
-        self.limits.check(&call.principal, tool).map_err(|e| self.rate_limited(e))?;
+        let tool = match call.kind {
+            FrontMethod::Mrtr(MrtrMethod::ToolsCall) => call.params.str("name").ok().flatten(),
+            _ => None,
+        };
+        self.limits.check(&call.principal, tool.as_deref()).map_err(|e| self.rate_limited(e))?;
+        drop(tool);
         Ok(call)
     }
 
@@ -488,7 +513,9 @@ impl FrontState {
 
     async fn dispatch(self: &Arc<Self>, call: Box<Call>) -> Outcome {
         let id = call.id.clone();
-        if let Err(denied) = call.grants.check(call.kind.label(), call.params.as_ref()) {
+        // The rules read the params' tree only when there are rules.
+        let params = || call.grants.is_restricted().then(|| call.params.tree());
+        if let Err(denied) = call.grants.check(call.kind.label(), params()) {
             self.auth.count_denial(&denied);
             return Outcome::error(Some(&id), &denied.into());
         }
@@ -523,7 +550,7 @@ impl FrontState {
     async fn relay(&self, call: &Call, method: RelayMethod) -> Result<Vec<u8>, FrontError> {
         let (caps, version) = (call.caps, self.upstream_version);
         let key = (call.principal.clone(), call.caps.fingerprint());
-        let params = upstream_params(call.params.as_ref());
+        let params = upstream_params(Some(call.params.tree()));
         let relayed = relay::relay(
             &self.pool,
             &self.metrics,
@@ -599,9 +626,12 @@ where
 }
 
 /// What a request's span names: its method (a fixed name), id, target and protocol version.
-fn front_request<'a>(parts: &'a Parts, r: &'a RpcRequest, id: &'a str) -> FrontRequest<'a> {
+fn front_request<'a>(parts: &'a Parts, r: &'a Indexed, id: &'a str) -> FrontRequest<'a> {
     let header = |name| parts.headers.get(name).and_then(|v: &http::HeaderValue| v.to_str().ok());
-    let params = r.params.as_ref();
+    let params = match &r.params {
+        Some(Ok(p)) => Some(p.tree()),
+        _ => None,
+    };
     let meta_version = || params?.get("_meta")?.get(crate::protocol::meta::PROTOCOL_VERSION)?.as_str();
     FrontRequest {
         method: FrontMethod::parse(&r.method).map_or("unknown", FrontMethod::label),
@@ -614,48 +644,60 @@ fn front_request<'a>(parts: &'a Parts, r: &'a RpcRequest, id: &'a str) -> FrontR
 
 /// Builds the bridge's request from a validated call, moving its params upstream.
 fn mrtr_request(call: &mut Call, method: MrtrMethod) -> Result<MrtrRequest, FrontError> {
-    let params = call.params.as_ref();
+    let params = &call.params;
     let target = params
-        .and_then(|p| p.get(method.target_field()))
-        .and_then(Value::as_str)
+        .str(method.target_field())
+        .ok()
+        .flatten()
         .ok_or_else(|| {
             FrontError::InvalidParams(format!("params.{} must be a string", method.target_field()))
         })?
-        .to_owned();
-    let state = request_state(params)?.map(str::to_owned);
-    // Checked in place, then moved out: a retry's answers can be large.
-    input_responses(params)?;
-    let responses = take_object(&mut call.params, "inputResponses");
+        .into_owned();
+    let state = request_state(params)?;
+    let responses = input_responses(params)?;
     Ok(MrtrRequest {
         principal: call.principal.clone(),
         caps: call.caps,
         method,
         target,
-        upstream_params: into_upstream_params(call.params.take()),
+        upstream_params: upstream_raw(params),
         state,
         responses,
         output: call.output.take(),
     })
 }
 
-/// Maps a `tools/call` of a name the gateway encoded for `Mcp-Name` back to the upstream's
-/// name (see [`crate::schema::name`]), before anything reads it: limits, rules, the catalogue
-/// and the migration report all know the tool by the upstream's name.
-fn upstream_tool_name(params: &mut Option<Value>) {
-    let Some(Value::String(name)) = params.as_mut().and_then(|p| p.get_mut("name")) else { return };
-    if !name.starts_with(crate::schema::name::PREFIX) {
-        return;
-    }
-    if let Some(upstream) = crate::schema::name::decode(name) {
-        *name = upstream;
+/// `params.requestState`: absent or `null` is none; anything but a string is refused.
+fn request_state(params: &Params) -> Result<Option<String>, FrontError> {
+    match params.get("requestState") {
+        None | Some("null") => Ok(None),
+        Some(json) => match crate::protocol::params::string(json) {
+            Ok(state) => Ok(Some(state.into_owned())),
+            Err(_) => Err(ClaimsError::StateNotString.into()),
+        },
     }
 }
 
-/// Removes `params.<field>` and returns it when it is an object.
-fn take_object(params: &mut Option<Value>, field: &str) -> Option<serde_json::Map<String, Value>> {
-    match params.as_mut()?.as_object_mut()?.remove(field)? {
-        Value::Object(map) => Some(map),
-        _ => None,
+/// `params.inputResponses`: absent or `null` is no answers; anything but an object is refused.
+/// Parsed only here, on a retry: the first call of a chain has none.
+fn input_responses(params: &Params) -> Result<Option<serde_json::Map<String, Value>>, FrontError> {
+    match params.parse::<Option<Value>>("inputResponses") {
+        None | Some(Ok(None)) => Ok(None),
+        Some(Ok(Some(Value::Object(answers)))) => Ok(Some(answers)),
+        Some(_) => Err(InputError::NotAnObject.into()),
+    }
+}
+
+/// Maps a `tools/call` of a name the gateway encoded for `Mcp-Name` back to the upstream's
+/// name (see [`crate::schema::name`]), before anything reads it: limits, rules, the catalogue
+/// and the migration report all know the tool by the upstream's name.
+fn upstream_tool_name(params: &mut Params) {
+    let Ok(Some(name)) = params.str("name") else { return };
+    if !name.starts_with(crate::schema::name::PREFIX) {
+        return;
+    }
+    if let Some(upstream) = crate::schema::name::decode(&name) {
+        params.set_str("name", &upstream);
     }
 }
 

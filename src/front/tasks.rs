@@ -43,9 +43,7 @@ enum Route {
 
 /// A `tools/call`: started as a task, or run as any call.
 pub(super) async fn tools_call(state: &Arc<FrontState>, mut call: Box<Call>) -> Outcome {
-    if let Some(params) = call.params.as_mut().and_then(Value::as_object_mut) {
-        params.remove("task");
-    }
+    call.params.remove("task");
     let Some(tasks) = state.tasks.clone() else { return state.mrtr(call, MrtrMethod::ToolsCall).await };
     match route(state, &tasks, &call).await {
         Ok(Route::LegacyTask) => start(state, &tasks, &call, None).await,
@@ -60,15 +58,16 @@ pub(super) async fn tools_call(state: &Arc<FrontState>, mut call: Box<Call>) -> 
 /// extension. A retry of an input round (it carries a `requestState`) is never a new task: it
 /// continues a task tool's call when its state is a task id, else it is any call's retry.
 async fn route(state: &FrontState, tasks: &Tasks, call: &Call) -> Result<Route, FrontError> {
-    let params = call.params.as_ref();
-    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+    let Ok(Some(name)) = call.params.str("name") else {
         return Ok(Route::Inline);
     };
+    let name = &*name;
     let declared = extension_declared(&call.meta.capabilities);
-    if let Some(request_state) = params.and_then(|p| p.get("requestState")) {
-        return match request_state.as_str().filter(|s| s.starts_with(TASK_ID_PREFIX)) {
+    if let Some(request_state) = call.params.get("requestState") {
+        let request_state = crate::protocol::params::string(request_state).ok();
+        return match request_state.filter(|s| s.starts_with(TASK_ID_PREFIX)) {
             Some(_) if !declared => Err(TaskError::ExtensionRequired.into()),
-            Some(task_id) => Ok(Route::Resume(task_id.to_owned())),
+            Some(task_id) => Ok(Route::Resume(task_id.into_owned())),
             None => Ok(Route::Inline),
         };
     }
@@ -97,7 +96,7 @@ async fn route(state: &FrontState, tasks: &Tasks, call: &Call) -> Result<Route, 
 async fn start(state: &FrontState, tasks: &Arc<Tasks>, call: &Call, long: Option<Trigger>) -> Outcome {
     let key = (call.principal.clone(), call.caps.fingerprint());
     let capabilities = call.caps.legacy_initialize(state.upstream_version);
-    let params = upstream_params(call.params.as_ref());
+    let params = upstream_params(Some(call.params.tree()));
     let started = match long {
         None => tasks.start(&call.principal, key, capabilities, params, call.output.clone()).await,
         Some(trigger) => {
@@ -110,7 +109,7 @@ async fn start(state: &FrontState, tasks: &Arc<Tasks>, call: &Call, long: Option
 /// The retry of an input round of a task tool's call that asked before it created its task:
 /// its answers go to the task's owner, which answers as the call moved on.
 async fn resume(tasks: &Tasks, call: &Call, task_id: &str) -> Outcome {
-    let params = call.params.as_ref();
+    let params = Some(call.params.tree());
     let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default();
     let answers = match input_responses(params) {
         Ok(answers) => answers.cloned().unwrap_or_default(),
@@ -163,7 +162,7 @@ async fn answer(tasks: &Tasks, call: &Call, method: TaskMethod) -> Result<Value,
     if !extension_declared(&call.meta.capabilities) {
         return Err(TaskError::ExtensionRequired.into());
     }
-    let params = call.params.as_ref();
+    let params = Some(call.params.tree());
     let task_id = params
         .and_then(|p| p.get("taskId"))
         .and_then(Value::as_str)

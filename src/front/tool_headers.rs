@@ -161,7 +161,8 @@ impl ToolHeaders {
         map: &HeaderMap,
         arguments: Option<&Value>,
     ) -> Option<Result<(), FrontError>> {
-        self.lookup(key, name, Some(map), arguments).map(|checked| checked.map(|_| ()))
+        let text = arguments.map(Value::to_string);
+        self.lookup(key, name, Some(map), text.as_deref()).map(|checked| checked.map(|_| ()))
     }
 
     /// What a `tools/call` of `name` needs from the catalogue: a refusal when the tool is not
@@ -173,7 +174,7 @@ impl ToolHeaders {
         key: &PoolKey,
         name: &str,
         map: Option<&HeaderMap>,
-        arguments: Option<&Value>,
+        arguments: Option<&str>,
     ) -> Option<Result<Option<Arc<OutputSchema>>, FrontError>> {
         self.follow_changes();
         let tools = self.tools.read();
@@ -184,9 +185,9 @@ impl ToolHeaders {
                 validate::quoted(name),
                 reason.describe()
             ))),
-            (Headers::Mirrored(params), Some(map)) => {
-                validate::check_params(map, params, arguments).map(|()| entry.output.clone())
-            }
+            (Headers::Mirrored(params), Some(map)) => mirrored_arguments(arguments)
+                .and_then(|arguments| validate::check_params(map, params, arguments.as_ref()))
+                .map(|()| entry.output.clone()),
             (Headers::Plain | Headers::Mirrored(_), _) => Ok(entry.output.clone()),
         })
     }
@@ -323,6 +324,15 @@ fn read_annotations(schema: &RawValue) -> Result<Vec<HeaderParam>, AnnotationErr
         Ok(schema) => header_params(&schema),
         Err(_) => Ok(Vec::new()),
     }
+}
+
+/// A call's `arguments` (their JSON text) as the tree its headers are checked against. A member
+/// named twice is refused: the check would read one, the server (sent the text) maybe the other.
+fn mirrored_arguments(arguments: Option<&str>) -> Result<Option<Value>, FrontError> {
+    arguments
+        .map(crate::protocol::params::tree_without_repeats)
+        .transpose()
+        .map_err(|e| FrontError::InvalidParams(format!("params.arguments: {e}")))
 }
 
 #[cfg(test)]

@@ -11,11 +11,12 @@ use std::borrow::Cow;
 
 use base64::Engine;
 use http::{HeaderMap, HeaderName};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::defaults;
 use crate::error::FrontError;
 use crate::protocol::methods::FrontMethod;
+use crate::protocol::params::{string, Params, META};
 use crate::protocol::{headers, meta, FRONT_SUPPORTED_VERSIONS};
 
 mod params;
@@ -34,24 +35,20 @@ pub struct RequestMeta {
 /// Validates the shape of `params._meta`; returns the envelope fields. The version itself is
 /// checked by [`check_version`] after the headers, so that a header disagreeing with the body
 /// is reported as a mismatch (-32020) before the version is judged (-32022).
-pub fn request_meta(params: Option<&Value>) -> Result<RequestMeta, FrontError> {
-    let params = match params {
-        None => return Err(missing_meta("params._meta")),
-        Some(Value::Object(p)) => p,
-        Some(_) => return Err(FrontError::InvalidParams("params must be an object".into())),
-    };
-    let meta_obj = match params.get("_meta") {
-        Some(Value::Object(m)) => m,
-        Some(_) => return Err(FrontError::InvalidParams("params._meta must be an object".into())),
-        None => return Err(missing_meta("params._meta")),
-    };
-    let version = match meta_obj.get(meta::PROTOCOL_VERSION) {
+pub fn request_meta(params: &Params) -> Result<RequestMeta, FrontError> {
+    if params.get(META).is_none() {
+        return Err(missing_meta("params._meta"));
+    }
+    if !params.meta_is_object() {
+        return Err(FrontError::InvalidParams("params._meta must be an object".into()));
+    }
+    let version = match params.meta(meta::PROTOCOL_VERSION).map(string) {
         // A version the front speaks is borrowed from the list: no copy on every request.
-        Some(Value::String(v)) => match FRONT_SUPPORTED_VERSIONS.iter().find(|s| **s == v.as_str()) {
+        Some(Ok(v)) => match FRONT_SUPPORTED_VERSIONS.iter().find(|s| **s == v) {
             Some(known) => Cow::Borrowed(*known),
-            None => Cow::Owned(v.clone()),
+            None => Cow::Owned(v.into_owned()),
         },
-        Some(_) => {
+        Some(Err(_)) => {
             return Err(FrontError::InvalidParams(format!(
                 "_meta.{} must be a string",
                 meta::PROTOCOL_VERSION
@@ -59,8 +56,8 @@ pub fn request_meta(params: Option<&Value>) -> Result<RequestMeta, FrontError> {
         }
         None => return Err(missing_meta(meta::PROTOCOL_VERSION)),
     };
-    let capabilities = match meta_obj.get(meta::CLIENT_CAPABILITIES) {
-        Some(c @ Value::Object(_)) => c.clone(),
+    let capabilities = match params.meta(meta::CLIENT_CAPABILITIES) {
+        Some(json) if json.starts_with('{') => tree(json),
         Some(_) => {
             return Err(FrontError::InvalidParams(format!(
                 "_meta.{} must be an object",
@@ -69,7 +66,7 @@ pub fn request_meta(params: Option<&Value>) -> Result<RequestMeta, FrontError> {
         }
         None => return Err(missing_meta(meta::CLIENT_CAPABILITIES)),
     };
-    Ok(RequestMeta { protocol_version: version, capabilities, progress_token: progress_token(meta_obj)? })
+    Ok(RequestMeta { protocol_version: version, capabilities, progress_token: progress_token(params)? })
 }
 
 /// Refuses protocol versions the front does not speak (-32022 with `data.supported`).
@@ -82,15 +79,22 @@ pub fn check_version(meta: &RequestMeta) -> Result<(), FrontError> {
     }
 }
 
-fn progress_token(meta_obj: &Map<String, Value>) -> Result<Option<Value>, FrontError> {
-    match meta_obj.get(meta::PROGRESS_TOKEN) {
-        None | Some(Value::Null) => Ok(None),
-        Some(t @ (Value::String(_) | Value::Number(_))) => Ok(Some(t.clone())),
+fn progress_token(params: &Params) -> Result<Option<Value>, FrontError> {
+    match params.meta(meta::PROGRESS_TOKEN) {
+        None | Some("null") => Ok(None),
+        Some(json) if json.starts_with(['"', '-']) || json.starts_with(|c: char| c.is_ascii_digit()) => {
+            Ok(Some(tree(json)))
+        }
         Some(_) => Err(FrontError::InvalidParams("_meta.progressToken must be a string or a number".into())),
     }
 }
 
-fn missing_meta(field: &str) -> FrontError {
+/// A member's text as a tree: it was read as JSON when the params were indexed.
+fn tree(json: &str) -> Value {
+    serde_json::from_str(json).unwrap_or(Value::Null)
+}
+
+pub(crate) fn missing_meta(field: &str) -> FrontError {
     FrontError::InvalidParams(format!("missing required field {field}"))
 }
 
@@ -99,7 +103,7 @@ pub fn check_headers(
     map: &HeaderMap,
     method: &str,
     kind: FrontMethod,
-    params: Option<&Value>,
+    params: &Params,
     version: &str,
 ) -> Result<(), FrontError> {
     let header_version = header(map, &headers::PROTOCOL_VERSION)?;
@@ -132,8 +136,8 @@ pub fn check_headers(
         _ => None,
     };
     if let Some(field) = name_field {
-        let body_name = params.and_then(|p| p.get(field)).and_then(Value::as_str);
-        match (header(map, &headers::NAME)?, body_name) {
+        let body_name = params.str(field).ok().flatten();
+        match (header(map, &headers::NAME)?, body_name.as_deref()) {
             (None, _) => return Err(mismatch("missing Mcp-Name header")),
             (Some(h), Some(b)) if h == b => {}
             (Some(h), b) => {

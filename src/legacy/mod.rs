@@ -55,10 +55,7 @@ use crate::defaults::LEGACY_STREAM_ORDER_WAIT;
 use crate::mrtr::session_id::IdError;
 use crate::mrtr::{LiveRing, Reach, SessionClaims, SessionIdError, SessionSealer};
 use crate::outbound::Bound;
-use crate::protocol::jsonrpc::Request;
-use crate::protocol::{
-    headers, meta, methods, Envelope, RequestId, FRONT_SUPPORTED_VERSIONS, MODERN_VERSION,
-};
+use crate::protocol::{headers, methods, Envelope, RequestId, FRONT_SUPPORTED_VERSIONS, MODERN_VERSION};
 use crate::upstream::UpstreamSettings;
 
 /// The legacy relay of one gateway; built once, shared by every request.
@@ -90,14 +87,13 @@ pub fn speaks_legacy(headers: &HeaderMap) -> bool {
 /// a request naming a pre-2026 `MCP-Protocol-Version`, that carries no 2026-07-28 marker (the
 /// modern version header or `_meta` protocol version). A modern client that sends a removed
 /// method or an old version keeps its 2026-07-28 errors (-32601, -32020, -32022).
-pub fn opens_legacy(headers: &HeaderMap, request: &Request) -> bool {
+/// `modern_meta` says whether its params' `_meta` names a protocol version.
+pub fn opens_legacy(headers: &HeaderMap, method: &str, modern_meta: bool) -> bool {
     let version = headers.get(headers::PROTOCOL_VERSION).and_then(|v| v.to_str().ok());
-    let modern_meta =
-        request.params.as_ref().and_then(|p| p.get("_meta")).and_then(|m| m.get(meta::PROTOCOL_VERSION));
-    if modern_meta.is_some() || version.is_some_and(|v| FRONT_SUPPORTED_VERSIONS.contains(&v)) {
+    if modern_meta || version.is_some_and(|v| FRONT_SUPPORTED_VERSIONS.contains(&v)) {
         return false;
     }
-    request.method == methods::INITIALIZE || version.is_some_and(|v| is_date(v) && v < MODERN_VERSION)
+    method == methods::INITIALIZE || version.is_some_and(|v| is_date(v) && v < MODERN_VERSION)
 }
 
 /// True when `content_type` names the media type `expected` (its parameters aside); media
@@ -416,6 +412,8 @@ fn seal_failed(e: SessionIdError) -> LegacyError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::jsonrpc::Request;
+    use crate::protocol::meta;
 
     fn with(name: ::http::HeaderName, value: &'static str) -> HeaderMap {
         let mut map = HeaderMap::new();
@@ -427,6 +425,12 @@ mod tests {
         Request { id: crate::protocol::RequestId::Number(1), method: method.to_owned(), params: Some(params) }
     }
 
+    fn opens_request(headers: &HeaderMap, r: &Request) -> bool {
+        let modern_meta =
+            r.params.as_ref().and_then(|p| p.get("_meta")?.get(meta::PROTOCOL_VERSION)).is_some();
+        opens_legacy(headers, &r.method, modern_meta)
+    }
+
     #[test]
     fn era_detection() {
         assert!(speaks_legacy(&with(headers::SESSION_ID, "anything")));
@@ -435,24 +439,24 @@ mod tests {
         let old = with(headers::PROTOCOL_VERSION, "2025-06-18");
         let new = with(headers::PROTOCOL_VERSION, MODERN_VERSION);
         let modern_meta = serde_json::json!({"_meta": {meta::PROTOCOL_VERSION: MODERN_VERSION}});
-        assert!(opens_legacy(&none, &request("initialize", serde_json::json!({}))));
-        assert!(opens_legacy(&old, &request("tools/list", serde_json::json!({}))));
-        assert!(opens_legacy(
+        assert!(opens_request(&none, &request("initialize", serde_json::json!({}))));
+        assert!(opens_request(&old, &request("tools/list", serde_json::json!({}))));
+        assert!(opens_request(
             &with(headers::PROTOCOL_VERSION, "2024-11-05"),
             &request("ping", serde_json::json!({}))
         ));
         // A modern client sending a removed method or an old version header stays modern.
-        assert!(!opens_legacy(&new, &request("initialize", serde_json::json!({}))));
-        assert!(!opens_legacy(&none, &request("initialize", modern_meta.clone())));
-        assert!(!opens_legacy(&old, &request("tools/call", modern_meta)));
+        assert!(!opens_request(&new, &request("initialize", serde_json::json!({}))));
+        assert!(!opens_request(&none, &request("initialize", modern_meta.clone())));
+        assert!(!opens_request(&old, &request("tools/call", modern_meta)));
         // Only a date names a version: not garbage, nor a date with a digit too many.
         for not_a_date in ["garbage", "2025-06-180"] {
-            assert!(!opens_legacy(
+            assert!(!opens_request(
                 &with(headers::PROTOCOL_VERSION, not_a_date),
                 &request("tools/list", serde_json::json!({}))
             ));
         }
-        assert!(!opens_legacy(&none, &request("tools/list", serde_json::json!({}))));
+        assert!(!opens_request(&none, &request("tools/list", serde_json::json!({}))));
     }
 
     /// A filter that keeps everything: only whether one applies is looked at.

@@ -126,6 +126,19 @@ impl Binding {
     }
 }
 
+impl Binding {
+    /// A binding no other matches: its arguments digest is random. For a request whose
+    /// arguments cannot be bound (see the bridge's `MrtrRequest::binding`).
+    pub fn unmatchable(principal: &str, method: MrtrMethod, target: &str) -> Self {
+        Self {
+            principal: principal.to_owned(),
+            method,
+            target: target.to_owned(),
+            arguments: Digest(rand::random()),
+        }
+    }
+}
+
 // === impl StateClaims ===
 
 impl StateClaims {

@@ -66,19 +66,20 @@ pub struct ErrorObject {
     pub data: Option<Value>,
 }
 
-/// A request: it expects a response with the same id.
+/// A request: it expects a response with the same id. Its params are a tree unless the
+/// reader asks for their text (the front: see [`crate::protocol::params`]).
 #[derive(Debug, Clone)]
-pub struct Request {
+pub struct Request<P = Value> {
     pub id: RequestId,
     pub method: String,
-    pub params: Option<Value>,
+    pub params: Option<P>,
 }
 
 /// A notification: no id, no response.
 #[derive(Debug, Clone)]
-pub struct Notification {
+pub struct Notification<P = Value> {
     pub method: String,
-    pub params: Option<Value>,
+    pub params: Option<P>,
 }
 
 /// The two outcomes a response carries.
@@ -96,23 +97,24 @@ pub struct Response {
     pub outcome: Outcome,
 }
 
-/// One classified JSON-RPC message.
+/// One classified JSON-RPC message, its params a tree (`P = Value`) or indexed
+/// (`P = params::Read`).
 #[derive(Debug)]
-pub enum Envelope {
-    Request(Request),
-    Notification(Notification),
+pub enum Envelope<P = Value> {
+    Request(Request<P>),
+    Notification(Notification<P>),
     Response(Response),
 }
 
 #[derive(Deserialize)]
-struct Wire<'a> {
+struct Wire<'a, P> {
     /// Borrowed: only compared, and read for every message in both directions.
     #[serde(borrow)]
     jsonrpc: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
     method: Option<String>,
-    params: Option<Value>,
+    params: Option<P>,
     result: Option<Box<RawValue>>,
     error: Option<ErrorObject>,
 }
@@ -127,23 +129,41 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 impl Envelope {
     /// Parses one JSON-RPC message from bytes.
     pub fn parse(bytes: &[u8]) -> Result<Self, EnvelopeError> {
+        Self::parse_any(bytes)
+    }
+
+    /// Parses one JSON-RPC message from text (an SSE event's data, a stdio line).
+    pub fn parse_str(text: &str) -> Result<Self, EnvelopeError> {
+        Self::parse_text(text)
+    }
+}
+
+impl Envelope<super::params::Read> {
+    /// Parses one JSON-RPC message from bytes, its params indexed in the same pass (see
+    /// [`super::params`]).
+    pub fn parse_indexed(bytes: &[u8]) -> Result<Self, EnvelopeError> {
+        Self::parse_any(bytes)
+    }
+}
+
+impl<P: serde::de::DeserializeOwned> Envelope<P> {
+    fn parse_any(bytes: &[u8]) -> Result<Self, EnvelopeError> {
         // UTF-8 text, the usual case, is checked once here and read as text: read as bytes,
         // serde checks every string of the message again on its own.
         match std::str::from_utf8(bytes) {
-            Ok(text) => Self::parse_str(text),
+            Ok(text) => Self::parse_text(text),
             Err(_) => {
                 Self::from_wire(serde_json::from_slice(bytes).map_err(|e| EnvelopeError::of_json(bytes, e))?)
             }
         }
     }
 
-    /// Parses one JSON-RPC message from text (an SSE event's data, a stdio line).
-    pub fn parse_str(text: &str) -> Result<Self, EnvelopeError> {
+    fn parse_text(text: &str) -> Result<Self, EnvelopeError> {
         let wire = serde_json::from_str(text).map_err(|e| EnvelopeError::of_json(text.as_bytes(), e))?;
         Self::from_wire(wire)
     }
 
-    fn from_wire(wire: Wire<'_>) -> Result<Self, EnvelopeError> {
+    fn from_wire(wire: Wire<'_, P>) -> Result<Self, EnvelopeError> {
         if wire.jsonrpc.as_deref() != Some("2.0") {
             return Err(EnvelopeError::Version);
         }
@@ -158,7 +178,7 @@ impl Envelope {
         }
     }
 
-    fn call(id: Option<Value>, method: String, params: Option<Value>) -> Result<Self, EnvelopeError> {
+    fn call(id: Option<Value>, method: String, params: Option<P>) -> Result<Self, EnvelopeError> {
         Ok(match parse_id(id)? {
             Some(id) => Self::Request(Request { id, method, params }),
             None => Self::Notification(Notification { method, params }),
@@ -222,6 +242,33 @@ fn parse_id(id: Option<Value>) -> Result<Option<RequestId>, EnvelopeError> {
         }
         Some(Value::Null) => Err(EnvelopeError::BadId("null")),
         Some(_) => Err(EnvelopeError::BadId("a structured value")),
+    }
+}
+
+/// A request's params on their way out: a tree, or JSON text copied from the client's.
+#[derive(Debug, Clone, Copy)]
+pub enum Outgoing<'a> {
+    Tree(Option<&'a Value>),
+    Text(&'a super::params::JsonText),
+}
+
+impl Outgoing<'_> {
+    /// The request with these params, serialised; text params are copied in as they are.
+    pub fn request_bytes(self, id: &RequestId, method: &str) -> Vec<u8> {
+        let text = match self {
+            Self::Tree(params) => return request_bytes(id, method, params),
+            Self::Text(text) => text.as_str(),
+        };
+        let mut out = Vec::with_capacity(48 + method.len() + text.len());
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        // Writing an id or a string to a vector cannot fail.
+        let _ = serde_json::to_writer(&mut out, id);
+        out.extend_from_slice(br#","method":"#);
+        let _ = serde_json::to_writer(&mut out, method);
+        out.extend_from_slice(br#","params":"#);
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'}');
+        out
     }
 }
 

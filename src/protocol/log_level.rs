@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use super::meta;
+use super::params::Params;
 
 /// `logging/setLevel`, the legacy request that sets a session's threshold.
 pub const SET_LEVEL: &str = "logging/setLevel";
@@ -79,11 +80,13 @@ impl LogLevel {
 
     /// The level a request's `params._meta` asks for: absent (or `null`) is none; anything but
     /// one of the eight words is an error (the logging page: `-32602`).
-    pub fn from_params(params: Option<&Value>) -> Result<Option<Self>, LogLevelError> {
-        match params.and_then(|p| p.get("_meta")).and_then(|m| m.get(meta::LOG_LEVEL)) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Self::parse(s).map(Some).ok_or(LogLevelError),
-            Some(_) => Err(LogLevelError),
+    pub fn from_params(params: &Params) -> Result<Option<Self>, LogLevelError> {
+        match params.meta(meta::LOG_LEVEL) {
+            None | Some("null") => Ok(None),
+            Some(json) => {
+                let word = super::params::string(json).map_err(|_| LogLevelError)?;
+                Self::parse(&word).map(Some).ok_or(LogLevelError)
+            }
         }
     }
 
@@ -115,13 +118,19 @@ mod tests {
 
     #[test]
     fn meta_level_is_optional_but_must_be_known() {
-        let with = |v: Value| json!({"_meta": {"io.modelcontextprotocol/logLevel": v}});
-        assert_eq!(LogLevel::from_params(Some(&with(json!("warning")))).unwrap(), Some(LogLevel::Warning));
-        assert_eq!(LogLevel::from_params(Some(&with(Value::Null))).unwrap(), None);
-        assert_eq!(LogLevel::from_params(Some(&json!({"_meta": {}}))).unwrap(), None);
-        assert_eq!(LogLevel::from_params(None).unwrap(), None);
-        assert!(LogLevel::from_params(Some(&with(json!("verbose")))).is_err());
-        assert!(LogLevel::from_params(Some(&with(json!(3)))).is_err());
+        let with =
+            |v: Value| Params::of_value(&json!({"_meta": {"io.modelcontextprotocol/logLevel": v}})).unwrap();
+        let of = |v: Value| LogLevel::from_params(&Params::of_value(&v).unwrap());
+        assert_eq!(LogLevel::from_params(&with(json!("warning"))).unwrap(), Some(LogLevel::Warning));
+        let escaped = r#"{"_meta":{"io.modelcontextprotocol/logLevel":"w\u0061rning"}}"#;
+        let escaped =
+            Params::index(&serde_json::value::RawValue::from_string(escaped.into()).unwrap()).unwrap();
+        assert_eq!(LogLevel::from_params(&escaped).unwrap(), Some(LogLevel::Warning));
+        assert_eq!(LogLevel::from_params(&with(Value::Null)).unwrap(), None);
+        assert_eq!(of(json!({"_meta": {}})).unwrap(), None);
+        assert_eq!(of(json!({})).unwrap(), None);
+        assert!(LogLevel::from_params(&with(json!("verbose"))).is_err());
+        assert!(LogLevel::from_params(&with(json!(3))).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 pub mod jsonrpc;
 pub mod log_level;
 pub mod methods;
+pub mod params;
 pub mod quote;
 pub mod version;
 

@@ -52,7 +52,7 @@ pub struct Tracing {
     propagator: TraceContextPropagator,
 }
 
-fn on() -> bool {
+pub(crate) fn on() -> bool {
     ON.load(Ordering::Relaxed)
 }
 

@@ -27,8 +27,9 @@ use super::state::SessionState;
 use super::stdio::{SpareProcess, Spawner, StdioSession};
 use super::{UpstreamError, UpstreamSettings};
 use crate::outbound::Bound;
-use crate::protocol::jsonrpc::{ErrorObject, Outcome};
+use crate::protocol::jsonrpc::{ErrorObject, Outcome, Outgoing};
 use crate::protocol::log_level::{self, LogLevel};
+use crate::protocol::params::JsonText;
 use crate::protocol::{methods, RequestId};
 use crate::telemetry::{ExchangeTrace, Peer, Written};
 
@@ -194,14 +195,31 @@ impl Session {
         self.start(method, params, true)
     }
 
+    /// [`Session::call_with`] with params already written as JSON text: sent as they are (the
+    /// front's params, copied from the client's text), unless the call is traced, whose context
+    /// goes into their `_meta`.
+    pub fn call_text(&self, method: &str, params: &JsonText) -> Call {
+        if crate::telemetry::on() {
+            let tree: Option<Value> = serde_json::from_str(params.as_str()).ok();
+            return self.start(method, tree.as_ref(), true);
+        }
+        let params = Outgoing::Text(params);
+        match &self.link {
+            Link::Http(s) => s.start(method, params, true, Vec::new()),
+            Link::SseLegacy(s) => s.start(method, params, true),
+            Link::Stdio(s) => s.start(method, params, true),
+        }
+    }
+
     pub(crate) fn start(&self, method: &str, params: Option<&Value>, surface: bool) -> Call {
         if let Some(trace) = ExchangeTrace::start(method, params, || self.peer()) {
             return self.start_traced(method, params, surface, trace);
         }
+        let out = Outgoing::Tree(params);
         match &self.link {
-            Link::Http(s) => s.start(method, params, surface, Vec::new()),
-            Link::SseLegacy(s) => s.start(method, params, surface),
-            Link::Stdio(s) => s.start(method, params, surface),
+            Link::Http(s) => s.start(method, out, surface, Vec::new()),
+            Link::SseLegacy(s) => s.start(method, out, surface),
+            Link::Stdio(s) => s.start(method, out, surface),
         }
     }
 
@@ -218,11 +236,11 @@ impl Session {
         let written = trace.written();
         let call = match &self.link {
             Link::Http(s) if Written::present_in(params) => {
-                s.start(method, written.in_meta(params).as_ref(), surface, written.headers())
+                s.start(method, Outgoing::Tree(written.in_meta(params).as_ref()), surface, written.headers())
             }
-            Link::Http(s) => s.start(method, params, surface, written.headers()),
-            Link::SseLegacy(s) => s.start(method, written.in_meta(params).as_ref(), surface),
-            Link::Stdio(s) => s.start(method, written.in_meta(params).as_ref(), surface),
+            Link::Http(s) => s.start(method, Outgoing::Tree(params), surface, written.headers()),
+            Link::SseLegacy(s) => s.start(method, Outgoing::Tree(written.in_meta(params).as_ref()), surface),
+            Link::Stdio(s) => s.start(method, Outgoing::Tree(written.in_meta(params).as_ref()), surface),
         };
         call.with_trace(trace)
     }

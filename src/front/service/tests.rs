@@ -46,26 +46,28 @@ async fn a_body_that_fails_to_read_is_an_invalid_request() {
 }
 
 #[test]
-fn a_taken_object_leaves_its_params() {
-    let mut params = Some(json!({"inputResponses": {"a": 1}, "requestState": "s", "name": "echo"}));
-    assert_eq!(
-        take_object(&mut params, "inputResponses"),
-        Some(json!({"a": 1}).as_object().cloned().unwrap())
-    );
-    assert_eq!(take_object(&mut params, "requestState"), None, "not an object");
-    assert_eq!(take_object(&mut params, "missing"), None);
-    assert_eq!(params, Some(json!({"name": "echo"})));
+fn retry_fields_are_read_from_the_params_text() {
+    let p =
+        Params::of_value(&json!({"inputResponses": {"a": 1}, "requestState": "s", "name": "echo"})).unwrap();
+    assert_eq!(input_responses(&p).unwrap(), Some(json!({"a": 1}).as_object().cloned().unwrap()));
+    assert_eq!(request_state(&p).unwrap().as_deref(), Some("s"));
+    let none = Params::of_value(&json!({"inputResponses": null, "requestState": null})).unwrap();
+    assert_eq!((input_responses(&none).unwrap(), request_state(&none).unwrap()), (None, None));
+    let wrong = Params::of_value(&json!({"inputResponses": [1], "requestState": 3})).unwrap();
+    assert!(matches!(input_responses(&wrong), Err(FrontError::InvalidParams(_))));
+    assert!(matches!(request_state(&wrong), Err(FrontError::InvalidParams(_))));
 }
 
 #[test]
 fn an_encoded_tool_name_becomes_the_upstreams_and_a_plain_one_stays() {
     let upstream = "files.read/v2";
-    let mut encoded = Some(serde_json::json!({"name": crate::schema::name::encode(upstream)}));
+    let mut encoded = Params::of_value(&json!({"name": crate::schema::name::encode(upstream)})).unwrap();
     upstream_tool_name(&mut encoded);
-    assert_eq!(encoded.unwrap()["name"], upstream);
-    let mut plain = Some(serde_json::json!({"name": "echo"}));
+    assert_eq!(encoded.tree()["name"], upstream);
+    assert_eq!(upstream_raw(&encoded).as_str(), r#"{"name":"files.read/v2"}"#);
+    let mut plain = Params::of_value(&json!({"name": "echo"})).unwrap();
     upstream_tool_name(&mut plain);
-    assert_eq!(plain.unwrap()["name"], "echo");
+    assert_eq!(plain.tree()["name"], "echo");
 }
 
 /// A front state over a demo server, with `extra` TOML after its `[upstream]` table.
@@ -217,4 +219,41 @@ async fn a_retry_carrying_a_task_id_needs_the_tasks_extension() {
         json!({"name": "echo", "arguments": {"message": "hi"}, "requestState": state, "inputResponses": {}});
     let (_, body) = send(&front, "tools/call", Some("echo"), retry).await;
     assert_eq!(body["error"]["code"], json!(crate::protocol::codes::MISSING_CLIENT_CAPABILITY), "{body}");
+}
+
+/// Posts `body` as a 2026-07-28 `tools/call` of `echo`; its status and JSON body.
+async fn post_raw(front: &Front, body: &str) -> (StatusCode, Value) {
+    let request = Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", BOTH)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "echo");
+    let response = front.state.handle(request.body(Full::new(Bytes::from(body.to_owned()))).unwrap()).await;
+    let status = response.status();
+    let bytes = response.into_body().collect().await.expect("body").to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}: {bytes:?}")))
+}
+
+#[tokio::test]
+async fn params_naming_a_member_twice_are_refused_and_others_go_as_written() {
+    let front = front("");
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let call =
+        |params: &str| format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{{params}}}}}"#);
+    for twice in [
+        format!(r#""name":"echo","name":"other","arguments":{{}},{meta}"#),
+        format!(r#""name":"echo","arguments":{{}},{meta},"_meta":{{}}"#),
+        r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#.to_owned(),
+    ] {
+        let (status, body) = post_raw(&front, &call(&twice)).await;
+        assert_eq!((status, body["error"]["code"].as_i64()), (StatusCode::BAD_REQUEST, Some(-32602)), "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("more than once"), "{body}");
+    }
+    // An escaped spelling of the message is the client's text, read by the server as it is.
+    let (status, body) =
+        post_raw(&front, &call(&format!(r#""name":"ec\u0068o","arguments":{{"message":"h\u0069"}},{meta}"#)))
+            .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"]["content"][0]["text"], "Echo: hi", "{body}");
 }

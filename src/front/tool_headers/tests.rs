@@ -47,6 +47,20 @@ fn unseen_tools_are_unknown_and_seen_ones_checked() {
 }
 
 #[test]
+fn mirrored_arguments_that_name_a_member_twice_are_refused() {
+    let c = catalogue();
+    c.learn(&key(), &page(json!([region_tool("sql"), {"name": "plain", "inputSchema": {"type": "object"}}])));
+    let twice = r#"{"region":"us","region":"eu"}"#;
+    let e = c.lookup(&key(), "sql", Some(&with_region("us")), Some(twice)).unwrap().unwrap_err();
+    assert!(matches!(&e, FrontError::InvalidParams(m) if m.contains("more than once")), "{e:?}");
+    let nested = r#"{"region":"us","deep":{"k":1,"k":2}}"#;
+    assert!(c.lookup(&key(), "sql", Some(&with_region("us")), Some(nested)).unwrap().is_err());
+    assert!(c.lookup(&key(), "sql", Some(&with_region("us")), Some(r#"{"region":"us"}"#)).unwrap().is_ok());
+    // A tool with no mirrored headers does not read its arguments.
+    assert!(c.lookup(&key(), "plain", Some(&HeaderMap::new()), Some(twice)).unwrap().is_ok());
+}
+
+#[test]
 fn invalid_tools_are_hidden_and_refused() {
     let c = catalogue();
     let bad = json!({"name": "bad", "inputSchema": {"type": "object",

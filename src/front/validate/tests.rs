@@ -11,6 +11,10 @@ fn params() -> Value {
         "progressToken": 7}})
 }
 
+fn idx(params: &Value) -> Params {
+    Params::of_value(params).unwrap()
+}
+
 fn headers(list: &[(&'static str, &str)]) -> HeaderMap {
     let mut map = HeaderMap::new();
     for (k, v) in list {
@@ -23,7 +27,7 @@ const CALL: FrontMethod = FrontMethod::Mrtr(MrtrMethod::ToolsCall);
 
 #[test]
 fn meta_is_extracted() {
-    let m = request_meta(Some(&params())).unwrap();
+    let m = request_meta(&idx(&params())).unwrap();
     assert_eq!(m.protocol_version, "2026-07-28");
     assert_eq!(m.capabilities, json!({"elicitation": {}}));
     assert_eq!(m.progress_token, Some(json!(7)));
@@ -32,12 +36,12 @@ fn meta_is_extracted() {
 #[test]
 fn missing_meta_fields_are_invalid_params() {
     for p in [
-        None,
-        Some(json!({"name": "x"})),
-        Some(json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})),
-        Some(json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}})),
+        json!({"name": "x"}),
+        json!({"_meta": null}),
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
+        json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}),
     ] {
-        let e = request_meta(p.as_ref()).unwrap_err();
+        let e = request_meta(&idx(&p)).unwrap_err();
         assert_eq!((e.code(), e.status().as_u16()), (-32602, 400), "{p:?}");
     }
 }
@@ -46,14 +50,14 @@ fn missing_meta_fields_are_invalid_params() {
 fn unsupported_version_is_32022() {
     let p = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25",
         "io.modelcontextprotocol/clientCapabilities": {}}});
-    let m = request_meta(Some(&p)).unwrap();
+    let m = request_meta(&idx(&p)).unwrap();
     let e = check_version(&m).unwrap_err();
     assert_eq!(e.code(), -32022);
     assert!(matches!(&e, FrontError::UnsupportedVersion { requested } if requested == "2025-11-25"), "{e:?}");
     // A header that disagrees with that body is a mismatch first.
     let h = headers(&[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")]);
     let kind = FrontMethod::Relay(crate::protocol::methods::RelayMethod::ToolsList);
-    assert_eq!(check_headers(&h, "tools/list", kind, Some(&p), "2025-11-25").unwrap_err().code(), -32020);
+    assert_eq!(check_headers(&h, "tools/list", kind, &idx(&p), "2025-11-25").unwrap_err().code(), -32020);
 }
 
 #[test]
@@ -63,7 +67,7 @@ fn matching_headers_pass() {
         ("mcp-method", "tools/call"),
         ("mcp-name", "greet"),
     ]);
-    check_headers(&h, "tools/call", CALL, Some(&params()), "2026-07-28").unwrap();
+    check_headers(&h, "tools/call", CALL, &idx(&params()), "2026-07-28").unwrap();
 }
 
 #[test]
@@ -96,7 +100,7 @@ fn header_failures_are_32020() {
         ]),
     ];
     for h in cases {
-        let e = check_headers(&h, "tools/call", CALL, Some(&p), "2026-07-28").unwrap_err();
+        let e = check_headers(&h, "tools/call", CALL, &idx(&p), "2026-07-28").unwrap_err();
         assert_eq!((e.code(), e.status().as_u16()), (-32020, 400), "{h:?}");
     }
 }
@@ -112,7 +116,7 @@ fn base64_header_values_are_decoded() {
         ("mcp-method", "tools/call"),
         ("mcp-name", "=?base64?w6nDqQ==?="),
     ]);
-    check_headers(&h, "tools/call", CALL, Some(&p), "2026-07-28").unwrap();
+    check_headers(&h, "tools/call", CALL, &idx(&p), "2026-07-28").unwrap();
 }
 
 /// A 300 KB `Mcp-Name`, or one whose base64 form decodes to control characters, is quoted in
@@ -123,7 +127,7 @@ fn a_quoted_client_value_is_bounded_and_escaped() {
     let h =
         headers(&[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", &huge)]);
     let message =
-        check_headers(&h, "tools/call", CALL, Some(&params()), "2026-07-28").unwrap_err().to_string();
+        check_headers(&h, "tools/call", CALL, &idx(&params()), "2026-07-28").unwrap_err().to_string();
     let limit = crate::defaults::MAX_QUOTED_CHARS;
     assert!(message.len() < 2 * limit + 100, "{} bytes: {}", message.len(), &message[..200]);
     assert!(message.contains(&format!("\"{}…\"", "n".repeat(limit))), "{message}");
@@ -137,13 +141,13 @@ fn a_quoted_client_value_is_bounded_and_escaped() {
         ("mcp-name", &format!("=?base64?{escape}?=")),
     ]);
     let message =
-        check_headers(&h, "tools/call", CALL, Some(&params()), "2026-07-28").unwrap_err().to_string();
+        check_headers(&h, "tools/call", CALL, &idx(&params()), "2026-07-28").unwrap_err().to_string();
     assert!(!message.chars().any(char::is_control), "{message:?}");
     assert!(message.contains(r#""\u{1b}[2J\nforged log line""#), "{message}");
 
     let long = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "v".repeat(100_000),
         "io.modelcontextprotocol/clientCapabilities": {}}});
-    let e = check_version(&request_meta(Some(&long)).unwrap()).unwrap_err();
+    let e = check_version(&request_meta(&idx(&long)).unwrap()).unwrap_err();
     assert!(e.to_string().len() < limit + 100, "{e}");
     let cut = format!("{}…", "v".repeat(limit));
     assert!(matches!(&e, FrontError::UnsupportedVersion { requested } if *requested == cut), "{e:?}");
@@ -168,7 +172,7 @@ fn a_task_method_mirrors_its_task_id() {
     let sent = |name: Option<&str>| {
         let mut list = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tasks/get")];
         list.extend(name.map(|n| ("mcp-name", n)));
-        check_headers(&headers(&list), "tasks/get", kind, Some(&p), "2026-07-28")
+        check_headers(&headers(&list), "tasks/get", kind, &idx(&p), "2026-07-28")
     };
     sent(Some("task-1")).unwrap();
     for name in [None, Some("task-2")] {

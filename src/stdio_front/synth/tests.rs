@@ -21,9 +21,9 @@ fn assert_front_accepts(message: &Value) {
     assert_eq!(request.method(), Method::POST);
     let method = message["method"].as_str().unwrap();
     let kind = FrontMethod::parse(method).unwrap();
-    let params = message.get("params");
-    let meta = request_meta(params).unwrap();
-    check_headers(request.headers(), method, kind, params, &meta.protocol_version).unwrap();
+    let params = crate::protocol::params::Params::of_value(&message["params"]).unwrap();
+    let meta = request_meta(&params).unwrap();
+    check_headers(request.headers(), method, kind, &params, &meta.protocol_version).unwrap();
 }
 
 #[test]

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::inner::Inner;
 use super::transport::Transport;
 use super::{exchange, get_stream, open};
-use crate::protocol::jsonrpc::{notification_bytes, request_bytes, ErrorObject};
+use crate::protocol::jsonrpc::{notification_bytes, ErrorObject, Outgoing};
 use crate::protocol::RequestId;
 use crate::upstream::call::Call;
 use crate::upstream::handshake::InitializeResult;
@@ -64,14 +64,14 @@ impl HttpSession {
     pub(crate) fn start(
         &self,
         method: &str,
-        params: Option<&Value>,
+        params: Outgoing<'_>,
         surface: bool,
         trace: TraceHeaders,
     ) -> Call {
         let raw_id = self.inner.state.next_id();
         let timeout = self.inner.transport.settings().request_timeout;
         let (call, tx) = Call::open(&self.inner.state, raw_id, surface, timeout);
-        let body = request_bytes(call.id(), method, params);
+        let body = params.request_bytes(call.id(), method);
         // Not cut short when the call drops: it notices and ends itself, draining the stream
         // so that its connection is reused (see `exchange::drive`). The box is allocated before
         // the future is made, so that it is built in place: `Box::pin` built it on the stack and

@@ -16,7 +16,7 @@ use super::endpoint;
 use super::events::{is_endpoint, is_message, EventReader};
 use super::link::Link;
 use super::pump;
-use crate::protocol::jsonrpc::{notification_bytes, request_bytes, ErrorObject};
+use crate::protocol::jsonrpc::{notification_bytes, ErrorObject, Outgoing};
 use crate::protocol::{methods, RequestId};
 use crate::upstream::call::Call;
 use crate::upstream::event::UpstreamEvent;
@@ -91,10 +91,10 @@ impl SseSession {
     }
 
     /// POSTs the request in a task of the call's own; its events come from the pump.
-    pub(crate) fn start(&self, method: &str, params: Option<&Value>, surface: bool) -> Call {
+    pub(crate) fn start(&self, method: &str, params: Outgoing<'_>, surface: bool) -> Call {
         let link = &self.inner.link;
         let (call, tx) = Call::open(&link.state, link.state.next_id(), surface, link.timeout());
-        let body = request_bytes(call.id(), method, params);
+        let body = params.request_bytes(call.id(), method);
         let poster = link.clone();
         let task = tokio::spawn(async move {
             if let Err(e) = poster.post(body).await {

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::process::{self, Input, InputTx};
 use super::supervisor::{Supervisor, Watched};
-use crate::protocol::jsonrpc::{notification_bytes, request_bytes, ErrorObject};
+use crate::protocol::jsonrpc::{notification_bytes, request_bytes, ErrorObject, Outgoing};
 use crate::protocol::{methods, RequestId};
 use crate::upstream::call::Call;
 use crate::upstream::event::UpstreamEvent;
@@ -204,10 +204,10 @@ impl StdioSession {
     }
 
     /// Writes the request; its events come from the process's stdout reader.
-    pub(crate) fn start(&self, method: &str, params: Option<&Value>, surface: bool) -> Call {
+    pub(crate) fn start(&self, method: &str, params: Outgoing<'_>, surface: bool) -> Call {
         let link = &self.link;
         let (call, tx) = Call::open(&link.state, link.state.next_id(), surface, link.timeout);
-        let body = request_bytes(call.id(), method, params);
+        let body = params.request_bytes(call.id(), method);
         if link.input.try_send(Input::Line(body)).is_err() {
             let e = UpstreamError::Closed("the upstream process is not taking input".to_owned());
             let _ = tx.try_send(Err(e));
