@@ -48,7 +48,7 @@ use serde_json::{Map, Value};
 pub use crate::clock::{Clock, ManualClock};
 pub use notes::Notes;
 pub use owner::{Forwarded, Forwarding, OwnerLink};
-pub use params::{into_upstream_params, upstream_params, upstream_raw};
+pub use params::{upstream_params, upstream_raw};
 pub use park::{ParkOutcome, ParkRegistry};
 
 use crate::capabilities::ClientCaps;

@@ -23,7 +23,7 @@ pub fn upstream_params(params: Option<&Value>) -> Value {
 
 /// Strips the 2026-only fields from request params in place: what is kept (the arguments, above
 /// all) is moved, not copied, so a call's params are never cloned on their way upstream.
-pub fn into_upstream_params(params: Option<Value>) -> Value {
+fn into_upstream_params(params: Option<Value>) -> Value {
     let Some(Value::Object(mut map)) = params else { return Value::Object(Map::new()) };
     for field in RETRY_FIELDS {
         map.remove(field);

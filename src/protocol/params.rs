@@ -88,7 +88,8 @@ impl Params {
         Ok(self)
     }
 
-    /// Indexes params given as a tree (tests, and callers that built them).
+    /// Indexes params given as a tree, for tests.
+    #[cfg(test)]
     pub fn of_value(value: &Value) -> Result<Self, ParamsError> {
         let raw = serde_json::value::to_raw_value(value).map_err(|_| ParamsError::NotObject)?;
         Self::index(&raw)
