@@ -270,6 +270,9 @@ fn main() {
         front.put(name, text.as_bytes());
     }
     front.put("no-headers", format!("tools/call\n\n{}", json!({"name": "x", "_meta": meta})).as_bytes());
+    // A member named twice: the tree keeps the last, the front's index refuses it.
+    let twice = format!("tools/call\nmcp-protocol-version: 2026-07-28\nmcp-method: tools/call\nmcp-name: a\n\n{{\"name\":\"a\",\"name\":\"a\",\"_meta\":{meta}}}");
+    front.put("repeated-member", twice.as_bytes());
 
     for out in [&tokens, &sealed, &rpc, &front] {
         out.report();

@@ -15,7 +15,9 @@
 //! accepted request mirrors the body in its headers and speaks a supported version, stays
 //! accepted with its headers in the `=?base64?…?=` form, and is refused as a header mismatch
 //! once a mirrored header is missing, repeated or different; a request whose headers are
-//! rewritten from its body is never refused as a header mismatch.
+//! rewritten from its body is never refused as a header mismatch; params read from their own
+//! text (as the front reads them: indexed, not as a tree) are judged as the tree is, unless
+//! they name a member twice, which is refused as invalid params.
 
 #![no_main]
 
@@ -25,9 +27,10 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
 use mrtr_gateway::error::FrontError;
 use mrtr_gateway::front::validate::{
-    check_headers, check_version, decode_header_value, request_meta, RequestMeta,
+    check_headers, check_version, decode_header_value, indexed_params, request_meta, RequestMeta,
 };
 use mrtr_gateway::protocol::methods::FrontMethod;
+use mrtr_gateway::protocol::params::{Params, ParamsError};
 use mrtr_gateway::protocol::{headers, FRONT_SUPPORTED_VERSIONS};
 use serde_json::Value;
 
@@ -39,9 +42,21 @@ enum Decision {
 }
 
 fn validate(map: &HeaderMap, method: &str, kind: FrontMethod, params: Option<&Value>) -> Decision {
+    let text = params.map(|p| serde_json::value::to_raw_value(p).expect("a Value serialises"));
+    validate_indexed(map, method, kind, text.map(|t| Params::index(&t)))
+}
+
+/// [`validate`] of params read from their text.
+fn validate_indexed(
+    map: &HeaderMap,
+    method: &str,
+    kind: FrontMethod,
+    params: Option<Result<Params, ParamsError>>,
+) -> Decision {
     let run = || -> Result<RequestMeta, FrontError> {
-        let meta = request_meta(params)?;
-        check_headers(map, method, kind, params, &meta.protocol_version)?;
+        let params = indexed_params(params)?;
+        let meta = request_meta(&params)?;
+        check_headers(map, method, kind, &params, &meta.protocol_version)?;
         check_version(&meta)?;
         Ok(meta)
     };
@@ -87,7 +102,7 @@ fn decoded(map: &HeaderMap, name: &HeaderName) -> Option<String> {
     decode_header_value(map.get(name)?.to_str().ok()?).map(|v| v.into_owned())
 }
 
-fn parse(data: &[u8]) -> Option<(String, HeaderMap, Option<Value>)> {
+fn parse(data: &[u8]) -> Option<(String, HeaderMap, Option<Value>, &[u8])> {
     let mut lines = data.split(|&b| b == b'\n');
     let method = std::str::from_utf8(lines.next()?).ok()?.trim_end_matches('\r').to_owned();
     let mut map = HeaderMap::new();
@@ -109,14 +124,31 @@ fn parse(data: &[u8]) -> Option<(String, HeaderMap, Option<Value>)> {
     }
     let body = data.get(consumed.min(data.len())..)?;
     let params = if body.trim_ascii().is_empty() { None } else { Some(serde_json::from_slice(body).ok()?) };
-    Some((method, map, params))
+    Some((method, map, params, body))
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((method, map, params)) = parse(data) else { return };
+    let Some((method, map, params, body)) = parse(data) else { return };
     let Some(kind) = FrontMethod::parse(&method) else { return };
     let params = params.as_ref();
     let decision = validate(&map, &method, kind, params);
+
+    // Read from the client's own text, the params are judged as their tree is, unless a member
+    // of theirs or of their `_meta` is named twice (the tree kept the last one).
+    if let Some(raw) =
+        params.and_then(|_| serde_json::from_slice::<Box<serde_json::value::RawValue>>(body).ok())
+    {
+        let read = Params::index(&raw);
+        match read {
+            Err(ParamsError::Repeated(_)) => {
+                let refused = validate_indexed(&map, &method, kind, Some(read));
+                assert_eq!(refused_label(&refused), Some("invalid_params"), "{refused:?}");
+            }
+            read => {
+                assert_eq!(validate_indexed(&map, &method, kind, Some(read)), decision, "read from its text")
+            }
+        }
+    }
 
     if let Decision::Refused { label, code, .. } = &decision {
         let expected = match *label {
@@ -176,7 +208,9 @@ fuzz_target!(|data: &[u8]| {
     }
 
     // Headers rewritten from the body cannot disagree with it.
-    let Ok(meta) = request_meta(params) else { return };
+    let text = params.map(|p| serde_json::value::to_raw_value(p).expect("a Value serialises"));
+    let Some(Ok(indexed)) = text.map(|t| Params::index(&t)) else { return };
+    let Ok(meta) = request_meta(&indexed) else { return };
     if matches!(kind, FrontMethod::Mrtr(_)) && body_name(kind, params).is_none() {
         return;
     }

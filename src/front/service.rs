@@ -441,10 +441,7 @@ impl FrontState {
         r: Indexed,
         identity: Identity,
     ) -> Result<Call, FrontError> {
-        let mut params = match r.params {
-            None => return Err(validate::missing_meta("params._meta")),
-            Some(indexed) => indexed.map_err(|e| FrontError::InvalidParams(e.to_string()))?,
-        };
+        let mut params = validate::indexed_params(r.params)?;
         let meta = validate::request_meta(&params)?;
         validate::check_headers(&parts.headers, &r.method, kind, &params, &meta.protocol_version)?;
         validate::check_version(&meta)?;

@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::defaults;
 use crate::error::FrontError;
 use crate::protocol::methods::FrontMethod;
-use crate::protocol::params::{string, Params, META};
+use crate::protocol::params::{string, Params, ParamsError, META};
 use crate::protocol::{headers, meta, FRONT_SUPPORTED_VERSIONS};
 
 mod params;
@@ -30,6 +30,15 @@ pub struct RequestMeta {
     /// The raw `clientCapabilities` object.
     pub capabilities: Value,
     pub progress_token: Option<Value>,
+}
+
+/// A request's params as the front reads them: indexed (see [`crate::protocol::params`]), or
+/// refused: absent (no `_meta`), not an object, or naming a member twice.
+pub fn indexed_params(params: Option<Result<Params, ParamsError>>) -> Result<Params, FrontError> {
+    match params {
+        None => Err(missing_meta("params._meta")),
+        Some(indexed) => indexed.map_err(|e| FrontError::InvalidParams(e.to_string())),
+    }
 }
 
 /// Validates the shape of `params._meta`; returns the envelope fields. The version itself is
@@ -94,7 +103,7 @@ fn tree(json: &str) -> Value {
     serde_json::from_str(json).unwrap_or(Value::Null)
 }
 
-pub(crate) fn missing_meta(field: &str) -> FrontError {
+fn missing_meta(field: &str) -> FrontError {
     FrontError::InvalidParams(format!("missing required field {field}"))
 }
 
