@@ -28,6 +28,7 @@ use crate::mrtr::{ClaimsError, InputError, StateError};
 use crate::protocol::codes;
 use crate::protocol::jsonrpc::{EnvelopeError, ErrorObject};
 use crate::protocol::log_level::LogLevelError;
+use crate::protocol::params::ParamsError;
 use crate::protocol::FRONT_SUPPORTED_VERSIONS;
 use crate::state_store::StoreError;
 use crate::subscriptions::ListenError;
@@ -565,6 +566,12 @@ impl From<ClaimsError> for FrontError {
 }
 
 /// The message describes the client's own `inputResponses`.
+impl From<ParamsError> for FrontError {
+    fn from(e: ParamsError) -> Self {
+        Self::InvalidParams(e.to_string())
+    }
+}
+
 impl From<InputError> for FrontError {
     fn from(e: InputError) -> Self {
         Self::InvalidParams(e.to_string())

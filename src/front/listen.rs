@@ -32,11 +32,15 @@ pub(super) async fn listen(state: &Arc<FrontState>, call: Box<Call>) -> Outcome 
         return Outcome::error(Some(&call.id), &e);
     }
     let capabilities = call.caps.legacy_initialize(state.upstream_version);
+    let params = match call.params.tree() {
+        Ok(params) => params,
+        Err(e) => return Outcome::error(Some(&call.id), &e.into()),
+    };
     let req = ListenRequest {
         id: call.id.clone(),
         key: (call.principal.clone(), call.caps.fingerprint()),
         capabilities: &capabilities,
-        params: Some(call.params.tree()),
+        params: Some(params),
         grants: &call.grants,
     };
     match subscriptions.listen(req).await {

@@ -511,8 +511,11 @@ impl FrontState {
     async fn dispatch(self: &Arc<Self>, call: Box<Call>) -> Outcome {
         let id = call.id.clone();
         // The rules read the params' tree only when there are rules.
-        let params = || call.grants.is_restricted().then(|| call.params.tree());
-        if let Err(denied) = call.grants.check(call.kind.label(), params()) {
+        let params = match call.grants.is_restricted().then(|| call.params.tree()).transpose() {
+            Ok(params) => params,
+            Err(e) => return Outcome::error(Some(&id), &e.into()),
+        };
+        if let Err(denied) = call.grants.check(call.kind.label(), params) {
             self.auth.count_denial(&denied);
             return Outcome::error(Some(&id), &denied.into());
         }
@@ -547,7 +550,7 @@ impl FrontState {
     async fn relay(&self, call: &Call, method: RelayMethod) -> Result<Vec<u8>, FrontError> {
         let (caps, version) = (call.caps, self.upstream_version);
         let key = (call.principal.clone(), call.caps.fingerprint());
-        let params = upstream_params(Some(call.params.tree()));
+        let params = upstream_params(Some(call.params.tree()?));
         let relayed = relay::relay(
             &self.pool,
             &self.metrics,
@@ -626,7 +629,7 @@ where
 fn front_request<'a>(parts: &'a Parts, r: &'a Indexed, id: &'a str) -> FrontRequest<'a> {
     let header = |name| parts.headers.get(name).and_then(|v: &http::HeaderValue| v.to_str().ok());
     let params = match &r.params {
-        Some(Ok(p)) => Some(p.tree()),
+        Some(Ok(p)) => p.tree().ok(),
         _ => None,
     };
     let meta_version = || params?.get("_meta")?.get(crate::protocol::meta::PROTOCOL_VERSION)?.as_str();

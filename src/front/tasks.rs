@@ -96,7 +96,10 @@ async fn route(state: &FrontState, tasks: &Tasks, call: &Call) -> Result<Route, 
 async fn start(state: &FrontState, tasks: &Arc<Tasks>, call: &Call, long: Option<Trigger>) -> Outcome {
     let key = (call.principal.clone(), call.caps.fingerprint());
     let capabilities = call.caps.legacy_initialize(state.upstream_version);
-    let params = upstream_params(Some(call.params.tree()));
+    let params = match call.params.tree() {
+        Ok(params) => upstream_params(Some(params)),
+        Err(e) => return Outcome::error(Some(&call.id), &e.into()),
+    };
     let started = match long {
         None => tasks.start(&call.principal, key, capabilities, params, call.output.clone()).await,
         Some(trigger) => {
@@ -109,7 +112,10 @@ async fn start(state: &FrontState, tasks: &Arc<Tasks>, call: &Call, long: Option
 /// The retry of an input round of a task tool's call that asked before it created its task:
 /// its answers go to the task's owner, which answers as the call moved on.
 async fn resume(tasks: &Tasks, call: &Call, task_id: &str) -> Outcome {
-    let params = Some(call.params.tree());
+    let params = match call.params.tree() {
+        Ok(params) => Some(params),
+        Err(e) => return Outcome::error(Some(&call.id), &e.into()),
+    };
     let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default();
     let answers = match input_responses(params) {
         Ok(answers) => answers.cloned().unwrap_or_default(),
@@ -162,7 +168,7 @@ async fn answer(tasks: &Tasks, call: &Call, method: TaskMethod) -> Result<Value,
     if !extension_declared(&call.meta.capabilities) {
         return Err(TaskError::ExtensionRequired.into());
     }
-    let params = Some(call.params.tree());
+    let params = Some(call.params.tree()?);
     let task_id = params
         .and_then(|p| p.get("taskId"))
         .and_then(Value::as_str)

@@ -37,7 +37,7 @@ pub struct RequestMeta {
 pub fn indexed_params(params: Option<Result<Params, ParamsError>>) -> Result<Params, FrontError> {
     match params {
         None => Err(missing_meta("params._meta")),
-        Some(indexed) => indexed.map_err(|e| FrontError::InvalidParams(e.to_string())),
+        Some(indexed) => Ok(indexed?),
     }
 }
 
@@ -66,7 +66,7 @@ pub fn request_meta(params: &Params) -> Result<RequestMeta, FrontError> {
         None => return Err(missing_meta(meta::PROTOCOL_VERSION)),
     };
     let capabilities = match params.meta(meta::CLIENT_CAPABILITIES) {
-        Some(json) if json.starts_with('{') => tree(json),
+        Some(json) if json.starts_with('{') => tree(json)?,
         Some(_) => {
             return Err(FrontError::InvalidParams(format!(
                 "_meta.{} must be an object",
@@ -92,15 +92,17 @@ fn progress_token(params: &Params) -> Result<Option<Value>, FrontError> {
     match params.meta(meta::PROGRESS_TOKEN) {
         None | Some("null") => Ok(None),
         Some(json) if json.starts_with(['"', '-']) || json.starts_with(|c: char| c.is_ascii_digit()) => {
-            Ok(Some(tree(json)))
+            Ok(Some(tree(json)?))
         }
         Some(_) => Err(FrontError::InvalidParams("_meta.progressToken must be a string or a number".into())),
     }
 }
 
-/// A member's text as a tree: it was read as JSON when the params were indexed.
-fn tree(json: &str) -> Value {
-    serde_json::from_str(json).unwrap_or(Value::Null)
+/// A `_meta` member's text as a tree (it was read as JSON when the params were indexed);
+/// refused when no tree can hold it.
+fn tree(json: &str) -> Result<Value, FrontError> {
+    serde_json::from_str(json)
+        .map_err(|e| FrontError::InvalidParams(format!("params._meta cannot be read: {e}")))
 }
 
 fn missing_meta(field: &str) -> FrontError {

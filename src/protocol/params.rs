@@ -25,14 +25,20 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::protocol::quote::quoted;
+
 /// The `_meta` member, indexed along with the params.
 pub const META: &str = "_meta";
 
 /// Why params cannot be indexed.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum ParamsError {
     #[error("params must be an object")]
     NotObject,
+    /// JSON that is valid yet no tree can hold: nested past serde's depth limit, or a number
+    /// out of range. Only a reader that builds the tree meets it; the text goes upstream as is.
+    #[error("params cannot be read: {0}")]
+    Unreadable(String),
     /// The member's path (`params."name"`, `params._meta."k"`, or the key alone deeper down).
     #[error("{0} appears more than once")]
     Repeated(String),
@@ -61,7 +67,7 @@ pub struct Params {
     members: Vec<Member>,
     /// `_meta`'s members, when it is an object.
     meta: Option<Vec<Member>>,
-    tree: OnceLock<Value>,
+    tree: OnceLock<Result<Value, ParamsError>>,
 }
 
 impl fmt::Debug for Params {
@@ -142,13 +148,18 @@ impl Params {
     }
 
     /// The params as a tree, built once from the members (with what was removed or set).
-    pub fn tree(&self) -> &Value {
-        self.tree.get_or_init(|| {
+    /// [`ParamsError::Unreadable`] when a member's JSON is more than a tree can hold.
+    pub fn tree(&self) -> Result<&Value, ParamsError> {
+        let built = self.tree.get_or_init(|| {
             let raw = self.raw.as_str();
-            let map =
-                self.members.iter().map(|m| (text(raw, &m.key).to_owned(), tree_of(text(raw, &m.value))));
-            Value::Object(map.collect::<Map<String, Value>>())
-        })
+            let members = self.members.iter().map(|m| {
+                let value = serde_json::from_str(text(raw, &m.value))
+                    .map_err(|e| ParamsError::Unreadable(format!("{}: {e}", quoted(text(raw, &m.key)))))?;
+                Ok((text(raw, &m.key).to_owned(), value))
+            });
+            members.collect::<Result<Map<String, Value>, ParamsError>>().map(Value::Object)
+        });
+        built.as_ref().map_err(Clone::clone)
     }
 
     /// Writes the params as a JSON object: the members `keep` keeps, in the client's order,
@@ -352,10 +363,6 @@ fn text<'a>(raw: &'a str, t: &'a Text) -> &'a str {
         Text::At(range) => &raw[range.clone()],
         Text::Owned(s) => s,
     }
-}
-
-fn tree_of(json: &str) -> Value {
-    serde_json::from_str(json).expect("a member's text is valid JSON")
 }
 
 /// Appends `key` to `raw` as a JSON string and a colon; where it lies (or, escaped, the key).

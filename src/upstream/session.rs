@@ -199,9 +199,11 @@ impl Session {
     /// front's params, copied from the client's text), unless the call is traced, whose context
     /// goes into their `_meta`.
     pub fn call_text(&self, method: &str, params: &JsonText) -> Call {
-        if crate::telemetry::on() {
-            let tree: Option<Value> = serde_json::from_str(params.as_str()).ok();
-            return self.start(method, tree.as_ref(), true);
+        // Traced, the context goes into the params' `_meta`, which needs their tree; params
+        // that no tree can hold go as they are, untraced.
+        let traced = crate::telemetry::on().then(|| serde_json::from_str::<Value>(params.as_str()).ok());
+        if let Some(Some(tree)) = traced {
+            return self.start(method, Some(&tree), true);
         }
         let params = Outgoing::Text(params);
         match &self.link {

@@ -63,11 +63,11 @@ fn an_encoded_tool_name_becomes_the_upstreams_and_a_plain_one_stays() {
     let upstream = "files.read/v2";
     let mut encoded = Params::of_value(&json!({"name": crate::schema::name::encode(upstream)})).unwrap();
     upstream_tool_name(&mut encoded);
-    assert_eq!(encoded.tree()["name"], upstream);
+    assert_eq!(encoded.tree().unwrap()["name"], upstream);
     assert_eq!(upstream_raw(&encoded).as_str(), r#"{"name":"files.read/v2"}"#);
     let mut plain = Params::of_value(&json!({"name": "echo"})).unwrap();
     upstream_tool_name(&mut plain);
-    assert_eq!(plain.tree()["name"], "echo");
+    assert_eq!(plain.tree().unwrap()["name"], "echo");
 }
 
 /// A front state over a demo server, with `extra` TOML after its `[upstream]` table.
@@ -223,12 +223,19 @@ async fn a_retry_carrying_a_task_id_needs_the_tasks_extension() {
 
 /// Posts `body` as a 2026-07-28 `tools/call` of `echo`; its status and JSON body.
 async fn post_raw(front: &Front, body: &str) -> (StatusCode, Value) {
-    let request = Request::post("/mcp")
+    post_raw_as(front, "tools/call", Some("echo"), body).await
+}
+
+/// Posts `body` as a 2026-07-28 request of `method` (`name` in `Mcp-Name`).
+async fn post_raw_as(front: &Front, method: &str, name: Option<&str>, body: &str) -> (StatusCode, Value) {
+    let mut request = Request::post("/mcp")
         .header("content-type", "application/json")
         .header("accept", BOTH)
         .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "echo");
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
     let response = front.state.handle(request.body(Full::new(Bytes::from(body.to_owned()))).unwrap()).await;
     let status = response.status();
     let bytes = response.into_body().collect().await.expect("body").to_bytes();
@@ -256,4 +263,22 @@ async fn params_naming_a_member_twice_are_refused_and_others_go_as_written() {
             .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["result"]["content"][0]["text"], "Echo: hi", "{body}");
+}
+
+#[tokio::test]
+async fn params_no_tree_can_hold_are_invalid_where_a_tree_is_read() {
+    let front = front("");
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    for member in [deep.as_str(), "1e400"] {
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"x":{member},{meta}}}}}"#);
+        let (status, body) = post_raw_as(&front, "tools/list", None, &body).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_i64()),
+            (StatusCode::BAD_REQUEST, Some(-32602)),
+            "{body}"
+        );
+        assert!(body["error"]["message"].as_str().unwrap().contains("cannot be read"), "{body}");
+    }
 }

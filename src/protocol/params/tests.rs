@@ -70,12 +70,12 @@ fn written_params_keep_what_is_kept_in_order_and_copy_values_as_they_came() {
 #[test]
 fn removed_and_set_members_show_in_the_tree_and_the_text() {
     let mut p = params(r#"{"name":"enc","task":{"ttl":1},"arguments":{}}"#);
-    assert_eq!(p.tree(), &json!({"name": "enc", "task": {"ttl": 1}, "arguments": {}}));
+    assert_eq!(p.tree().unwrap(), &json!({"name": "enc", "task": {"ttl": 1}, "arguments": {}}));
     assert!(p.remove("task"));
     assert!(!p.remove("task"));
     p.set_str("name", "up\"stream");
     p.set_str("added", "x");
-    assert_eq!(p.tree(), &json!({"name": "up\"stream", "arguments": {}, "added": "x"}));
+    assert_eq!(p.tree().unwrap(), &json!({"name": "up\"stream", "arguments": {}, "added": "x"}));
     assert_eq!(p.write(|_| true, |_| true).as_str(), r#"{"name":"up\"stream","arguments":{},"added":"x"}"#);
     assert_eq!(p.str("name").unwrap().as_deref(), Some("up\"stream"));
 }
@@ -84,7 +84,7 @@ fn removed_and_set_members_show_in_the_tree_and_the_text() {
 fn a_tree_round_trips_through_the_index() {
     let v = json!({"name": "t", "arguments": {"deep": {"a": [1, {"b": null}]}}, "_meta": {}});
     let p = Params::of_value(&v).unwrap();
-    assert_eq!(p.tree(), &v);
+    assert_eq!(p.tree().unwrap(), &v);
     assert!(p.meta_is_object());
     assert!(!Params::of_value(&json!({"_meta": 1})).unwrap().meta_is_object());
 }
@@ -102,7 +102,7 @@ fn a_message_reads_its_params_indexed_and_params_of_another_shape_still_parse() 
     .unwrap()
     .unwrap();
     assert_eq!((p.get("a"), p.get("key"), p.meta("x")), (Some("[1, 2]"), Some("\"v\""), Some("1")));
-    assert_eq!(p.tree(), &json!({"a": [1, 2], "key": "v", "_meta": {"x": 1}}));
+    assert_eq!(p.tree().unwrap(), &json!({"a": [1, 2], "key": "v", "_meta": {"x": 1}}));
     for shape in ["[1,{\"a\":2}]", "3", "\"s\"", "true", "-1.5"] {
         let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{shape}}}"#);
         assert_eq!(read(&body).unwrap().unwrap_err(), ParamsError::NotObject, "{shape}");
@@ -121,4 +121,18 @@ fn a_message_reads_its_params_indexed_and_params_of_another_shape_still_parse() 
         json!({"jsonrpc": "2.0", "id": "r\"1", "method": "tools/call", "params": {"a": [1, 2], "key": "v"}})
     );
     assert!(String::from_utf8(bytes).unwrap().contains(r#""params":{"a":[1, 2],"key":"v"}"#));
+}
+
+#[test]
+fn json_no_tree_can_hold_is_unreadable_and_still_goes_upstream_whole() {
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    for member in [deep.as_str(), "1e400"] {
+        let p = params(&format!(r#"{{"name":"t","x":{member}}}"#));
+        let e = p.tree().unwrap_err();
+        assert!(matches!(&e, ParamsError::Unreadable(m) if m.starts_with("\"x\"")), "{e:?}");
+        assert!(p.write(|_| true, |_| true).as_str().contains(member));
+        // Asked again, the tree is still refused, and the members the front reads still read.
+        assert!(p.tree().is_err());
+        assert_eq!(p.str("name").unwrap().as_deref(), Some("t"));
+    }
 }
