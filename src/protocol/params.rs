@@ -385,6 +385,29 @@ fn push_key(raw: &mut String, key: Cow<'_, str>) -> Text {
     key
 }
 
+/// Appends the object `map` is reading to `raw`, member by member, and indexes its members
+/// there: each key is written by [`push_key`], then `value` appends the member's value (it is
+/// given the key, as written).
+fn read_object<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    raw: &mut String,
+    mut value: impl FnMut(&mut A, &mut String, &Text) -> Result<(), A::Error>,
+) -> Result<Vec<Member>, A::Error> {
+    raw.push('{');
+    let mut members = Vec::with_capacity(4);
+    while let Some(key) = map.next_key_seed(CowStr)? {
+        if !members.is_empty() {
+            raw.push(',');
+        }
+        let key = push_key(raw, key);
+        let start = raw.len();
+        value(map, raw, &key)?;
+        members.push(Member { key, value: Text::At(start..raw.len()) });
+    }
+    raw.push('}');
+    Ok(members)
+}
+
 /// Reads `_meta` into the params' text in the same pass, indexing its members there. A
 /// `_meta` that is not an object is written as `null`: it is refused either way.
 struct MetaInto<'r>(&'r mut String);
@@ -402,19 +425,10 @@ impl<'de> Visitor<'de> for MetaInto<'_> {
         f.write_str("_meta")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let raw = self.0;
-        raw.push('{');
-        let mut members = Vec::with_capacity(4);
-        while let Some(key) = map.next_key_seed(CowStr)? {
-            if !members.is_empty() {
-                raw.push(',');
-            }
-            let key = push_key(raw, key);
-            let start = raw.len();
+        let members = read_object(&mut map, self.0, |map, raw, _| {
             raw.push_str(map.next_value::<&'de RawValue>()?.get());
-            members.push(Member { key, value: Text::At(start..raw.len()) });
-        }
-        raw.push('}');
+            Ok(())
+        })?;
         Ok(Some(members))
     }
     fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
@@ -491,24 +505,15 @@ impl<'de> Visitor<'de> for ReadVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Read, A::Error> {
         // Sized for a usual call's params at once; a larger one grows it.
         let mut raw = String::with_capacity(256);
-        raw.push('{');
-        let mut members = Vec::with_capacity(4);
         let mut meta = None;
-        while let Some(key) = map.next_key_seed(CowStr)? {
-            if !members.is_empty() {
-                raw.push(',');
-            }
-            let is_meta = key == META;
-            let key = push_key(&mut raw, key);
-            let start = raw.len();
-            if is_meta {
-                meta = map.next_value_seed(MetaInto(&mut raw))?;
+        let members = read_object(&mut map, &mut raw, |map, raw, key| {
+            if is_key(raw, key, META) {
+                meta = map.next_value_seed(MetaInto(raw))?;
             } else {
                 raw.push_str(map.next_value::<&'de RawValue>()?.get());
             }
-            members.push(Member { key, value: Text::At(start..raw.len()) });
-        }
-        raw.push('}');
+            Ok(())
+        })?;
         Ok(Read(Params { raw, members, meta, tree: OnceLock::new() }.checked()))
     }
     fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Read, A::Error> {
