@@ -3,6 +3,7 @@
 //! and shared by every connection; a request clones an `Arc` and nothing else. The limits a
 //! request meets before it gets here (concurrency, time, body size) are the stack's.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -12,7 +13,6 @@ use http::{Method, Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
 use opentelemetry::context::FutureExt as _;
-use serde_json::Value;
 use tokio::time::Instant;
 use tower::{BoxError, Service};
 
@@ -30,7 +30,7 @@ use crate::error::FrontError;
 use crate::legacy::{LegacyBody, LegacyFront, LegacyHead};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
-use crate::mrtr::{ClaimsError, InputError, LegacyVersion};
+use crate::mrtr::{input_responses, request_state, LegacyVersion};
 use crate::protocol::jsonrpc::{Envelope, Request as RpcRequest};
 use crate::protocol::log_level::LogLevel;
 use crate::protocol::methods::{self, FrontMethod, MrtrMethod, RelayMethod};
@@ -653,7 +653,7 @@ fn mrtr_request(call: &mut Call, method: MrtrMethod) -> Result<MrtrRequest, Fron
             FrontError::InvalidParams(format!("params.{} must be a string", method.target_field()))
         })?
         .into_owned();
-    let state = request_state(params)?;
+    let state = request_state(params)?.map(Cow::into_owned);
     let responses = input_responses(params)?;
     Ok(MrtrRequest {
         principal: call.principal.clone(),
@@ -665,27 +665,6 @@ fn mrtr_request(call: &mut Call, method: MrtrMethod) -> Result<MrtrRequest, Fron
         responses,
         output: call.output.take(),
     })
-}
-
-/// `params.requestState`: absent or `null` is none; anything but a string is refused.
-fn request_state(params: &Params) -> Result<Option<String>, FrontError> {
-    match params.get("requestState") {
-        None | Some("null") => Ok(None),
-        Some(json) => match crate::protocol::params::string(json) {
-            Ok(state) => Ok(Some(state.into_owned())),
-            Err(_) => Err(ClaimsError::StateNotString.into()),
-        },
-    }
-}
-
-/// `params.inputResponses`: absent or `null` is no answers; anything but an object is refused.
-/// Parsed only here, on a retry: the first call of a chain has none.
-fn input_responses(params: &Params) -> Result<Option<serde_json::Map<String, Value>>, FrontError> {
-    match params.parse::<Option<Value>>("inputResponses") {
-        None | Some(Ok(None)) => Ok(None),
-        Some(Ok(Some(Value::Object(answers)))) => Ok(Some(answers)),
-        Some(_) => Err(InputError::NotAnObject.into()),
-    }
 }
 
 /// Maps a `tools/call` of a name the gateway encoded for `Mcp-Name` back to the upstream's

@@ -22,8 +22,8 @@ use super::service::{unknown_method, Call, FrontState};
 use super::{relay, respond};
 use crate::bridge::upstream_params;
 use crate::error::FrontError;
-use crate::mrtr::input_responses;
 use crate::mrtr::task_id::TASK_ID_PREFIX;
+use crate::mrtr::{input_responses, request_state};
 use crate::protocol::jsonrpc::result_bytes;
 use crate::protocol::methods::{MrtrMethod, TaskMethod};
 use crate::tasks::{extension_declared, Started, TaskError, TaskSupport, Tasks, Trigger};
@@ -63,8 +63,8 @@ async fn route(state: &FrontState, tasks: &Tasks, call: &Call) -> Result<Route, 
     };
     let name = &*name;
     let declared = extension_declared(&call.meta.capabilities);
-    if let Some(request_state) = call.params.get("requestState") {
-        let request_state = crate::protocol::params::string(request_state).ok();
+    if call.params.get("requestState").is_some() {
+        let request_state = request_state(&call.params).ok().flatten();
         return match request_state.filter(|s| s.starts_with(TASK_ID_PREFIX)) {
             Some(_) if !declared => Err(TaskError::ExtensionRequired.into()),
             Some(task_id) => Ok(Route::Resume(task_id.into_owned())),
@@ -112,16 +112,12 @@ async fn start(state: &FrontState, tasks: &Arc<Tasks>, call: &Call, long: Option
 /// The retry of an input round of a task tool's call that asked before it created its task:
 /// its answers go to the task's owner, which answers as the call moved on.
 async fn resume(tasks: &Tasks, call: &Call, task_id: &str) -> Outcome {
-    let params = match call.params.tree() {
-        Ok(params) => Some(params),
-        Err(e) => return Outcome::error(Some(&call.id), &e.into()),
-    };
-    let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default();
-    let answers = match input_responses(params) {
-        Ok(answers) => answers.cloned().unwrap_or_default(),
+    let tool = call.params.str("name").ok().flatten().unwrap_or_default();
+    let answers = match input_responses(&call.params) {
+        Ok(answers) => answers.unwrap_or_default(),
         Err(e) => return Outcome::error(Some(&call.id), &FrontError::InvalidParams(e.to_string())),
     };
-    reply(call, tasks.resume(&call.principal, task_id, tool, answers).await)
+    reply(call, tasks.resume(&call.principal, task_id, &tool, answers).await)
 }
 
 /// The response to a `tools/call` the task bridge served.

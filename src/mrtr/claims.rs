@@ -5,6 +5,8 @@
 //! claims carry exactly that plus the round number and the journal. Serde keys are one or two
 //! letters: the token travels on every retry and its size is bounded.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
@@ -12,6 +14,7 @@ use crate::mrtr::canonical::{arguments_digest, Digest};
 use crate::mrtr::journal::Journal;
 use crate::mrtr::park::ParkHandle;
 use crate::protocol::methods::MrtrMethod;
+use crate::protocol::params::{string, Params};
 
 /// Version of the claims layout; bump when a field changes meaning.
 pub const FORMAT_VERSION: u8 = 1;
@@ -92,11 +95,10 @@ pub(crate) struct ClaimsRef<'a> {
 }
 
 /// Reads `params.requestState`: absent or `null` is none; anything but a string is an error.
-pub fn request_state(params: Option<&Value>) -> Result<Option<&str>, ClaimsError> {
-    match params.and_then(|p| p.get("requestState")) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(state)) => Ok(Some(state)),
-        Some(_) => Err(ClaimsError::StateNotString),
+pub fn request_state(params: &Params) -> Result<Option<Cow<'_, str>>, ClaimsError> {
+    match params.get("requestState") {
+        None | Some("null") => Ok(None),
+        Some(json) => string(json).map(Some).map_err(|_| ClaimsError::StateNotString),
     }
 }
 
@@ -243,11 +245,15 @@ mod tests {
 
     #[test]
     fn request_state_field() {
-        let params = json!({"requestState": "v1.abc"});
-        assert_eq!(request_state(Some(&params)).unwrap(), Some("v1.abc"));
-        assert_eq!(request_state(Some(&json!({"requestState": null}))).unwrap(), None);
-        assert_eq!(request_state(None).unwrap(), None);
-        assert!(matches!(request_state(Some(&json!({"requestState": 5}))), Err(ClaimsError::StateNotString)));
+        let of = |v: Value| Params::of_value(&v).unwrap();
+        assert_eq!(request_state(&of(json!({"requestState": "v1.abc"}))).unwrap().as_deref(), Some("v1.abc"));
+        assert_eq!(
+            request_state(&of(json!({"requestState": "v1.\"q\""}))).unwrap().as_deref(),
+            Some("v1.\"q\"")
+        );
+        assert_eq!(request_state(&of(json!({"requestState": null}))).unwrap(), None);
+        assert_eq!(request_state(&of(json!({}))).unwrap(), None);
+        assert!(matches!(request_state(&of(json!({"requestState": 5}))), Err(ClaimsError::StateNotString)));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::defaults;
 use crate::mrtr::answers::validate_answer;
 use crate::mrtr::canonical::Digest;
 use crate::mrtr::translate::{to_legacy_result, InputKind, LegacyVersion};
+use crate::protocol::params::Params;
 
 /// Errors in a client's `inputResponses`; each names the key and the cause.
 #[derive(Debug, thiserror::Error)]
@@ -90,11 +91,11 @@ pub struct Accepted {
 }
 
 /// Reads `params.inputResponses`: absent or `null` is no answers; anything but an object is an
-/// error.
-pub fn input_responses(params: Option<&Value>) -> Result<Option<&Map<String, Value>>, InputError> {
-    match params.and_then(|p| p.get("inputResponses")) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(map)) => Ok(Some(map)),
+/// error. Parsed only here, on a retry: the first call of a chain has none.
+pub fn input_responses(params: &Params) -> Result<Option<Map<String, Value>>, InputError> {
+    match params.parse::<Option<Value>>("inputResponses") {
+        None | Some(Ok(None)) => Ok(None),
+        Some(Ok(Some(Value::Object(answers)))) => Ok(Some(answers)),
         Some(_) => Err(InputError::NotAnObject),
     }
 }

@@ -136,12 +136,12 @@ fn the_default_answer_bound_is_the_production_one() {
 
 #[test]
 fn input_responses_field() {
-    let params = json!({"inputResponses": {"k": {}}});
-    assert_eq!(input_responses(Some(&params)).unwrap().map(Map::len), Some(1));
-    assert!(input_responses(Some(&json!({"inputResponses": null}))).unwrap().is_none());
-    assert!(input_responses(Some(&json!({}))).unwrap().is_none());
-    assert!(input_responses(None).unwrap().is_none());
-    assert!(matches!(input_responses(Some(&json!({"inputResponses": [1]}))), Err(InputError::NotAnObject)));
+    let of = |v: Value| Params::of_value(&v).unwrap();
+    let answers = input_responses(&of(json!({"inputResponses": {"k": {}}}))).unwrap();
+    assert_eq!(answers, json!({"k": {}}).as_object().cloned());
+    assert!(input_responses(&of(json!({"inputResponses": null}))).unwrap().is_none());
+    assert!(input_responses(&of(json!({}))).unwrap().is_none());
+    assert!(matches!(input_responses(&of(json!({"inputResponses": [1]}))), Err(InputError::NotAnObject)));
 }
 
 #[test]
