@@ -116,6 +116,18 @@ async fn send_as(
     }
     params["_meta"] = Value::Object(meta);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    send_text(front, accept, method, name, body).await
+}
+
+/// Posts `body` as it is, as a 2026-07-28 request of `method` (`name` in `Mcp-Name`); its
+/// status, content type and JSON body (a stream's: its last event).
+async fn send_text(
+    front: &Front,
+    accept: &str,
+    method: &str,
+    name: Option<&str>,
+    body: String,
+) -> (StatusCode, String, Value) {
     let mut request = Request::post("/mcp")
         .header("content-type", "application/json")
         .header("accept", accept)
@@ -229,18 +241,8 @@ async fn post_raw(front: &Front, body: &str) -> (StatusCode, Value) {
 
 /// Posts `body` as a 2026-07-28 request of `method` (`name` in `Mcp-Name`).
 async fn post_raw_as(front: &Front, method: &str, name: Option<&str>, body: &str) -> (StatusCode, Value) {
-    let mut request = Request::post("/mcp")
-        .header("content-type", "application/json")
-        .header("accept", BOTH)
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-    if let Some(name) = name {
-        request = request.header("mcp-name", name);
-    }
-    let response = front.state.handle(request.body(Full::new(Bytes::from(body.to_owned()))).unwrap()).await;
-    let status = response.status();
-    let bytes = response.into_body().collect().await.expect("body").to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}: {bytes:?}")))
+    let (status, _, body) = send_text(front, BOTH, method, name, body.to_owned()).await;
+    (status, body)
 }
 
 #[tokio::test]
