@@ -28,10 +28,10 @@
 //! `benches/callgrind.sh`, which runs each path alone (`PROXY_BENCH_ONLY`).
 //!
 //! `PROXY_BENCH_ONLY=direct|relay|gateway|peer` runs one path alone instead, for a profiler
-//! (see `one_path`).
+//! (see `one_path`), sequentially or from `PROXY_BENCH_ONLY_CONCURRENCY` clients.
 //!
 //! Run: `cargo bench --bench proxy` (optional env: PROXY_BENCH_N, PROXY_BENCH_CONCURRENCY,
-//! PROXY_BENCH_GATEWAY_THREADS, PROXY_BENCH_ONLY, PROXY_BENCH_PEER).
+//! PROXY_BENCH_GATEWAY_THREADS, PROXY_BENCH_ONLY, PROXY_BENCH_ONLY_CONCURRENCY, PROXY_BENCH_PEER).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -185,20 +185,31 @@ impl GatewayRun {
 }
 
 /// One path alone, for a profiler: a pause to attach one (`perf stat -p`, `perf record -p`),
-/// then `n` sequential calls (bounded by the time cap), and their mean time. Under
+/// then `n` calls (bounded by the time cap), and their mean time. The calls are sequential, or
+/// spread over `PROXY_BENCH_ONLY_CONCURRENCY` clients as in the throughput phase, so that phase
+/// can be counted alone too (`perf stat` of two runs with different `n`). Under
 /// `valgrind --tool=callgrind`, two runs with different `n` give the instructions per call.
 async fn one_path(client: &HttpClient, target: &Target, name: &str, n: usize) {
-    println!("pid {}: {n} sequential calls on the {name} path in {ATTACH_PAUSE:?}", std::process::id());
+    let clients: usize = env_or("PROXY_BENCH_ONLY_CONCURRENCY", 1).max(1);
+    println!(
+        "pid {}: {n} calls from {clients} clients on the {name} path in {ATTACH_PAUSE:?}",
+        std::process::id()
+    );
     tokio::time::sleep(ATTACH_PAUSE).await;
     let started = Instant::now();
-    let mut done = 0u32;
-    while (done as usize) < n && started.elapsed() < TIME_CAP {
-        send(client, target).await;
-        done += 1;
-    }
+    let done = if clients == 1 {
+        let mut done = 0usize;
+        while done < n && started.elapsed() < TIME_CAP {
+            send(client, target).await;
+            done += 1;
+        }
+        done
+    } else {
+        concurrent(client, target, clients, n).await.0
+    };
     println!(
         "{name}: {done} calls, {:.1} us each",
-        started.elapsed().as_secs_f64() * 1e6 / f64::from(done.max(1))
+        started.elapsed().as_secs_f64() * 1e6 / done.max(1) as f64
     );
 }
 
@@ -229,25 +240,35 @@ async fn timed(client: &HttpClient, target: &Target) -> Duration {
     t.elapsed()
 }
 
+/// Requests per second of `concurrency` clients making about `n` calls in all, counting the
+/// calls made (fewer when the time cap cuts the run short).
 async fn throughput(client: &HttpClient, target: &Target, concurrency: usize, n: usize) -> f64 {
+    let (done, elapsed) = concurrent(client, target, concurrency, n).await;
+    done as f64 / elapsed.as_secs_f64()
+}
+
+/// `concurrency` clients making `n / concurrency` calls each (bounded by the time cap); the
+/// calls made and the time they took.
+async fn concurrent(client: &HttpClient, target: &Target, concurrency: usize, n: usize) -> (usize, Duration) {
     let per_task = (n / concurrency).max(1);
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
         let (client, target) = (client.clone(), target.clone());
         tasks.push(tokio::spawn(async move {
-            for _ in 0..per_task {
-                if started.elapsed() > TIME_CAP {
-                    break;
-                }
+            let mut done = 0usize;
+            while done < per_task && started.elapsed() < TIME_CAP {
                 send(&client, &target).await;
+                done += 1;
             }
+            done
         }));
     }
+    let mut done = 0;
     for t in tasks {
-        t.await.expect("task");
+        done += t.await.expect("task");
     }
-    (per_task * concurrency) as f64 / started.elapsed().as_secs_f64()
+    (done, started.elapsed())
 }
 
 async fn send(client: &HttpClient, target: &Target) -> Bytes {
