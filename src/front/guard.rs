@@ -57,12 +57,23 @@ pub struct Accepts {
     pub sse: bool,
 }
 
+/// The `Accept` value the SDK clients send, recognised before any parsing: it is on nearly
+/// every request, and [`media_ranges`] gives it the same answer.
+const SDK_ACCEPT: &[u8] = b"application/json, text/event-stream";
+
 /// Reads `Accept`; an absent header accepts anything.
 pub fn accepts(headers: &HeaderMap) -> Result<Accepts, FrontError> {
     let Some(value) = headers.get(ACCEPT) else { return Ok(Accepts { sse: false }) };
-    // One pass over the media ranges, by bytes: this runs on every request.
+    if value.as_bytes() == SDK_ACCEPT {
+        return Ok(Accepts { sse: true });
+    }
+    media_ranges(value.to_str().unwrap_or("").as_bytes())
+}
+
+/// One pass over the media ranges of an `Accept` value, by bytes.
+fn media_ranges(value: &[u8]) -> Result<Accepts, FrontError> {
     let (mut json, mut sse) = (false, false);
-    for range in value.to_str().unwrap_or("").as_bytes().split(|&b| b == b',') {
+    for range in value.split(|&b| b == b',') {
         let media = range.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
         let is = |t: &str| media.eq_ignore_ascii_case(t.as_bytes());
         json |= is("application/json") || is("application/*") || is("*/*");
@@ -106,6 +117,11 @@ mod tests {
         assert_eq!(check_content_type(&with(CONTENT_TYPE, "text/plain")).unwrap_err().status().as_u16(), 415);
         assert_eq!(
             accepts(&with(ACCEPT, "application/json, text/event-stream")).unwrap(),
+            Accepts { sse: true }
+        );
+        assert_eq!(media_ranges(SDK_ACCEPT).unwrap(), Accepts { sse: true }, "the shortcut's answer");
+        assert_eq!(
+            accepts(&with(ACCEPT, "Application/JSON;q=0.9 , text/event-stream")).unwrap(),
             Accepts { sse: true }
         );
         assert_eq!(accepts(&with(ACCEPT, "application/json")).unwrap(), Accepts { sse: false });
