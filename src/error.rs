@@ -565,13 +565,14 @@ impl From<ClaimsError> for FrontError {
     }
 }
 
-/// The message describes the client's own `inputResponses`.
+/// The message names the member of the client's params that cannot be read.
 impl From<ParamsError> for FrontError {
     fn from(e: ParamsError) -> Self {
         Self::InvalidParams(e.to_string())
     }
 }
 
+/// The message describes the client's own `inputResponses`.
 impl From<InputError> for FrontError {
     fn from(e: InputError) -> Self {
         Self::InvalidParams(e.to_string())

@@ -153,7 +153,8 @@ impl ToolHeaders {
     }
 
     /// Checks a `tools/call` of `name`'s headers against its `arguments`; `None` when the
-    /// catalogue has not seen the tool listed to `key`.
+    /// catalogue has not seen the tool listed to `key`. The tests' shorthand for [`Self::lookup`].
+    #[cfg(test)]
     pub fn check(
         &self,
         key: &PoolKey,

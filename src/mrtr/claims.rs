@@ -126,9 +126,7 @@ impl Binding {
             arguments: arguments_digest(arguments),
         }
     }
-}
 
-impl Binding {
     /// A binding no other matches: its arguments digest is random. For a request whose
     /// arguments cannot be bound (see the bridge's `MrtrRequest::binding`).
     pub fn unmatchable(principal: &str, method: MrtrMethod, target: &str) -> Self {

@@ -300,7 +300,7 @@ impl<'de> Visitor<'de> for Strict {
         while let Some(key) = map.next_key::<String>()? {
             let value = map.next_value_seed(Strict)?;
             if out.contains_key(&key) {
-                let key = crate::protocol::quote::quoted(&key);
+                let key = quoted(&key);
                 return Err(de::Error::custom(format_args!("{REPEATED}{key}")));
             }
             out.insert(key, value);
@@ -458,25 +458,19 @@ impl<'de> Visitor<'de> for MetaInto<'_> {
 
 /// A repeated key among `members` (of an object whose text is in `raw`), named under `path`.
 fn refuse_repeats(raw: &str, members: &[Member], path: &str) -> Result<(), ParamsError> {
-    fn key<'a>(raw: &'a str, m: &'a Member) -> &'a str {
-        match &m.key {
-            Text::At(r) => &raw[r.clone()],
-            Text::Owned(k) => k,
-        }
-    }
-    let key = |m| key(raw, m);
-    let repeated = |k: &str| ParamsError::Repeated(format!("{path}{}", crate::protocol::quote::quoted(k)));
+    let repeated = |k: &str| ParamsError::Repeated(format!("{path}{}", quoted(k)));
     // Few members, the usual case: compared pairwise; many: sorted, so that a large object
     // costs n log n, not n².
     if members.len() <= 16 {
         for (i, m) in members.iter().enumerate() {
-            if members[..i].iter().any(|o| key(o) == key(m)) {
-                return Err(repeated(key(m)));
+            let key = text(raw, &m.key);
+            if members[..i].iter().any(|o| text(raw, &o.key) == key) {
+                return Err(repeated(key));
             }
         }
         return Ok(());
     }
-    let mut keys: Vec<&str> = members.iter().map(key).collect();
+    let mut keys: Vec<&str> = members.iter().map(|m| text(raw, &m.key)).collect();
     keys.sort_unstable();
     match keys.windows(2).find(|w| w[0] == w[1]) {
         Some(w) => Err(repeated(w[0])),
